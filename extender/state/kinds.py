@@ -47,13 +47,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(Kind.NODE, "v1", "nodes", namespaced=False, optional=False),
     ResourceType(Kind.POD, "v1", "pods", namespaced=True, optional=False),
     ResourceType(Kind.PODGROUP, "scheduling.x-k8s.io/v1alpha1", "podgroups", namespaced=True, optional=True),
-    ResourceType(
-        Kind.PODGROUP_SIGS, "scheduling.sigs.k8s.io/v1alpha1", "podgroups", namespaced=True, optional=True
-    ),
+    ResourceType(Kind.PODGROUP_SIGS, "scheduling.sigs.k8s.io/v1alpha1", "podgroups", namespaced=True, optional=True),
     ResourceType(Kind.TFJOB, "kubeflow.org/v1", "tfjobs", namespaced=True, optional=True),
-    ResourceType(
-        Kind.PRIORITY_CLASS, "scheduling.k8s.io/v1", "priorityclasses", namespaced=False, optional=False
-    ),
+    ResourceType(Kind.PRIORITY_CLASS, "scheduling.k8s.io/v1", "priorityclasses", namespaced=False, optional=False),
 )
 
 BY_KIND: dict[Kind, ResourceType] = {rt.kind: rt for rt in RESOURCE_TYPES}

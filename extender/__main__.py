@@ -1,0 +1,102 @@
+"""The `tfjob-extender` command: parse arguments, build the service, run it. No policy lives here."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from extender.config import Settings
+from extender.state.manifests import SnapshotFileError
+from extender.state.offline import load_snapshot_file
+from extender.state.store import ClusterState
+
+DEFAULTS = Settings()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="tfjob-extender", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="answer kube-scheduler's extender calls")
+    serve.add_argument("--host", default=DEFAULTS.host, help="address to bind (default %(default)s)")
+    serve.add_argument("--port", type=int, default=DEFAULTS.port, help="port to bind (default %(default)s)")
+    source = serve.add_mutually_exclusive_group()
+    source.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
+    source.add_argument(
+        "--cluster-snapshot",
+        type=Path,
+        help="serve from this file (a /debug/state dump or Kubernetes objects in YAML) with no API server",
+    )
+    serve.add_argument(
+        "--scheduler-name",
+        default=DEFAULTS.policy.scheduler_name,
+        help="schedulerName of the pods to manage (default %(default)s)",
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    from dataclasses import replace
+
+    return Settings(
+        host=args.host,
+        port=args.port,
+        kubeconfig=args.kubeconfig,
+        cluster_snapshot=args.cluster_snapshot,
+        policy=replace(DEFAULTS.policy, scheduler_name=args.scheduler_name),
+    )
+
+
+def serve(settings: Settings, log_level: str) -> int:
+    import uvicorn
+
+    from extender.api.app import create_app, make_service
+
+    state = ClusterState()
+    start = stop = _nothing
+    if settings.cluster_snapshot is not None:
+        try:
+            count = load_snapshot_file(state, settings.cluster_snapshot)
+        except SnapshotFileError as error:
+            print(f"tfjob-extender: cannot load the cluster snapshot: {error}", file=sys.stderr)
+            return 2
+        logging.getLogger("extender").info("loaded %d objects from %s", count, settings.cluster_snapshot)
+    else:
+        from extender.k8s.client import make_api_client
+        from extender.k8s.informer import Informers
+
+        informers = Informers(make_api_client(settings.kubeconfig), state)
+        start, stop = informers.start, informers.stop
+    app = create_app(make_service(settings, state, time.time), on_start=start, on_stop=stop)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        http="httptools",
+        loop="uvloop",
+        timeout_keep_alive=settings.keep_alive_s,
+        log_level=log_level,
+        access_log=log_level == "debug",
+    )
+    return 0
+
+
+def _nothing() -> None:
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        return serve(settings_from(args), args.log_level)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The FastAPI application: the extender verbs and the debug routes over one `Service`.
+
+`create_app` wires routes only; what feeds the model (informers or a snapshot file) is started by the
+caller through `on_start` / `on_stop`, so tests and offline mode build the same app without a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from extender import __version__
+from extender.api import debug, verbs
+from extender.api.history import DecisionHistory
+from extender.api.metrics import Metrics
+from extender.config import Settings
+from extender.state.store import ClusterState
+
+
+def make_service(settings: Settings, state: ClusterState, clock: Callable[[], float]) -> verbs.Service:
+    metrics = Metrics(lambda: debug.gangs_pending(state.snapshot()))
+    return verbs.Service(settings, state, clock, DecisionHistory(settings.decision_history), metrics)
+
+
+def create_app(
+    service: verbs.Service,
+    *,
+    on_start: Callable[[], None] = lambda: None,
+    on_stop: Callable[[], None] = lambda: None,
+) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        on_start()
+        try:
+            yield
+        finally:
+            on_stop()
+
+    app = FastAPI(title="tfjob-extender", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.include_router(verbs.make_router(service))
+    app.include_router(debug.make_router(service))
+    return app

@@ -1,0 +1,122 @@
+"""Read-only introspection: health, readiness, the model dump, gangs, recent decisions, metrics.
+
+Every route is a GET that reads one snapshot and renders JSON; none changes the model. The gang views
+answer "why is my gang pending?": members by phase, the reserved plan, and the reason the last plan
+failed or what the gang still waits for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from extender.api.verbs import Service
+from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView
+from extender.state.kinds import BY_KIND
+from extender.state.manifests import dump_state, reservation_record
+
+
+def gang_keys_of(snapshot: ClusterSnapshot) -> list[str]:
+    """Every PodGroup the model knows, with or without members, and groups named only by pods."""
+    return sorted(set(snapshot.groups) | set(snapshot.group_members))
+
+
+def _phase(pod: PodView, snapshot: ClusterSnapshot) -> str:
+    if pod.terminating:
+        return "terminating"
+    if pod.finished:
+        return pod.phase.lower()
+    if pod.node_name:
+        return "bound"
+    return "reserved" if pod.key in snapshot.reservations else "pending"
+
+
+def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, Any]:
+    state = gang_state(snapshot, key)
+    group = snapshot.groups.get(key)
+    members: dict[str, list[str]] = {}
+    for pod_key in sorted(snapshot.group_members.get(key, frozenset())):
+        pod = snapshot.pods.get(pod_key)
+        if pod is not None:
+            members.setdefault(_phase(pod, snapshot), []).append(pod.name)
+    plan = [
+        {**reservation_record(held), "expiresInSeconds": round(held.expires_at - now, 1)}
+        for pod_key in sorted(snapshot.group_members.get(key, frozenset()))
+        if (held := snapshot.reservations.get(pod_key)) is not None
+    ]
+    failed = snapshot.failed_plans.get(state.key)
+    waiting = waiting_reason(state)
+    satisfied = is_satisfied(snapshot, state)
+    pending = bool(members.get("pending"))
+    return {
+        "gang": state.key,
+        "podGroup": key,
+        "apiGroup": group.api_group if group else None,
+        "minMember": group.min_member if group else None,
+        "members": members,
+        "status": "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle",
+        "plan": plan,
+        "why": None if satisfied else waiting or (failed.reason if failed else None),
+        "lastFailedPlanAt": failed.at if failed else None,
+    }
+
+
+def gangs_pending(snapshot: ClusterSnapshot) -> int:
+    return sum(
+        1
+        for key in gang_keys_of(snapshot)
+        if any(
+            (pod := snapshot.pods.get(k)) is not None and pod.pending
+            for k in snapshot.group_members.get(key, frozenset())
+        )
+        and not is_satisfied(snapshot, gang_state(snapshot, key))
+    )
+
+
+def make_router(service: Service) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @router.get("/readyz")
+    def readyz() -> JSONResponse:
+        synced = service.state.synced_kinds()
+        body = {"ready": service.state.is_synced(), "synced": {k.value: k in synced for k in BY_KIND}}
+        return JSONResponse(body, status_code=200 if body["ready"] else 503)
+
+    @router.get("/debug/state")
+    def state() -> dict[str, Any]:
+        return dump_state(service.state.snapshot())
+
+    @router.get("/debug/gangs")
+    def gangs() -> dict[str, Any]:
+        snapshot = service.state.snapshot()
+        now = service.clock()
+        return {
+            "generation": snapshot.generation,
+            "gangs": [gang_summary(snapshot, key, now) for key in gang_keys_of(snapshot)],
+        }
+
+    @router.get("/debug/gangs/{namespace}/{name}")
+    def gang(namespace: str, name: str) -> JSONResponse:
+        snapshot = service.state.snapshot()
+        key = f"{namespace}/{name}"
+        if key not in snapshot.groups and key not in snapshot.group_members:
+            return JSONResponse({"error": f"no PodGroup or gang members named {key}"}, status_code=404)
+        return JSONResponse(gang_summary(snapshot, key, service.clock()))
+
+    @router.get("/debug/decisions")
+    def decisions(pod: str | None = None, limit: int = 50) -> dict[str, Any]:
+        return {"decisions": service.history.render(pod=pod, limit=max(1, min(limit, 1000)))}
+
+    @router.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

@@ -1,0 +1,34 @@
+"""Prometheus metrics of one service instance, in a registry of its own (no process-global state)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0)
+"""Verb latency histogram buckets, seconds: fine below 2 ms, where the targets are."""
+
+
+class Metrics:
+    def __init__(self, gangs_pending: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        self.verb_seconds = Histogram(
+            "tfjob_extender_verb_duration_seconds",
+            "Time to answer one extender call, from request to encoded reply.",
+            ["verb"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.decisions = Counter(
+            "tfjob_extender_decisions_total",
+            "Extender decisions by verb and outcome.",
+            ["verb", "outcome"],
+            registry=self.registry,
+        )
+        self.gangs_pending = Gauge(
+            "tfjob_extender_gangs_pending",
+            "PodGroups with members waiting to be placed and fewer than minMember placed.",
+            registry=self.registry,
+        )
+        self.gangs_pending.set_function(gangs_pending)

@@ -1,0 +1,140 @@
+"""`POST /filter`, `/prioritize`, `/preempt`: decode → snapshot → policy → encode, always a 200 JSON reply.
+
+Each handler reads the body under a size cap, refuses to decide before the model has synced, feeds the
+pod it was asked about into the model when a watch event has not delivered it yet, calls the pure policy
+on the current snapshot, commits the gang plan a filter decision carries, records the decision for
+`/debug/decisions`, and encodes the reply. Any failure — a malformed body, an unreadable pod, a bug —
+becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON body.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Request, Response
+
+from extender.api import wire
+from extender.api.history import Decision, DecisionHistory, Record
+from extender.api.metrics import Metrics
+from extender.config import Settings
+from extender.policy import filter_pod, preempt_pod, prioritize_pod
+from extender.policy.model import ClusterSnapshot, PodView
+from extender.state import convert
+from extender.state.store import ClusterState
+
+log = logging.getLogger(__name__)
+
+NOT_SYNCED = "cache not synced"
+JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """What the HTTP layer needs: settings, the model, a clock, and where decisions are reported."""
+
+    settings: Settings
+    state: ClusterState
+    clock: Callable[[], float]
+    history: DecisionHistory
+    metrics: Metrics
+
+
+class BodyTooLarge(wire.WireError):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing anything over `limit` bytes without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _pod_in_model(service: Service, raw_pod: wire.Json) -> tuple[PodView, ClusterSnapshot]:
+    """The pod as the model knows it (feeding the request's copy in first if the watch lags)."""
+    pod = convert.pod_view(raw_pod)
+    now = service.clock()
+    service.state.release_expired(now)
+    snapshot = service.state.snapshot()
+    if pod.key not in snapshot.pods:
+        service.state.observe_pod(raw_pod)
+        snapshot = service.state.snapshot()
+    return snapshot.pods.get(pod.key, pod), snapshot
+
+
+Handler = Callable[[Service, bytes], Awaitable[bytes]]
+
+
+def make_router(service: Service) -> APIRouter:
+    router = APIRouter()
+
+    def route(verb: str, handler: Handler, empty: dict[str, object]) -> None:
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                body = await read_body(request, service.settings.max_body_bytes)
+                if not service.state.is_synced():
+                    raise wire.WireError(NOT_SYNCED)
+                reply = await handler(service, body)
+            except (wire.WireError, convert.ConversionError) as error:
+                service.metrics.decisions.labels(verb, "bad-request").inc()
+                reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **empty)
+            except Exception as error:
+                log.exception("%s failed", verb)
+                service.metrics.decisions.labels(verb, "error").inc()
+                reply = wire.encode_error(f"tfjob-extender {verb}: internal error: {error!r}", **empty)
+            service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
+            return Response(reply, media_type=JSON)
+
+        router.add_api_route(f"/{verb}", endpoint, methods=["POST"], name=verb)
+
+    route(
+        "filter", _filter, {"NodeNames": None, "Nodes": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None}
+    )
+    route("prioritize", _prioritize, {})
+    route("preempt", _preempt, {"NodeNameToMetaVictims": {}})
+    return router
+
+
+def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot, decision: Decision) -> None:
+    service.metrics.decisions.labels(verb, decision.outcome).inc()
+    service.history.add(Record(service.clock(), verb, pod.key, snapshot.generation, decision))
+
+
+async def _filter(service: Service, body: bytes) -> bytes:
+    args = wire.parse_extender_args(body)
+    pod, snapshot = _pod_in_model(service, args.pod)
+    decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
+    if decision.reserve or decision.release_groups or decision.failed_plan is not None:
+        service.state.commit_plan(
+            release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
+        )
+    _record(service, "filter", pod, snapshot, decision)
+    return wire.encode_filter(decision, args)
+
+
+async def _prioritize(service: Service, body: bytes) -> bytes:
+    args = wire.parse_extender_args(body)
+    pod, snapshot = _pod_in_model(service, args.pod)
+    decision = prioritize_pod(snapshot, pod, args.candidates, service.settings.policy)
+    _record(service, "prioritize", pod, snapshot, decision)
+    return wire.encode_scores(decision, args.candidates)
+
+
+async def _preempt(service: Service, body: bytes) -> bytes:
+    args = wire.parse_preemption_args(body)
+    pod, snapshot = _pod_in_model(service, args.pod)
+    decision = preempt_pod(args.victims, args.pdb_violations)
+    _record(service, "preempt", pod, snapshot, decision)
+    return wire.encode_preemption(decision)

@@ -1,0 +1,130 @@
+"""The `filter` verb's policy: plain resource fit for ungrouped pods, gang admission and steering for
+members of a PodGroup.
+
+For a gang member:
+1. It already has a reservation → keep only its planned node (steer); if kube-scheduler no longer offers
+   that node, plan the whole gang again with this pod pinned to what is offered.
+2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
+   scale-out pods join a running gang without a barrier).
+3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
+Every candidate node ends in exactly one of: feasible, failed, unresolvable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from extender.policy.decisions import FilterDecision
+from extender.policy.gang import GangVerdict, gang_state, is_satisfied, membership_generation, plan_gang
+from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.resources import describe
+from extender.policy.settings import PolicySettings
+
+
+def filter_pod(
+    snapshot: ClusterSnapshot,
+    pod: PodView,
+    candidates: Sequence[str],
+    settings: PolicySettings,
+    now: float,
+) -> FilterDecision:
+    """Decide which of `candidates` may take `pod`, and why the others may not."""
+    if pod.scheduler_name != settings.scheduler_name:
+        return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
+    if not pod.group:
+        return fit_filter(snapshot, pod, candidates)
+    held = snapshot.reservations.get(pod.key)
+    if held is not None and held.expires_at > now:
+        if held.node in candidates:
+            reason = f"gang {pod.group}: this pod is planned on {held.node}"
+            others = {node: reason for node in candidates if node != held.node}
+            return FilterDecision("steered", reason, (held.node,), unresolvable=others)
+        return _admit(snapshot, pod, candidates, settings, now, replanning=True)
+    state = gang_state(snapshot, pod.group)
+    if is_satisfied(snapshot, state):
+        return fit_filter(snapshot, pod, candidates)
+    return _admit(snapshot, pod, candidates, settings, now, replanning=False)
+
+
+def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str]) -> FilterDecision:
+    """Keep the nodes whose free capacity (after bound pods and reservations) holds the pod's requests."""
+    feasible: list[str] = []
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    for name in candidates:
+        state = snapshot.nodes.get(name)
+        if state is None:
+            unresolvable[name] = "node is not in the extender's cluster model yet"
+            continue
+        free = snapshot.free_on(name, ignoring_group=pod.group)
+        if pod.requests.fits_in(free):
+            feasible.append(name)
+        else:
+            failed[name] = f"insufficient {describe(pod.requests.shortfall(free))}"
+    summary = f"{len(feasible)}/{len(candidates)} nodes fit {describe(pod.requests)}"
+    return FilterDecision("fit" if feasible else "no-fit", summary, tuple(feasible), failed, unresolvable)
+
+
+def _admit(
+    snapshot: ClusterSnapshot,
+    pod: PodView,
+    candidates: Sequence[str],
+    settings: PolicySettings,
+    now: float,
+    *,
+    replanning: bool,
+) -> FilterDecision:
+    state = gang_state(snapshot, pod.group)
+    remembered = snapshot.failed_plans.get(state.key)
+    if (
+        not replanning
+        and remembered is not None
+        and remembered.capacity_generation == snapshot.capacity_generation
+        and remembered.membership_generation == membership_generation(snapshot, state)
+    ):
+        return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
+    verdict = plan_gang(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
+    release = tuple(state.members) if replanning else ()
+    if not verdict.admitted:
+        decision = _reject(
+            candidates,
+            "waiting" if verdict.waiting_for_members else "unplannable",
+            verdict.reason,
+            resolvable=not verdict.waiting_for_members,
+        )
+        return _with_plan_changes(decision, verdict, release)
+    node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
+    if node is None:
+        return _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
+    reason = f"{verdict.reason}; this pod on {node}"
+    others = {name: reason for name in candidates if name != node}
+    decision = FilterDecision("planned", reason, (node,), unresolvable=others)
+    return _with_plan_changes(decision, verdict, release)
+
+
+def _fit_after_plan(
+    snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str], verdict: GangVerdict
+) -> FilterDecision:
+    """The gang is admitted without this pod (a surplus member): reject it for now, with the reason."""
+    reason = f"{verdict.reason}; this surplus member waits for room beyond the gang's minimum"
+    return _reject(candidates, "waiting", reason, resolvable=True)
+
+
+def _reject(candidates: Sequence[str], outcome: str, reason: str, *, resolvable: bool) -> FilterDecision:
+    reasons = dict.fromkeys(candidates, reason)
+    if resolvable:
+        return FilterDecision(outcome, reason, (), failed=reasons)
+    return FilterDecision(outcome, reason, (), unresolvable=reasons)
+
+
+def _with_plan_changes(decision: FilterDecision, verdict: GangVerdict, release: tuple[str, ...]) -> FilterDecision:
+    return FilterDecision(
+        decision.outcome,
+        decision.summary,
+        decision.feasible,
+        decision.failed,
+        decision.unresolvable,
+        reserve=verdict.reservations,
+        release_groups=release,
+        failed_plan=verdict.failed_plan,
+    )

@@ -1,0 +1,109 @@
+"""A copy-on-write map whose frozen views are immutable snapshots that cost O(changes) to take.
+
+Keys are spread over a fixed number of buckets. `freeze()` hands out the current buckets as an immutable
+`FrozenMap` and marks them shared; the next write to a shared bucket copies that one bucket first. So a
+snapshot costs O(buckets), and an event applied after it costs O(size / buckets) once per bucket — never
+a copy of the whole cluster, however many readers hold older snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar, overload
+
+K = TypeVar("K")
+V = TypeVar("V")
+D = TypeVar("D")
+
+BUCKET_COUNT = 256
+"""Buckets per map: a snapshot costs this many pointer copies; a write copies size/BUCKET_COUNT entries."""
+
+
+class FrozenMap(Mapping[K, V], Generic[K, V]):
+    """An immutable mapping sharing its buckets with the `CowMap` it was frozen from."""
+
+    __slots__ = ("_buckets", "_length")
+
+    def __init__(self, buckets: tuple[dict[K, V], ...], length: int) -> None:
+        self._buckets = buckets
+        self._length = length
+
+    def __getitem__(self, key: K) -> V:
+        return self._buckets[hash(key) % len(self._buckets)][key]
+
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, default: V | D, /) -> V | D: ...
+    def get(self, key: K, default: V | D | None = None) -> V | D | None:
+        return self._buckets[hash(key) % len(self._buckets)].get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._buckets[hash(key) % len(self._buckets)]
+
+    def __iter__(self) -> Iterator[K]:
+        for bucket in self._buckets:
+            yield from bucket
+
+    def __len__(self) -> int:
+        return self._length
+
+
+def empty_frozen_map() -> FrozenMap[K, V]:
+    return FrozenMap(({},), 0)
+
+
+class CowMap(Generic[K, V]):
+    """The mutable side: a map that can be frozen cheaply and repeatedly."""
+
+    __slots__ = ("_buckets", "_length", "_owned")
+
+    def __init__(self, bucket_count: int = BUCKET_COUNT) -> None:
+        self._buckets: list[dict[K, V]] = [{} for _ in range(bucket_count)]
+        self._owned = [True] * bucket_count
+        self._length = 0
+
+    def _writable(self, key: K) -> dict[K, V]:
+        index = hash(key) % len(self._buckets)
+        if not self._owned[index]:
+            self._buckets[index] = dict(self._buckets[index])
+            self._owned[index] = True
+        return self._buckets[index]
+
+    def get(self, key: K) -> V | None:
+        return self._buckets[hash(key) % len(self._buckets)].get(key)
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._buckets[hash(key) % len(self._buckets)]
+
+    def __len__(self) -> int:
+        return self._length
+
+    def values(self) -> Iterator[V]:
+        for bucket in self._buckets:
+            yield from bucket.values()
+
+    def __iter__(self) -> Iterator[K]:
+        for bucket in self._buckets:
+            yield from bucket
+
+    def set(self, key: K, value: V) -> None:
+        bucket = self._writable(key)
+        if key not in bucket:
+            self._length += 1
+        bucket[key] = value
+
+    def delete(self, key: K) -> V | None:
+        if key not in self:
+            return None
+        self._length -= 1
+        return self._writable(key).pop(key)
+
+    def clear(self) -> None:
+        self._buckets = [{} for _ in self._buckets]
+        self._owned = [True] * len(self._buckets)
+        self._length = 0
+
+    def freeze(self) -> FrozenMap[K, V]:
+        self._owned = [False] * len(self._buckets)
+        return FrozenMap(tuple(self._buckets), self._length)

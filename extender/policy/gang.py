@@ -1,0 +1,224 @@
+"""Gang admission: plan the placement of a whole PodGroup (or GangGroup) at once, all or nothing.
+
+A gang is the set of PodGroups that must start together: one PodGroup, or every PodGroup named in its
+GangGroup annotation. Planning runs on the snapshot's free capacity (bound pods and other gangs'
+reservations count as used) and succeeds only when every group reaches its `minMember` with members
+that are bound, already reserved, or placed by this plan. The result is either a set of reservations to
+commit or a `FailedPlan` that records the model generations it was tried on: until capacity grows or
+membership changes, the same gang is answered from that record without planning again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.policy.model import ClusterSnapshot, FailedPlan, GroupView, PodView, Reservation, Role
+from extender.policy.placement import PlacementUnit, place_units
+from extender.policy.resources import EMPTY, Resources, describe
+from extender.policy.settings import PolicySettings
+
+
+@dataclass(frozen=True, slots=True)
+class GangState:
+    """Where a gang stands before planning."""
+
+    key: str
+    """Sorted, comma-joined keys of the gang's PodGroups."""
+    groups: tuple[GroupView, ...]
+    missing: tuple[str, ...]
+    """Group keys with pods but no PodGroup object yet."""
+    members: Mapping[str, tuple[PodView, ...]]
+    """Group key → its unfinished, not-deleting members."""
+
+
+@dataclass(frozen=True, slots=True)
+class GangVerdict:
+    """The outcome of admitting a gang: a plan to reserve, or the reason it must wait."""
+
+    gang: str
+    admitted: bool
+    reason: str
+    reservations: tuple[Reservation, ...] = ()
+    failed_plan: FailedPlan | None = None
+    waiting_for_members: bool = False
+
+
+def gang_keys(snapshot: ClusterSnapshot, group_key: str) -> tuple[str, ...]:
+    """The PodGroups that start together with `group_key` (itself included), sorted."""
+    group = snapshot.groups.get(group_key)
+    if group is None or not group.gang_group:
+        return (group_key,)
+    return tuple(sorted({group_key, *group.gang_group}))
+
+
+def gang_state(snapshot: ClusterSnapshot, group_key: str) -> GangState:
+    keys = gang_keys(snapshot, group_key)
+    groups = tuple(snapshot.groups[key] for key in keys if key in snapshot.groups)
+    missing = tuple(key for key in keys if key not in snapshot.groups)
+    members = {
+        key: tuple(
+            sorted(
+                (
+                    pod
+                    for pod_key in snapshot.group_members.get(key, frozenset())
+                    if (pod := snapshot.pods.get(pod_key)) is not None and not pod.terminating and pod.phase != "Failed"
+                ),
+                key=lambda pod: pod.name,
+            )
+        )
+        for key in keys
+    }
+    return GangState(",".join(keys), groups, missing, members)
+
+
+def membership_generation(snapshot: ClusterSnapshot, state: GangState) -> int:
+    return max((snapshot.group_generations.get(key, 0) for key in state.members), default=0)
+
+
+def admitted_count(snapshot: ClusterSnapshot, members: Sequence[PodView]) -> int:
+    """Members that already hold a place: bound, succeeded, or reserved by a live plan."""
+    return sum(1 for pod in members if pod.node_name or pod.finished or pod.key in snapshot.reservations)
+
+
+def is_satisfied(snapshot: ClusterSnapshot, state: GangState) -> bool:
+    """Every group of the gang already has `minMember` members placed or reserved."""
+    return not state.missing and all(
+        admitted_count(snapshot, state.members[group.key]) >= group.min_member for group in state.groups
+    )
+
+
+def waiting_reason(state: GangState) -> str | None:
+    """Why the gang cannot be planned yet (a group or members not created), or None."""
+    if state.missing:
+        return f"gang {state.key}: waiting for PodGroup {', '.join(state.missing)} to be created"
+    short = [
+        f"{group.key} {len(state.members[group.key])}/{group.min_member}"
+        for group in state.groups
+        if len(state.members[group.key]) < group.min_member
+    ]
+    if short:
+        return f"gang {state.key}: waiting for members to be created ({', '.join(short)})"
+    return None
+
+
+def plan_gang(
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    settings: PolicySettings,
+    now: float,
+    *,
+    pinned: Mapping[str, frozenset[str]] | None = None,
+) -> GangVerdict:
+    """Plan every pending member of the gang; admit only if each group reaches its minMember.
+
+    `pinned` restricts some pods to some nodes (the candidates kube-scheduler offered for the pod being
+    filtered). Reservations already held by the gang are treated as free, so a broken plan is replaced.
+    """
+    waiting = waiting_reason(state)
+    generation = membership_generation(snapshot, state)
+    if waiting is not None:
+        return GangVerdict(state.key, False, waiting, waiting_for_members=True)
+    own_reservations = {
+        pod.key for members in state.members.values() for pod in members if pod.key in snapshot.reservations
+    }
+    pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
+    free, allocatable = _free_capacity(snapshot, own_reservations)
+    units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
+    placement = place_units(units, free, allocatable)
+    placed_by_group = Counter(
+        group for group, pods in pending.items() for pod in pods if pod.key in placement.assignments
+    )
+    short = [
+        group
+        for group in state.groups
+        if _already_placed(state.members[group.key], own_reservations) + placed_by_group[group.key] < group.min_member
+    ]
+    needed = sum(len(pods) for pods in pending.values())
+    if short:
+        reason = _no_fit_reason(state, pending, len(placement.assignments))
+        failed = FailedPlan(
+            state.key,
+            reason,
+            snapshot.capacity_generation,
+            generation,
+            now,
+            len(placement.assignments),
+            needed,
+        )
+        return GangVerdict(state.key, False, reason, failed_plan=failed)
+    timeout = _timeout(state.groups, settings)
+    reservations = tuple(
+        Reservation(pod.key, group, placement.assignments[pod.key], pod.requests, now + timeout)
+        for group, pods in pending.items()
+        for pod in pods
+        if pod.key in placement.assignments
+    )
+    nodes = len({r.node for r in reservations})
+    reason = f"gang {state.key}: planned {len(reservations)} pods on {nodes} node(s)"
+    return GangVerdict(state.key, True, reason, reservations=reservations)
+
+
+def _already_placed(members: Sequence[PodView], replanned: set[str]) -> int:
+    return sum(1 for pod in members if (pod.node_name or pod.finished) and pod.key not in replanned)
+
+
+def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
+    timeouts = [g.schedule_timeout_s for g in groups if g.schedule_timeout_s]
+    return min(timeouts) if timeouts else settings.default_plan_timeout_s
+
+
+def _free_capacity(snapshot: ClusterSnapshot, released: set[str]) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """Free capacity on every schedulable node, with the given pods' reservations handed back."""
+    handed_back: dict[str, Resources] = {}
+    for pod_key in released:
+        held = snapshot.reservations[pod_key]
+        handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests
+    free: dict[str, Resources] = {}
+    allocatable: dict[str, Resources] = {}
+    for name, node in snapshot.nodes.items():
+        if not node.node.schedulable:
+            continue
+        free[name] = node.free - snapshot.reserved_by_node.get(name, EMPTY) + handed_back.get(name, EMPTY)
+        allocatable[name] = node.node.allocatable
+    return free, allocatable
+
+
+def _unit(
+    snapshot: ClusterSnapshot,
+    group_key: str,
+    pods: Sequence[PodView],
+    replanned: set[str],
+    pinned: Mapping[str, frozenset[str]],
+) -> PlacementUnit:
+    job = pods[0].job
+    ps_nodes: set[str] = set()
+    job_nodes: Counter[str] = Counter()
+    for pod_key in snapshot.job_members.get(job, frozenset()) if job else ():
+        pod = snapshot.pods.get(pod_key)
+        if pod is None or pod.key in replanned:
+            continue
+        node = pod.node_name if pod.holds_node else _reserved_node(snapshot, pod.key)
+        if node:
+            job_nodes[node] += 1
+            if pod.role is Role.PS:
+                ps_nodes.add(node)
+    allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
+    return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
+
+
+def _reserved_node(snapshot: ClusterSnapshot, pod_key: str) -> str:
+    held = snapshot.reservations.get(pod_key)
+    return held.node if held is not None else ""
+
+
+def describe_pods(pods: Sequence[PodView]) -> str:
+    """`1 × 1 CPU, 2 GiB + 8 × 2 CPU, 4 GiB`: identical requests counted together."""
+    counts = Counter(pod.requests for pod in pods)
+    return " + ".join(f"{count} × {describe(requests)}" for requests, count in counts.most_common())
+
+
+def _no_fit_reason(state: GangState, pending: Mapping[str, Sequence[PodView]], placed: int) -> str:
+    pods = [pod for group in pending.values() for pod in group]
+    return f"gang {state.key} needs {len(pods)} pods ({describe_pods(pods)}); best plan fits {placed}"

@@ -1,0 +1,219 @@
+"""The frozen views the policy decides on: nodes, pods, PodGroups, TFJobs, reservations, and the snapshot.
+
+The cluster model (`extender.state`) builds these from watch events; the policy only reads them. Every
+view is a frozen, slotted dataclass holding just the fields a decision needs, already converted into
+integers and enums, so the policy never parses strings or walks raw Kubernetes JSON.
+Keys are `namespace/name` strings for namespaced objects and the plain name for nodes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from extender.policy.frozenmap import FrozenMap, empty_frozen_map
+from extender.policy.resources import EMPTY, Resources
+
+
+class Role(enum.Enum):
+    """A TFJob replica role, from the `training.kubeflow.org/replica-type` label."""
+
+    PS = "ps"
+    CHIEF = "chief"
+    MASTER = "master"
+    WORKER = "worker"
+    EVALUATOR = "evaluator"
+    NONE = "none"
+
+    @property
+    def placement_order(self) -> int:
+        """PS first (workers gather around it), then the chief, workers, evaluators, others."""
+        return _PLACEMENT_ORDER[self]
+
+
+_PLACEMENT_ORDER = {
+    Role.PS: 0,
+    Role.CHIEF: 1,
+    Role.MASTER: 1,
+    Role.WORKER: 2,
+    Role.EVALUATOR: 3,
+    Role.NONE: 4,
+}
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    schedulable: bool = True
+    """False when cordoned (`spec.unschedulable`) or not Ready."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    requests: Resources
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    phase: str = "Pending"
+    terminating: bool = False
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    group: str = ""
+    """`namespace/name` of the PodGroup this pod belongs to, or empty."""
+    job: str = ""
+    """`namespace/name` of the TFJob that owns this pod, or empty."""
+    role: Role = Role.NONE
+    index: int = 0
+    created: float = 0.0
+    """Creation time, seconds since the epoch."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def holds_node(self) -> bool:
+        """True while the pod occupies resources on a node (bound and not finished)."""
+        return bool(self.node_name) and not self.finished
+
+    @property
+    def pending(self) -> bool:
+        """Waiting to be scheduled: not bound, not finished, not being deleted."""
+        return not self.node_name and not self.finished and not self.terminating
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """A PodGroup, from either API group."""
+
+    namespace: str
+    name: str
+    min_member: int
+    api_group: str
+    schedule_timeout_s: float | None = None
+    gang_group: tuple[str, ...] = ()
+    """Keys of every PodGroup that must start together with this one (itself included), sorted."""
+    min_resources: Resources = EMPTY
+    created: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A TFJob."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    replicas: Mapping[Role, int] = field(default_factory=dict)
+    enable_dynamic_worker: bool = False
+    priority_class: str = ""
+    created: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A node with what its bound pods use."""
+
+    node: NodeView
+    requested: Resources = EMPTY
+    pods: frozenset[str] = frozenset()
+    """Keys of the unfinished pods bound to this node."""
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def free(self) -> Resources:
+        return self.node.allocatable - self.requested
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Capacity held on a node for a pod of a planned gang, until the pod binds or the plan expires."""
+
+    pod: str
+    """`namespace/name` of the pod (names are deterministic for TFJob replicas)."""
+    group: str
+    node: str
+    requests: Resources
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class FailedPlan:
+    """Why a gang could not be planned, and the model state it was tried on."""
+
+    gang: str
+    reason: str
+    capacity_generation: int
+    membership_generation: int
+    at: float
+    placed: int
+    needed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """An immutable, generation-stamped view of the whole cluster model."""
+
+    generation: int = 0
+    capacity_generation: int = 0
+    """Bumped whenever free capacity may have grown (a pod finished, a node grew, a plan was released)."""
+    nodes: Mapping[str, NodeState] = field(default_factory=empty_frozen_map)
+    pods: Mapping[str, PodView] = field(default_factory=empty_frozen_map)
+    groups: Mapping[str, GroupView] = field(default_factory=empty_frozen_map)
+    group_members: Mapping[str, frozenset[str]] = field(default_factory=empty_frozen_map)
+    group_generations: Mapping[str, int] = field(default_factory=empty_frozen_map)
+    jobs: Mapping[str, JobView] = field(default_factory=empty_frozen_map)
+    job_members: Mapping[str, frozenset[str]] = field(default_factory=empty_frozen_map)
+    reservations: Mapping[str, Reservation] = field(default_factory=empty_frozen_map)
+    reserved_by_node: Mapping[str, Resources] = field(default_factory=empty_frozen_map)
+    failed_plans: Mapping[str, FailedPlan] = field(default_factory=empty_frozen_map)
+    priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
+
+    def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
+        """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""
+        state = self.nodes.get(node)
+        if state is None:
+            return EMPTY
+        free = state.free - self.reserved_by_node.get(node, EMPTY)
+        if ignoring_group:
+            for key in self.group_members.get(ignoring_group, frozenset()):
+                held = self.reservations.get(key)
+                if held is not None and held.node == node:
+                    free = free + held.requests
+        return free
+
+
+__all__ = [
+    "ClusterSnapshot",
+    "FailedPlan",
+    "FrozenMap",
+    "GroupView",
+    "JobView",
+    "NodeState",
+    "NodeView",
+    "PodView",
+    "Reservation",
+    "Role",
+]

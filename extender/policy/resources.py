@@ -1,0 +1,176 @@
+"""Exact integer resource arithmetic and Kubernetes quantity parsing.
+
+Every amount is an integer in the resource's base unit: millicores for `cpu`, bytes for `memory` and
+`ephemeral-storage`, plain counts for everything else (`pods`, `nvidia.com/gpu`, ...). Integers make fit
+decisions exact and reproducible; parsing rounds up, as the API server does when it compares requests.
+A `Resources` value is immutable; arithmetic returns new values and drops zero entries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from decimal import Decimal, InvalidOperation
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+GPU = "nvidia.com/gpu"
+MILLI_UNIT_RESOURCES = frozenset({CPU})
+
+_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL_SUFFIXES = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes resource quantity."""
+
+
+def parse_quantity(text: str | int | float) -> Decimal:
+    """Parse a Kubernetes quantity ("500m", "4Gi", "1.5", "2e3") into an exact Decimal."""
+    if isinstance(text, int | float):
+        return Decimal(str(text))
+    value = text.strip()
+    try:
+        for suffix, factor in _BINARY_SUFFIXES.items():
+            if value.endswith(suffix):
+                return Decimal(value[: -len(suffix)]) * factor
+        if value and value[-1] in _DECIMAL_SUFFIXES and not value[-1].isdigit():
+            return Decimal(value[:-1]) * _DECIMAL_SUFFIXES[value[-1]]
+        return Decimal(value)
+    except InvalidOperation as error:
+        raise QuantityError(f"not a resource quantity: {text!r}") from error
+
+
+def to_base_units(name: str, quantity: str | int | float) -> int:
+    """The integer amount of `quantity` in `name`'s base unit (millicores for cpu), rounded up."""
+    parsed = parse_quantity(quantity)
+    if name in MILLI_UNIT_RESOURCES:
+        parsed *= 1000
+    return math.ceil(parsed)
+
+
+class Resources:
+    """An immutable bag of resource amounts in base units."""
+
+    __slots__ = ("_amounts",)
+
+    def __init__(self, amounts: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
+        items = amounts.items() if isinstance(amounts, Mapping) else amounts
+        self._amounts: dict[str, int] = {name: value for name, value in items if value}
+
+    @classmethod
+    def parse(cls, quantities: Mapping[str, str | int | float] | None) -> Resources:
+        """Resources from a Kubernetes `requests` / `allocatable` map."""
+        return cls({name: to_base_units(name, q) for name, q in (quantities or {}).items()})
+
+    def get(self, name: str) -> int:
+        return self._amounts.get(name, 0)
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        return iter(self._amounts.items())
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._amounts)
+
+    def __add__(self, other: Resources) -> Resources:
+        merged = dict(self._amounts)
+        for name, value in other._amounts.items():
+            merged[name] = merged.get(name, 0) + value
+        return Resources(merged)
+
+    def __sub__(self, other: Resources) -> Resources:
+        merged = dict(self._amounts)
+        for name, value in other._amounts.items():
+            merged[name] = merged.get(name, 0) - value
+        return Resources(merged)
+
+    def scaled(self, factor: int) -> Resources:
+        return Resources({name: value * factor for name, value in self._amounts.items()})
+
+    def fits_in(self, free: Resources) -> bool:
+        """True when every amount requested here is available in `free`."""
+        available = free._amounts
+        return all(value <= available.get(name, 0) for name, value in self._amounts.items())
+
+    def shortfall(self, free: Resources) -> Resources:
+        """What is missing from `free` to hold this request (empty when it fits)."""
+        available = free._amounts
+        return Resources(
+            {
+                name: value - available.get(name, 0)
+                for name, value in self._amounts.items()
+                if value > available.get(name, 0)
+            }
+        )
+
+    def is_empty(self) -> bool:
+        return not self._amounts
+
+    def __bool__(self) -> bool:
+        return bool(self._amounts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resources) and self._amounts == other._amounts
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._amounts.items()))
+
+    def __repr__(self) -> str:
+        return f"Resources({self._amounts!r})"
+
+    def to_quantities(self) -> dict[str, str]:
+        """Kubernetes quantity strings (cpu in millicores, the rest as plain integers)."""
+        return {
+            name: f"{value}m" if name in MILLI_UNIT_RESOURCES else str(value)
+            for name, value in sorted(self._amounts.items())
+        }
+
+
+EMPTY = Resources()
+
+
+def total(resources: Iterable[Resources]) -> Resources:
+    """The sum of many resource bags."""
+    merged: dict[str, int] = {}
+    for bag in resources:
+        for name, value in bag.items():
+            merged[name] = merged.get(name, 0) + value
+    return Resources(merged)
+
+
+def describe_amount(name: str, value: int) -> str:
+    """A short human form: `2 CPU`, `4 GiB`, `1 GPU`, `3 pods`."""
+    if name == CPU:
+        cores = value / 1000
+        return f"{cores:g} CPU"
+    if name in (MEMORY, "ephemeral-storage"):
+        return _describe_bytes(value)
+    if name == GPU:
+        return f"{value} GPU"
+    return f"{value} {name}"
+
+
+def _describe_bytes(value: int) -> str:
+    for suffix, factor in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= factor:
+            return f"{value / factor:g} {suffix}"
+    return f"{value} B"
+
+
+def describe(resources: Resources) -> str:
+    """`2 CPU, 4 GiB, 1 GPU` (the `pods` count is left out: every pod takes exactly one)."""
+    order = {CPU: 0, MEMORY: 1, GPU: 2}
+    parts = sorted((order.get(name, 3), name, value) for name, value in resources.items() if name != PODS)
+    return ", ".join(describe_amount(name, value) for _, name, value in parts) or "nothing"

@@ -1,0 +1,66 @@
+"""The `prioritize` verb's policy: PS–worker co-location and idleness, on kube-scheduler's 0–10 scale.
+
+A pod with a reserved plan scores its planned node at the top and every other node at zero. Any other
+pod of a TFJob scores each node by co-location (a worker beside its job's PS, a PS beside its workers,
+or at least beside other pods of its job) and by how idle the node stays once the pod is on it; the two
+are weighted by settings and rounded to integers. Pods of other schedulers score zero everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from extender.policy.decisions import ScoreDecision
+from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.placement import idleness
+from extender.policy.settings import PolicySettings
+
+
+def prioritize_pod(
+    snapshot: ClusterSnapshot,
+    pod: PodView,
+    candidates: Sequence[str],
+    settings: PolicySettings,
+) -> ScoreDecision:
+    """Score every candidate node for `pod` (integers in 0..settings.max_score)."""
+    if pod.scheduler_name != settings.scheduler_name:
+        return ScoreDecision("passthrough", "not ours: no preference", dict.fromkeys(candidates, 0))
+    held = snapshot.reservations.get(pod.key)
+    if held is not None:
+        planned = {node: settings.max_score if node == held.node else 0 for node in candidates}
+        return ScoreDecision("planned", f"planned on {held.node}", planned)
+    partners, kin = _job_neighbourhood(snapshot, pod)
+    scores: dict[str, int] = {}
+    breakdown: dict[str, dict[str, float]] = {}
+    for node in candidates:
+        colocation = (
+            settings.colocation_ps_bonus if node in partners else settings.colocation_same_job if node in kin else 0.0
+        )
+        state = snapshot.nodes.get(node)
+        idle = idleness(snapshot.free_on(node) - pod.requests, state.node.allocatable) if state is not None else 0.0
+        blended = settings.colocation_weight * colocation + settings.idleness_weight * idle
+        scores[node] = max(0, min(settings.max_score, round(settings.max_score * blended)))
+        breakdown[node] = {"colocation": colocation, "idleness": round(idle, 3)}
+    best = max(scores.values(), default=0)
+    return ScoreDecision("scored", f"best score {best}; {len(partners)} partner node(s)", scores, breakdown)
+
+
+def _job_neighbourhood(snapshot: ClusterSnapshot, pod: PodView) -> tuple[frozenset[str], frozenset[str]]:
+    """Nodes with the pod's PS/worker partners, and nodes with any pod of its job (bound or reserved)."""
+    if not pod.job:
+        return frozenset(), frozenset()
+    wanted = {Role.WORKER, Role.CHIEF, Role.MASTER, Role.EVALUATOR} if pod.role is Role.PS else {Role.PS}
+    partners: set[str] = set()
+    kin: set[str] = set()
+    for key in snapshot.job_members.get(pod.job, frozenset()):
+        member = snapshot.pods.get(key)
+        if member is None or key == pod.key:
+            continue
+        held = snapshot.reservations.get(key)
+        node = member.node_name if member.holds_node else held.node if held is not None else ""
+        if not node:
+            continue
+        kin.add(node)
+        if member.role in wanted:
+            partners.add(node)
+    return frozenset(partners), frozenset(kin)

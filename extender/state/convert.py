@@ -1,0 +1,213 @@
+"""Raw Kubernetes JSON → the policy's frozen views. The only module that knows label keys and field paths.
+
+Conversion is total over what the API server validates: quantities, names and timestamps it accepts are
+read exactly; anything else raises `ConversionError` with the object's identity and the field at fault,
+so a bad object in a snapshot file is reported precisely and a bad watch event is skipped, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from extender.policy.model import GroupView, JobView, NodeView, PodView, Role
+from extender.policy.resources import PODS, QuantityError, Resources
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+"""training-operator and scheduler-plugins (≥ v0.25) mark gang members with this label."""
+LEGACY_POD_GROUP_LABELS = ("pod-group.scheduling.sigs.k8s.io", "pod-group.scheduling.sigs.k8s.io/name")
+"""The `scheduling.sigs.k8s.io` dialect's labels, as Koordinator reads them."""
+GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+TFJOB_KIND = "TFJob"
+
+Json = Mapping[str, Any]
+
+
+class ConversionError(ValueError):
+    """An object the model cannot read; the message names the object and the field."""
+
+
+def identity(obj: Json) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    name = meta.get("name", "<unnamed>")
+    return f"{obj.get('kind', 'object')} {namespace}/{name}" if namespace else f"{obj.get('kind', 'object')} {name}"
+
+
+def object_key(obj: Json) -> str:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ConversionError(f"{identity(obj)}: metadata.name is missing")
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def timestamp(value: str | None) -> float:
+    """Seconds since the epoch from an RFC 3339 timestamp; 0 when absent."""
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value).timestamp()
+
+
+def _resources(obj: Json, quantities: Mapping[str, Any] | None, field: str) -> Resources:
+    try:
+        return Resources.parse(quantities)
+    except QuantityError as error:
+        raise ConversionError(f"{identity(obj)}: {field}: {error}") from error
+
+
+def node_view(obj: Json) -> NodeView:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ready = next((c.get("status") == "True" for c in status.get("conditions") or [] if c.get("type") == "Ready"), True)
+    return NodeView(
+        name=object_key(obj),
+        allocatable=_resources(obj, status.get("allocatable") or status.get("capacity"), "status.allocatable"),
+        labels=dict(meta.get("labels") or {}),
+        schedulable=ready and not spec.get("unschedulable", False),
+    )
+
+
+def pod_requests(obj: Json) -> Resources:
+    """Effective requests: containers summed (limits standing in for absent requests), at least the
+    largest init container, plus the pod overhead and one `pods` slot."""
+    spec = obj.get("spec") or {}
+    containers = Resources({PODS: 1})
+    for index, container in enumerate(spec.get("containers") or []):
+        containers = containers + _container_requests(obj, container, f"spec.containers[{index}]")
+    for index, container in enumerate(spec.get("initContainers") or []):
+        init = _container_requests(obj, container, f"spec.initContainers[{index}]")
+        names = containers.names() | init.names()
+        containers = Resources({name: max(containers.get(name), init.get(name)) for name in names})
+    return containers + _resources(obj, spec.get("overhead"), "spec.overhead")
+
+
+def _container_requests(obj: Json, container: Json, field: str) -> Resources:
+    resources = container.get("resources") or {}
+    merged = dict(resources.get("limits") or {})
+    merged.update(resources.get("requests") or {})
+    return _resources(obj, merged, f"{field}.resources")
+
+
+def pod_view(obj: Json) -> PodView:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    namespace = meta.get("namespace") or "default"
+    role = _role(obj, labels.get(REPLICA_TYPE_LABEL, ""))
+    return PodView(
+        namespace=namespace,
+        name=str(meta.get("name") or object_key(obj)),
+        uid=str(meta.get("uid") or ""),
+        requests=pod_requests(obj),
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        node_name=spec.get("nodeName") or "",
+        phase=status.get("phase") or "Pending",
+        terminating=bool(meta.get("deletionTimestamp")),
+        priority=int(spec.get("priority") or 0),
+        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+        group=_group_of(namespace, labels),
+        job=_job_of(namespace, meta, labels),
+        role=role,
+        index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
+        created=timestamp(meta.get("creationTimestamp")),
+    )
+
+
+def _role(obj: Json, value: str) -> Role:
+    if not value:
+        return Role.NONE
+    try:
+        return Role(value.lower())
+    except ValueError:
+        return Role.NONE
+
+
+def _index(obj: Json, value: str | None) -> int:
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError as error:
+        raise ConversionError(f"{identity(obj)}: label {REPLICA_INDEX_LABEL}={value!r} is not an integer") from error
+
+
+def _group_of(namespace: str, labels: Mapping[str, str]) -> str:
+    for label in (POD_GROUP_LABEL, *LEGACY_POD_GROUP_LABELS):
+        if labels.get(label):
+            return f"{namespace}/{labels[label]}"
+    return ""
+
+
+def _job_of(namespace: str, meta: Json, labels: Mapping[str, str]) -> str:
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == TFJOB_KIND and owner.get("controller"):
+            return f"{namespace}/{owner.get('name')}"
+    job = labels.get(JOB_NAME_LABEL)
+    return f"{namespace}/{job}" if job else ""
+
+
+def group_view(obj: Json, api_group: str) -> GroupView:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    namespace = meta.get("namespace") or "default"
+    key = f"{namespace}/{meta.get('name')}"
+    timeout = spec.get("scheduleTimeoutSeconds")
+    return GroupView(
+        namespace=namespace,
+        name=str(meta.get("name") or object_key(obj)),
+        min_member=max(1, int(spec.get("minMember") or 1)),
+        api_group=api_group,
+        schedule_timeout_s=float(timeout) if timeout else None,
+        gang_group=_gang_group(obj, key, (meta.get("annotations") or {}).get(GANG_GROUPS_ANNOTATION)),
+        min_resources=_resources(obj, spec.get("minResources"), "spec.minResources"),
+        created=timestamp(meta.get("creationTimestamp")),
+    )
+
+
+def _gang_group(obj: Json, key: str, annotation: str | None) -> tuple[str, ...]:
+    if not annotation:
+        return ()
+    try:
+        members = json.loads(annotation)
+    except json.JSONDecodeError as error:
+        raise ConversionError(f"{identity(obj)}: annotation {GANG_GROUPS_ANNOTATION} is not JSON") from error
+    if not isinstance(members, list) or not all(isinstance(m, str) and "/" in m for m in members):
+        raise ConversionError(
+            f'{identity(obj)}: annotation {GANG_GROUPS_ANNOTATION} must be a JSON list of "namespace/name"'
+        )
+    return tuple(sorted({key, *members}))
+
+
+def job_view(obj: Json) -> JobView:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    replicas: dict[Role, int] = {}
+    priority_class = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("priorityClass") or ""
+    for replica_type, replica_spec in (spec.get("tfReplicaSpecs") or {}).items():
+        role = _role(obj, replica_type)
+        count = (replica_spec or {}).get("replicas")
+        replicas[role] = replicas.get(role, 0) + (1 if count is None else int(count))
+        template_spec = ((replica_spec or {}).get("template") or {}).get("spec") or {}
+        priority_class = priority_class or template_spec.get("priorityClassName") or ""
+    return JobView(
+        namespace=meta.get("namespace") or "default",
+        name=str(meta.get("name") or object_key(obj)),
+        uid=str(meta.get("uid") or ""),
+        replicas=replicas,
+        enable_dynamic_worker=bool(spec.get("enableDynamicWorker", False)),
+        priority_class=priority_class,
+        created=timestamp(meta.get("creationTimestamp")),
+    )
+
+
+def priority_class_value(obj: Json) -> int:
+    return int(obj.get("value") or 0)

@@ -1,0 +1,26 @@
+"""Offline mode: fill the model from a snapshot file instead of an API server.
+
+The file is a `/debug/state` dump or any YAML / JSON of Kubernetes objects. Every kind counts as synced
+once loaded. Objects the model cannot read are reported, all of them, as one `SnapshotFileError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from extender.state.kinds import BY_KIND
+from extender.state.manifests import SnapshotFileError, load_objects
+from extender.state.store import ClusterState
+
+
+def load_snapshot_file(state: ClusterState, path: Path) -> int:
+    """Load `path` into `state`; returns how many objects were loaded."""
+    by_kind, reservations = load_objects(path)
+    rejected_before = state.rejected_objects
+    for kind in BY_KIND:
+        state.replace(kind, by_kind[kind])
+        state.mark_synced(kind)
+    if state.rejected_objects > rejected_before:
+        raise SnapshotFileError(f"{path}: {state.last_rejection}")
+    state.commit_plan(reserve=reservations)
+    return sum(len(objects) for objects in by_kind.values())
