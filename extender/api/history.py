@@ -59,7 +59,10 @@ def _render(record: Record) -> dict[str, Any]:
         rendered["unresolvable"] = _group_by_reason(decision.unresolvable)
     elif isinstance(decision, ScoreDecision):
         rendered["scores"] = dict(decision.scores)
-        rendered["breakdown"] = {node: dict(parts) for node, parts in decision.breakdown.items()}
+        rendered["breakdown"] = {
+            node: dict(zip(decision.components, (round(part, 3) for part in parts), strict=True))
+            for node, parts in decision.breakdown.items()
+        }
     else:
         rendered["victims"] = {node: list(uids) for node, uids in decision.victims.items()}
     return rendered

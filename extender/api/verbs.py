@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request, Response
+from starlette.routing import Route
 
 from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
@@ -63,47 +64,60 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def _pod_in_model(service: Service, raw_pod: wire.Json) -> tuple[PodView, ClusterSnapshot]:
     """The pod as the model knows it (feeding the request's copy in first if the watch lags)."""
-    pod = convert.pod_view(raw_pod)
-    now = service.clock()
-    service.state.release_expired(now)
+    service.state.release_expired(service.clock())
     snapshot = service.state.snapshot()
-    if pod.key not in snapshot.pods:
-        service.state.observe_pod(raw_pod)
-        snapshot = service.state.snapshot()
+    known = snapshot.pods.get(convert.pod_key(raw_pod))
+    if known is not None:
+        return known, snapshot
+    pod = convert.pod_view(raw_pod)
+    service.state.observe_pod(raw_pod)
+    snapshot = service.state.snapshot()
     return snapshot.pods.get(pod.key, pod), snapshot
 
 
-Handler = Callable[[Service, bytes], Awaitable[bytes]]
+Handler = Callable[[Service, bytes], bytes]
+EMPTY_REPLIES: dict[str, dict[str, object]] = {
+    "filter": {"NodeNames": None, "Nodes": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None},
+    "prioritize": {},
+    "preempt": {"NodeNameToMetaVictims": {}},
+}
+
+
+def answer(service: Service, verb: str, body: bytes) -> bytes:
+    """The reply to one extender call, errors included; everything but the HTTP framing."""
+    started = time.perf_counter()
+    try:
+        if not service.state.is_synced():
+            raise wire.WireError(NOT_SYNCED)
+        reply = HANDLERS[verb](service, body)
+    except (wire.WireError, convert.ConversionError) as error:
+        service.metrics.decisions.labels(verb, "bad-request").inc()
+        reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+    except Exception as error:
+        log.exception("%s failed", verb)
+        service.metrics.decisions.labels(verb, "error").inc()
+        reply = wire.encode_error(f"tfjob-extender {verb}: internal error: {error!r}", **EMPTY_REPLIES[verb])
+    service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
+    return reply
 
 
 def make_router(service: Service) -> APIRouter:
     router = APIRouter()
 
-    def route(verb: str, handler: Handler, empty: dict[str, object]) -> None:
+    def route(verb: str) -> None:
         async def endpoint(request: Request) -> Response:
-            started = time.perf_counter()
             try:
                 body = await read_body(request, service.settings.max_body_bytes)
-                if not service.state.is_synced():
-                    raise wire.WireError(NOT_SYNCED)
-                reply = await handler(service, body)
-            except (wire.WireError, convert.ConversionError) as error:
-                service.metrics.decisions.labels(verb, "bad-request").inc()
-                reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **empty)
-            except Exception as error:
-                log.exception("%s failed", verb)
-                service.metrics.decisions.labels(verb, "error").inc()
-                reply = wire.encode_error(f"tfjob-extender {verb}: internal error: {error!r}", **empty)
-            service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
-            return Response(reply, media_type=JSON)
+            except BodyTooLarge as error:
+                reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+                return Response(reply, media_type=JSON)
+            return Response(answer(service, verb, body), media_type=JSON)
 
-        router.add_api_route(f"/{verb}", endpoint, methods=["POST"], name=verb)
+        # A plain Starlette route: no FastAPI dependency resolution on the scheduling hot path.
+        router.routes.append(Route(f"/{verb}", endpoint, methods=["POST"], name=verb))
 
-    route(
-        "filter", _filter, {"NodeNames": None, "Nodes": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None}
-    )
-    route("prioritize", _prioritize, {})
-    route("preempt", _preempt, {"NodeNameToMetaVictims": {}})
+    for verb in HANDLERS:
+        route(verb)
     return router
 
 
@@ -112,7 +126,7 @@ def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot
     service.history.add(Record(service.clock(), verb, pod.key, snapshot.generation, decision))
 
 
-async def _filter(service: Service, body: bytes) -> bytes:
+def _filter(service: Service, body: bytes) -> bytes:
     args = wire.parse_extender_args(body)
     pod, snapshot = _pod_in_model(service, args.pod)
     decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
@@ -124,7 +138,7 @@ async def _filter(service: Service, body: bytes) -> bytes:
     return wire.encode_filter(decision, args)
 
 
-async def _prioritize(service: Service, body: bytes) -> bytes:
+def _prioritize(service: Service, body: bytes) -> bytes:
     args = wire.parse_extender_args(body)
     pod, snapshot = _pod_in_model(service, args.pod)
     decision = prioritize_pod(snapshot, pod, args.candidates, service.settings.policy)
@@ -132,9 +146,12 @@ async def _prioritize(service: Service, body: bytes) -> bytes:
     return wire.encode_scores(decision, args.candidates)
 
 
-async def _preempt(service: Service, body: bytes) -> bytes:
+def _preempt(service: Service, body: bytes) -> bytes:
     args = wire.parse_preemption_args(body)
     pod, snapshot = _pod_in_model(service, args.pod)
     decision = preempt_pod(args.victims, args.pdb_violations)
     _record(service, "preempt", pod, snapshot, decision)
     return wire.encode_preemption(decision)
+
+
+HANDLERS: dict[str, Handler] = {"filter": _filter, "prioritize": _prioritize, "preempt": _preempt}

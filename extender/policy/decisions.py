@@ -34,7 +34,9 @@ class ScoreDecision:
     outcome: str
     summary: str
     scores: Mapping[str, int]
-    breakdown: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    breakdown: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """Node → the score's components, named by `components`."""
+    components: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

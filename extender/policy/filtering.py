@@ -37,7 +37,8 @@ def filter_pod(
     if held is not None and held.expires_at > now:
         if held.node in candidates:
             reason = f"gang {pod.group}: this pod is planned on {held.node}"
-            others = {node: reason for node in candidates if node != held.node}
+            others = dict.fromkeys(candidates, reason)
+            del others[held.node]
             return FilterDecision("steered", reason, (held.node,), unresolvable=others)
         return _admit(snapshot, pod, candidates, settings, now, replanning=True)
     state = gang_state(snapshot, pod.group)
@@ -51,16 +52,25 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     feasible: list[str] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    handed_back = snapshot.held_by_group(pod.group) if pod.group else {}
+    reasons: dict[tuple[str, ...], str] = {}
+    requests = pod.requests
+    nodes = snapshot.nodes
     for name in candidates:
-        state = snapshot.nodes.get(name)
+        state = nodes.get(name)
         if state is None:
             unresolvable[name] = "node is not in the extender's cluster model yet"
             continue
-        free = snapshot.free_on(name, ignoring_group=pod.group)
-        if pod.requests.fits_in(free):
+        back = handed_back.get(name)
+        free = state.available if back is None else state.available + back
+        if requests.fits_in(free):
             feasible.append(name)
-        else:
-            failed[name] = f"insufficient {describe(pod.requests.shortfall(free))}"
+            continue
+        missing = requests.missing_names(free)
+        reason = reasons.get(missing)
+        if reason is None:
+            reason = reasons[missing] = "insufficient " + ", ".join(missing)
+        failed[name] = reason
     summary = f"{len(feasible)}/{len(candidates)} nodes fit {describe(pod.requests)}"
     return FilterDecision("fit" if feasible else "no-fit", summary, tuple(feasible), failed, unresolvable)
 
@@ -97,7 +107,8 @@ def _admit(
     if node is None:
         return _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
     reason = f"{verdict.reason}; this pod on {node}"
-    others = {name: reason for name in candidates if name != node}
+    others = dict.fromkeys(candidates, reason)
+    del others[node]
     decision = FilterDecision("planned", reason, (node,), unresolvable=others)
     return _with_plan_changes(decision, verdict, release)
 

@@ -180,7 +180,8 @@ def _free_capacity(snapshot: ClusterSnapshot, released: set[str]) -> tuple[dict[
     for name, node in snapshot.nodes.items():
         if not node.node.schedulable:
             continue
-        free[name] = node.free - snapshot.reserved_by_node.get(name, EMPTY) + handed_back.get(name, EMPTY)
+        back = handed_back.get(name)
+        free[name] = node.available if back is None else node.available + back
         allocatable[name] = node.node.allocatable
     return free, allocatable
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from extender.policy.frozenmap import FrozenMap, empty_frozen_map
-from extender.policy.resources import EMPTY, Resources
+from extender.policy.resources import CPU, EMPTY, GPU, MEMORY, Resources
 
 
 class Role(enum.Enum):
@@ -42,6 +42,9 @@ _PLACEMENT_ORDER = {
 }
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
+"""The resources whose free share measures how idle a node is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +134,28 @@ class JobView:
 
 @dataclass(frozen=True, slots=True)
 class NodeState:
-    """A node with what its bound pods use."""
+    """A node with what its bound pods use and what gang plans hold on it."""
 
     node: NodeView
     requested: Resources = EMPTY
     pods: frozenset[str] = frozenset()
     """Keys of the unfinished pods bound to this node."""
+    reserved: Resources = EMPTY
+    """Requests of pods planned onto this node by a gang reservation and not bound yet."""
+    available: Resources = field(init=False)
+    """Allocatable minus requested minus reserved: what any new pod may still take."""
+    idle_terms: tuple[tuple[str, int, float], ...] = field(init=False)
+    """(resource, available amount, 1 / allocatable) for each idleness dimension the node has."""
+
+    def __post_init__(self) -> None:
+        available = self.node.allocatable - self.requested - self.reserved
+        object.__setattr__(self, "available", available)
+        terms = tuple(
+            (name, available.get(name), 1.0 / self.node.allocatable.get(name))
+            for name in IDLENESS_DIMENSIONS
+            if self.node.allocatable.get(name) > 0
+        )
+        object.__setattr__(self, "idle_terms", terms)
 
     @property
     def name(self) -> str:
@@ -144,6 +163,7 @@ class NodeState:
 
     @property
     def free(self) -> Resources:
+        """Allocatable minus bound pods' requests (reservations not subtracted)."""
         return self.node.allocatable - self.requested
 
 
@@ -196,13 +216,17 @@ class ClusterSnapshot:
         state = self.nodes.get(node)
         if state is None:
             return EMPTY
-        free = state.free - self.reserved_by_node.get(node, EMPTY)
-        if ignoring_group:
-            for key in self.group_members.get(ignoring_group, frozenset()):
-                held = self.reservations.get(key)
-                if held is not None and held.node == node:
-                    free = free + held.requests
-        return free
+        handed_back = self.held_by_group(ignoring_group).get(node) if ignoring_group else None
+        return state.available if handed_back is None else state.available + handed_back
+
+    def held_by_group(self, group: str) -> dict[str, Resources]:
+        """Node → the resources `group`'s reservations hold there."""
+        held: dict[str, Resources] = {}
+        for key in self.group_members.get(group, frozenset()):
+            reservation = self.reservations.get(key)
+            if reservation is not None:
+                held[reservation.node] = held.get(reservation.node, EMPTY) + reservation.requests
+        return held
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from extender.policy.decisions import ScoreDecision
 from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.placement import idleness
+from extender.policy.placement import idleness_after
 from extender.policy.settings import PolicySettings
 
 
@@ -30,19 +30,28 @@ def prioritize_pod(
         planned = {node: settings.max_score if node == held.node else 0 for node in candidates}
         return ScoreDecision("planned", f"planned on {held.node}", planned)
     partners, kin = _job_neighbourhood(snapshot, pod)
+    nodes = snapshot.nodes
+    requests = pod.requests
+    top = settings.max_score
+    partner_credit = settings.colocation_weight * settings.colocation_ps_bonus
+    kin_credit = settings.colocation_weight * settings.colocation_same_job
     scores: dict[str, int] = {}
-    breakdown: dict[str, dict[str, float]] = {}
+    breakdown: dict[str, tuple[float, ...]] = {}
     for node in candidates:
-        colocation = (
-            settings.colocation_ps_bonus if node in partners else settings.colocation_same_job if node in kin else 0.0
-        )
-        state = snapshot.nodes.get(node)
-        idle = idleness(snapshot.free_on(node) - pod.requests, state.node.allocatable) if state is not None else 0.0
-        blended = settings.colocation_weight * colocation + settings.idleness_weight * idle
-        scores[node] = max(0, min(settings.max_score, round(settings.max_score * blended)))
-        breakdown[node] = {"colocation": colocation, "idleness": round(idle, 3)}
+        credit = partner_credit if node in partners else kin_credit if node in kin else 0.0
+        state = nodes.get(node)
+        idle = idleness_after(state, requests) if state is not None else 0.0
+        score = round(top * (credit + settings.idleness_weight * idle))
+        scores[node] = 0 if score < 0 else top if score > top else score
+        breakdown[node] = (credit, idle)
     best = max(scores.values(), default=0)
-    return ScoreDecision("scored", f"best score {best}; {len(partners)} partner node(s)", scores, breakdown)
+    return ScoreDecision(
+        "scored",
+        f"best score {best}; {len(partners)} partner node(s)",
+        scores,
+        breakdown,
+        ("weighted colocation", "idleness"),
+    )
 
 
 def _job_neighbourhood(snapshot: ClusterSnapshot, pod: PodView) -> tuple[frozenset[str], frozenset[str]]:

@@ -48,6 +48,12 @@ def object_key(obj: Json) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
+def pod_key(obj: Json) -> str:
+    """`namespace/name` of a pod, as `PodView.key` spells it."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
 def timestamp(value: str | None) -> float:
     """Seconds since the epoch from an RFC 3339 timestamp; 0 when absent."""
     if not value:

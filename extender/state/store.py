@@ -238,7 +238,7 @@ class ClusterState:
         if view is None:
             return
         requested, pods = self._usage.get(name, (EMPTY, frozenset()))
-        self._nodes.set(name, NodeState(view, requested, pods))
+        self._nodes.set(name, NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY))
 
     def _use(self, pod: PodView, sign: int) -> None:
         requested, pods = self._usage.get(pod.node_name, (EMPTY, frozenset()))
@@ -317,6 +317,7 @@ class ClusterState:
         self._reservations.set(reservation.pod, reservation)
         held = self._reserved_by_node.get(reservation.node) or EMPTY
         self._reserved_by_node.set(reservation.node, held + reservation.requests)
+        self._refresh_node(reservation.node)
         heapq.heappush(self._expiries, (reservation.expires_at, reservation.pod))
 
     def _drop_reservation(self, pod_key: str) -> None:
@@ -328,6 +329,7 @@ class ClusterState:
             self._reserved_by_node.set(held.node, remaining)
         else:
             self._reserved_by_node.delete(held.node)
+        self._refresh_node(held.node)
 
     def _release_group(self, group: str) -> None:
         members = self._group_members.get(group) or frozenset()

@@ -1,0 +1,50 @@
+"""An in-process extender app over a synced model, and a client that speaks to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from extender.api.app import create_app, make_service
+from extender.api.verbs import Service
+from extender.config import Settings
+from extender.state.store import ClusterState
+from tests.builders import cluster, make_node, make_podgroup, make_tfjob, tfjob_pods
+
+NOW = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def state() -> ClusterState:
+    return cluster(
+        *(make_node(f"node-{i}", cpu="4", memory="16Gi") for i in range(3)),
+        *tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi"),
+        make_podgroup("mnist", min_member=5),
+        make_tfjob("mnist", workers=4),
+    )
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def service(state: ClusterState, clock: Clock) -> Service:
+    return make_service(Settings(max_body_bytes=256 * 1024), state, clock)
+
+
+@pytest.fixture
+def client(service: Service) -> Iterator[TestClient]:
+    with TestClient(create_app(service)) as test_client:
+        yield test_client

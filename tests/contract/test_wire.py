@@ -1,0 +1,189 @@
+"""The extender verbs over HTTP, with payloads shaped exactly as kube-scheduler sends them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+
+from extender.api.app import create_app, make_service
+from extender.config import Settings
+from extender.state.kinds import Kind
+from extender.state.store import ClusterState
+from tests.builders import make_node, make_pod, make_podgroup, tfjob_pods
+
+NODES = ["node-0", "node-1", "node-2"]
+
+
+def post(client: TestClient, verb: str, payload: Any) -> Any:
+    body = payload if isinstance(payload, bytes) else orjson.dumps(payload)
+    response = client.post(f"/{verb}", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()
+
+
+def worker(name: str = "mnist-worker-0") -> dict[str, Any]:
+    index = int(name.rsplit("-", 1)[1])
+    role = name.split("-")[-2]
+    return next(
+        p
+        for p in tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi")
+        if p["metadata"]["name"] == f"mnist-{role}-{index}"
+    )
+
+
+def filter_args(pod: dict[str, Any], names: list[str] | None = NODES) -> dict[str, Any]:
+    return {"Pod": pod, "Nodes": None, "NodeNames": names}
+
+
+def assert_partition(reply: dict[str, Any], candidates: list[str]) -> None:
+    """Every candidate in exactly one of NodeNames, FailedNodes, FailedAndUnresolvableNodes."""
+    kept = reply["NodeNames"] or []
+    failed = reply["FailedNodes"] or {}
+    unresolvable = reply["FailedAndUnresolvableNodes"] or {}
+    for node in candidates:
+        assert [node in kept, node in failed, node in unresolvable].count(True) == 1, node
+    assert set(kept) <= set(candidates)
+
+
+def test_filter_plans_the_gang_and_steers_the_pod_to_its_planned_node(client: TestClient) -> None:
+    reply = post(client, "filter", filter_args(worker()))
+    assert reply["Error"] == ""
+    assert len(reply["NodeNames"]) == 1
+    assert_partition(reply, NODES)
+    assert set(reply) == {"NodeNames", "Nodes", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
+
+
+def test_filter_answers_every_member_of_the_gang_from_the_same_plan(client: TestClient) -> None:
+    planned = {
+        name: post(client, "filter", filter_args(worker(name)))["NodeNames"]
+        for name in ["mnist-worker-0", "mnist-ps-0", "mnist-worker-3", "mnist-worker-0"]
+    }
+    assert all(len(nodes) == 1 for nodes in planned.values())
+    gang = client.get("/debug/gangs/default/mnist").json()
+    assert gang["status"] == "admitted"
+    assert len(gang["plan"]) == 5
+
+
+def test_filter_accepts_lowercase_keys_null_fields_and_unknown_keys(client: TestClient) -> None:
+    reply = post(client, "filter", {"pod": worker(), "nodes": None, "nodenames": NODES, "Extra": {"x": 1}})
+    assert reply["Error"] == ""
+    assert_partition(reply, NODES)
+
+
+def test_filter_with_full_node_objects_echoes_the_feasible_nodes_unmodified(client: TestClient) -> None:
+    pod = make_pod("plain", cpu="3", memory="1Gi")
+    items = [make_node(n, cpu="4", memory="16Gi") | {"status": {"images": [{"names": ["x"]}]}} for n in NODES]
+    reply = post(client, "filter", {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None})
+    assert reply["NodeNames"] is None
+    assert reply["Nodes"]["items"] == items
+    assert reply["Error"] == ""
+
+
+def test_plain_pod_gets_resource_fit_with_a_reason_per_rejected_node(client: TestClient) -> None:
+    post(client, "filter", filter_args(worker()))  # the gang reserves 4 CPU on one node, 1 on another
+    reply = post(client, "filter", filter_args(make_pod("plain", cpu="3500m", memory="1Gi")))
+    assert_partition(reply, NODES)
+    assert reply["FailedNodes"], "reserved capacity must count as used"
+    assert all("insufficient" in reason for reason in reply["FailedNodes"].values())
+
+
+def test_gang_that_cannot_fit_fails_every_node_with_an_actionable_reason(state: ClusterState) -> None:
+    pods = tfjob_pods("big", ps=0, workers=9, cpu="2", memory="4Gi")
+    for pod in pods:
+        state.apply(Kind.POD, "ADDED", pod)
+    state.apply(Kind.PODGROUP, "ADDED", make_podgroup("big", min_member=9))
+    with TestClient(create_app(make_service(Settings(), state, lambda: 1.0))) as client:
+        reply = post(client, "filter", filter_args(pods[0]))
+    assert reply["NodeNames"] == []
+    assert set(reply["FailedNodes"]) == set(NODES)
+    # 3 nodes × 4 CPU hold 6 pods of 2 CPU
+    assert reply["FailedNodes"]["node-0"] == "gang default/big needs 9 pods (9 × 2 CPU, 4 GiB); best plan fits 6"
+
+
+def test_prioritize_returns_a_bare_list_of_integer_scores(client: TestClient) -> None:
+    post(client, "filter", filter_args(worker()))
+    reply = post(client, "prioritize", filter_args(worker()))
+    assert isinstance(reply, list)
+    assert [entry["Host"] for entry in reply] == NODES
+    assert all(type(entry["Score"]) is int and 0 <= entry["Score"] <= 10 for entry in reply)
+    assert sorted(entry["Score"] for entry in reply) == [0, 0, 10]
+    raw = client.post("/prioritize", content=orjson.dumps(filter_args(worker()))).content
+    assert b'"Score":10' in raw and b".0" not in raw
+
+
+def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: TestClient) -> None:
+    payload = {
+        "Pod": worker(),
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {
+            "node-0": {"Pods": [{"UID": "a"}, {"UID": "b"}], "NumPDBViolations": 1},
+            "node-1": {"Pods": [], "NumPDBViolations": 0},
+        },
+    }
+    reply = post(client, "preempt", payload)
+    assert reply == {"NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "a"}, {"UID": "b"}], "NumPDBViolations": 1}}}
+
+
+def test_preempt_with_full_victim_pods_answers_in_meta_form(client: TestClient) -> None:
+    victim = make_pod("low", node="node-0", phase="Running", uid="victim-uid")
+    payload = {
+        "Pod": worker(),
+        "NodeNameToVictims": {"node-0": {"Pods": [victim], "NumPDBViolations": 0}},
+        "NodeNameToMetaVictims": None,
+    }
+    reply = post(client, "preempt", payload)
+    assert reply == {"NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "victim-uid"}], "NumPDBViolations": 0}}}
+
+
+@pytest.mark.parametrize(
+    ("verb", "body", "expected"),
+    [
+        pytest.param("filter", b"not json", "not JSON", id="a body that is not JSON gets an Error"),
+        pytest.param("filter", b"[1, 2]", "JSON object", id="a JSON array gets an Error"),
+        pytest.param("filter", b'{"NodeNames": ["a"]}', "Pod is missing", id="a request without Pod"),
+        pytest.param("filter", b'{"Pod": {}, "NodeNames": "a"}', "NodeNames", id="NodeNames of the wrong type"),
+        pytest.param("prioritize", b"{", "not JSON", id="prioritize errors are readable too"),
+        pytest.param(
+            "preempt",
+            b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{}]}}}',
+            "UID",
+            id="a meta victim without UID",
+        ),
+    ],
+)
+def test_bad_requests_get_a_200_with_a_readable_error(
+    client: TestClient, verb: str, body: bytes, expected: str
+) -> None:
+    reply = post(client, verb, body)
+    assert expected in reply["Error"]
+
+
+def test_a_body_over_the_cap_is_refused_with_an_error(client: TestClient) -> None:
+    names = [f"node-{i:06d}" for i in range(30_000)]
+    reply = post(client, "filter", filter_args(worker(), names))
+    assert "exceeds the limit" in reply["Error"]
+
+
+def test_verbs_answer_cache_not_synced_before_the_model_has_synced() -> None:
+    with TestClient(create_app(make_service(Settings(), ClusterState(), lambda: 1.0))) as client:
+        reply = post(client, "filter", filter_args(worker()))
+        assert reply["Error"] == "tfjob-extender filter: cache not synced"
+        assert client.get("/readyz").status_code == 503
+
+
+def test_percent_signs_in_errors_are_escaped_for_go() -> None:
+    from extender.api.wire import encode_filter_error
+
+    assert orjson.loads(encode_filter_error("50% used"))["Error"] == "50%% used"
+
+
+def test_pods_of_other_schedulers_pass_through(client: TestClient) -> None:
+    pod = make_pod("other", scheduler="default-scheduler", cpu="100")
+    reply = post(client, "filter", filter_args(pod))
+    assert reply["NodeNames"] == NODES
+    scores = post(client, "prioritize", filter_args(pod))
+    assert {entry["Score"] for entry in scores} == {0}
