@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane
+# (cached outside the repo, keyed by version), then lint, types, unit, contract and end-to-end tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[test] creating .venv"
+  "$python" -m venv .venv
+fi
+echo "[test] installing the package and its test tools"
+.venv/bin/pip install --quiet --upgrade pip
+.venv/bin/pip install --quiet -e '.[dev]'
+
+echo "[test] building (or reusing) the local control plane"
+bash hack/build-control-plane.sh
+
+echo "[test] ruff, mypy"
+.venv/bin/ruff format --check .
+.venv/bin/ruff check .
+.venv/bin/mypy
+
+echo "[test] pytest"
+# pytest exits 5 when it collected nothing; set -e turns that (and any failure) into a failed run.
+.venv/bin/pytest "$@"
