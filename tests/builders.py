@@ -13,8 +13,17 @@ Obj = dict[str, Any]
 SCHEDULER = "tfjob-scheduler"
 
 
-def make_node(name: str, *, cpu: str = "8", memory: str = "32Gi", gpu: int = 0, pods: int = 110,
-              labels: dict[str, str] | None = None, unschedulable: bool = False, ready: bool = True) -> Obj:
+def make_node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    gpu: int = 0,
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    unschedulable: bool = False,
+    ready: bool = True,
+) -> Obj:
     allocatable: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": str(pods)}
     if gpu:
         allocatable["nvidia.com/gpu"] = str(gpu)
@@ -31,19 +40,47 @@ def make_node(name: str, *, cpu: str = "8", memory: str = "32Gi", gpu: int = 0, 
     }
 
 
-def make_pod(name: str, *, namespace: str = "default", cpu: str = "1", memory: str = "1Gi", gpu: int = 0,
-             node: str = "", phase: str = "Pending", group: str = "", legacy_group: bool = False, job: str = "",
-             role: str = "", index: int = 0, scheduler: str = SCHEDULER, priority: int = 0,
-             uid: str | None = None, terminating: bool = False) -> Obj:
+def make_pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    cpu: str = "1",
+    memory: str = "1Gi",
+    gpu: int = 0,
+    node: str = "",
+    phase: str = "Pending",
+    group: str = "",
+    legacy_group: bool = False,
+    job: str = "",
+    role: str = "",
+    index: int = 0,
+    scheduler: str = SCHEDULER,
+    priority: int = 0,
+    uid: str | None = None,
+    terminating: bool = False,
+) -> Obj:
     labels: dict[str, str] = {}
-    meta: Obj = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}",
-                 "creationTimestamp": "2026-03-01T10:15:30Z", "labels": labels}
+    meta: Obj = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{namespace}-{name}",
+        "creationTimestamp": "2026-03-01T10:15:30Z",
+        "labels": labels,
+    }
     if group:
         labels["pod-group.scheduling.sigs.k8s.io" if legacy_group else "scheduling.x-k8s.io/pod-group"] = group
     if job:
         labels["training.kubeflow.org/job-name"] = job
-        meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": job,
-                                    "uid": f"uid-job-{job}", "controller": True, "blockOwnerDeletion": True}]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "name": job,
+                "uid": f"uid-job-{job}",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     if role:
         labels["training.kubeflow.org/replica-type"] = role
         labels["training.kubeflow.org/replica-index"] = str(index)
@@ -63,8 +100,15 @@ def make_pod(name: str, *, namespace: str = "default", cpu: str = "1", memory: s
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
-def make_podgroup(name: str, *, min_member: int, namespace: str = "default", legacy: bool = False,
-                  timeout_s: int | None = None, gang_group: list[str] | None = None) -> Obj:
+def make_podgroup(
+    name: str,
+    *,
+    min_member: int,
+    namespace: str = "default",
+    legacy: bool = False,
+    timeout_s: int | None = None,
+    gang_group: list[str] | None = None,
+) -> Obj:
     group = "scheduling.sigs.k8s.io" if legacy else "scheduling.x-k8s.io"
     spec: Obj = {"minMember": min_member}
     if timeout_s is not None:
@@ -75,30 +119,55 @@ def make_podgroup(name: str, *, min_member: int, namespace: str = "default", leg
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
-def make_tfjob(name: str, *, ps: int = 1, workers: int = 2, namespace: str = "default",
-               dynamic: bool = False) -> Obj:
+def make_tfjob(name: str, *, ps: int = 1, workers: int = 2, namespace: str = "default", dynamic: bool = False) -> Obj:
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-job-{name}",
-                     "creationTimestamp": "2026-03-01T10:15:00Z"},
-        "spec": {"enableDynamicWorker": dynamic,
-                 "tfReplicaSpecs": {"PS": {"replicas": ps}, "Worker": {"replicas": workers}}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-job-{name}",
+            "creationTimestamp": "2026-03-01T10:15:00Z",
+        },
+        "spec": {
+            "enableDynamicWorker": dynamic,
+            "tfReplicaSpecs": {"PS": {"replicas": ps}, "Worker": {"replicas": workers}},
+        },
     }
 
 
-def tfjob_pods(job: str, *, ps: int = 1, workers: int = 2, cpu: str = "1", memory: str = "1Gi",
-               namespace: str = "default", ps_cpu: str | None = None, gang: bool = True,
-               nodes: dict[str, str] | None = None) -> list[Obj]:
+def tfjob_pods(
+    job: str,
+    *,
+    ps: int = 1,
+    workers: int = 2,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    namespace: str = "default",
+    ps_cpu: str | None = None,
+    gang: bool = True,
+    nodes: dict[str, str] | None = None,
+) -> list[Obj]:
     """The pods training-operator creates for a PS/worker TFJob (names `<job>-<role>-<index>`)."""
     pods = []
     for role, count, role_cpu in (("ps", ps, ps_cpu or cpu), ("worker", workers, cpu)):
         for index in range(count):
             name = f"{job}-{role}-{index}"
             node = (nodes or {}).get(name, "")
-            pods.append(make_pod(name, namespace=namespace, cpu=role_cpu, memory=memory, job=job, role=role,
-                                 index=index, group=job if gang else "", node=node,
-                                 phase="Running" if node else "Pending"))
+            pods.append(
+                make_pod(
+                    name,
+                    namespace=namespace,
+                    cpu=role_cpu,
+                    memory=memory,
+                    job=job,
+                    role=role,
+                    index=index,
+                    group=job if gang else "",
+                    node=node,
+                    phase="Running" if node else "Pending",
+                )
+            )
     return pods
 
 
@@ -121,6 +190,4 @@ def snapshot(*objects: Obj) -> ClusterSnapshot:
 def _kind(obj: Obj) -> Kind:
     if obj["kind"] == "PodGroup":
         return Kind.PODGROUP_SIGS if obj["apiVersion"].startswith("scheduling.sigs.k8s.io") else Kind.PODGROUP
-    return {"Node": Kind.NODE, "Pod": Kind.POD, "TFJob": Kind.TFJOB, "PriorityClass": Kind.PRIORITY_CLASS}[
-        obj["kind"]
-    ]
+    return {"Node": Kind.NODE, "Pod": Kind.POD, "TFJob": Kind.TFJOB, "PriorityClass": Kind.PRIORITY_CLASS}[obj["kind"]]

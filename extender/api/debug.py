@@ -19,6 +19,8 @@ from extender.policy.model import ClusterSnapshot, PodView
 from extender.state.kinds import BY_KIND
 from extender.state.manifests import dump_state, reservation_record
 
+NOT_PLANNED_YET = "no member has reached filter since the gang became pending"
+
 
 def gang_keys_of(snapshot: ClusterSnapshot) -> list[str]:
     """Every PodGroup the model knows, with or without members, and groups named only by pods."""
@@ -60,7 +62,7 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
         "members": members,
         "status": "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle",
         "plan": plan,
-        "why": None if satisfied else waiting or (failed.reason if failed else None),
+        "why": None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None),
         "lastFailedPlanAt": failed.at if failed else None,
     }
 
