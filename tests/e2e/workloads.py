@@ -1,0 +1,156 @@
+"""TFJobs, PodGroups and pods as a user would submit them, and what to read back from the cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from tests.e2e.cluster import COMPLETE_AFTER, SCHEDULER_NAME, LocalControlPlane
+
+Obj = dict[str, Any]
+RUN_LONG = "1h"
+"""Pods that should keep running for the whole test."""
+
+
+def replica(count: int, cpu: str, memory: str, run_for: str, node_selector: dict[str, str]) -> Obj:
+    return {
+        "replicas": count,
+        "restartPolicy": "Never",
+        "template": {
+            "metadata": {"annotations": {COMPLETE_AFTER: run_for}},
+            "spec": {
+                "nodeSelector": node_selector,
+                "containers": [
+                    {
+                        "name": "tensorflow",
+                        "image": "example.org/tf-train:2.16",
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                    }
+                ],
+            },
+        },
+    }
+
+
+def tfjob(
+    name: str,
+    *,
+    scene: str,
+    ps: int = 1,
+    workers: int = 4,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    ps_cpu: str | None = None,
+    run_for: str = RUN_LONG,
+) -> Obj:
+    """A PS/worker TFJob whose pods may only use the nodes of `scene`."""
+    selector = {"e2e-scene": scene}
+    specs = {"Worker": replica(workers, cpu, memory, run_for, selector)}
+    if ps:
+        specs["PS"] = replica(ps, ps_cpu or cpu, memory, run_for, selector)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {"tfReplicaSpecs": specs},
+    }
+
+
+def podgroup(name: str, *, min_member: int, legacy: bool = False, gang_group: list[str] | None = None) -> Obj:
+    group = "scheduling.sigs.k8s.io" if legacy else "scheduling.x-k8s.io"
+    meta: Obj = {"name": name}
+    if gang_group:
+        meta["annotations"] = {"gang.scheduling.koordinator.sh/groups": json.dumps(gang_group)}
+    return {
+        "apiVersion": f"{group}/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 60},
+    }
+
+
+def pod(name: str, *, scene: str, cpu: str = "1", memory: str = "1Gi", labels: dict[str, str] | None = None) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": {COMPLETE_AFTER: RUN_LONG}},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "nodeSelector": {"e2e-scene": scene},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "example.org/app:1",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+        },
+    }
+
+
+def job_pods(plane: LocalControlPlane, namespace: str, job: str) -> list[Obj]:
+    return plane.pods(namespace, f"training.kubeflow.org/job-name={job}")
+
+
+def bound(pods: list[Obj]) -> list[Obj]:
+    return [p for p in pods if p["spec"].get("nodeName")]
+
+
+def placement(pods: list[Obj]) -> dict[str, str]:
+    """Pod name → node name, for the bound pods."""
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in bound(pods)}
+
+
+def ps_and_workers_by_node(pods: list[Obj]) -> tuple[Counter[str], Counter[str]]:
+    roles = [
+        (p["metadata"]["labels"].get("training.kubeflow.org/replica-type"), p["spec"].get("nodeName"))
+        for p in bound(pods)
+    ]
+    return Counter(n for r, n in roles if r == "ps"), Counter(n for r, n in roles if r == "worker")
+
+
+def wait_for_pods(plane: LocalControlPlane, namespace: str, job: str, count: int, timeout_s: float = 60) -> list[Obj]:
+    """Wait until the job has `count` pods (training-operator creates them asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pods = job_pods(plane, namespace, job)
+        if len(pods) >= count:
+            return pods
+        time.sleep(0.3)
+    raise AssertionError(f"TFJob {job} has {len(job_pods(plane, namespace, job))} pods, expected {count}")
+
+
+def wait_bound(plane: LocalControlPlane, namespace: str, selector: str, count: int, timeout_s: float = 90) -> list[Obj]:
+    deadline = time.monotonic() + timeout_s
+    pods: list[Obj] = []
+    while time.monotonic() < deadline:
+        pods = plane.pods(namespace, selector)
+        if len(bound(pods)) >= count:
+            return pods
+        time.sleep(0.3)
+    raise AssertionError(
+        f"{len(bound(pods))}/{count} pods bound for {selector!r} after {timeout_s:.0f}s; "
+        f"extender log:\n{plane.log_tail('extender', 15)}"
+    )
+
+
+def scheduled_reason(pod_obj: Obj) -> str:
+    """The message of the pod's PodScheduled=False condition (why kube-scheduler could not place it)."""
+    for condition in (pod_obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return str(condition.get("message", ""))
+    return ""
+
+
+def bind_times(plane: LocalControlPlane, namespace: str, pods: list[Obj]) -> dict[str, float]:
+    """Pod name → when its PodScheduled condition turned True (seconds since the epoch)."""
+    from extender.state.convert import timestamp
+
+    times = {}
+    for item in pods:
+        for condition in (item.get("status") or {}).get("conditions") or []:
+            if condition["type"] == "PodScheduled" and condition["status"] == "True":
+                times[item["metadata"]["name"]] = timestamp(condition["lastTransitionTime"])
+    return times
