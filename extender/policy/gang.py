@@ -206,6 +206,10 @@ def _unit(
             if pod.role is Role.PS:
                 ps_nodes.add(node)
     allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
+    for pod in pods:
+        if pod.node_selector:
+            selected = frozenset(name for name, node in snapshot.nodes.items() if pod.selects(node.node))
+            allowed[pod.key] = allowed[pod.key] & selected if pod.key in allowed else selected
     return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
 
 

@@ -76,10 +76,16 @@ class PodView:
     index: int = 0
     created: float = 0.0
     """Creation time, seconds since the epoch."""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def selects(self, node: NodeView) -> bool:
+        """True when the node carries every label of the pod's node selector."""
+        return all(node.labels.get(key) == value for key, value in self.node_selector)
 
     @property
     def finished(self) -> bool:

@@ -125,6 +125,7 @@ def pod_view(obj: Json) -> PodView:
         role=role,
         index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
         created=timestamp(meta.get("creationTimestamp")),
+        node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
     )
 
 

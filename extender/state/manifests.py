@@ -95,6 +95,8 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
     }
     if pod.node_name:
         spec["nodeName"] = pod.node_name
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": pod.phase}}
 
 
