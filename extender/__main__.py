@@ -6,6 +6,7 @@ import argparse
 import gc
 import logging
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +73,12 @@ def serve(settings: Settings, log_level: str) -> int:
         from extender.k8s.informer import Informers
 
         informers = Informers(make_api_client(settings.kubeconfig), state)
-        start, stop = informers.start, informers.stop
+
+        def start() -> None:
+            informers.start()
+            threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True).start()
+
+        stop = informers.stop
     app = create_app(make_service(settings, state, time.time), on_start=start, on_stop=stop)
     uvicorn.run(
         app,
@@ -93,6 +99,13 @@ def settle_heap() -> None:
     would otherwise stall a scheduling call for milliseconds."""
     gc.collect()
     gc.freeze()
+
+
+def settle_once_synced(state: ClusterState, poll_s: float = 0.5) -> None:
+    """Settle the heap once the informers' first lists are in the model."""
+    while not state.is_synced():
+        time.sleep(poll_s)
+    settle_heap()
 
 
 def _nothing() -> None:
