@@ -46,6 +46,17 @@ COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
 
+def _unverified_tls() -> ssl.SSLContext:
+    """For health probes of local components serving self-signed certificates."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+UNVERIFIED_TLS = _unverified_tls()
+
+
 class ControlPlaneError(RuntimeError):
     """A component did not come up; the message names it and ends with its log tail."""
 
@@ -209,12 +220,9 @@ class LocalControlPlane:
                 "--v=1",
             ],
         )
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE
         wait_until(
             "kube-apiserver /readyz",
-            lambda: self._http_ok(f"https://127.0.0.1:{self.api_port}/readyz", context=insecure),
+            lambda: self._http_ok(f"https://127.0.0.1:{self.api_port}/readyz", context=UNVERIFIED_TLS),
             120,
         )
         kubeconfig = {
@@ -297,11 +305,10 @@ class LocalControlPlane:
                 "--v=2",
             ],
         )
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE
         wait_until(
-            "kube-scheduler /healthz", lambda: self._http_ok(f"https://127.0.0.1:{port}/healthz", context=insecure), 60
+            "kube-scheduler /healthz",
+            lambda: self._http_ok(f"https://127.0.0.1:{port}/healthz", context=UNVERIFIED_TLS),
+            60,
         )
 
     def _start_operator(self) -> None:
