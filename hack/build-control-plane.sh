@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane used by the end-to-end tests and the demo — etcd, kube-apiserver,
 # kube-scheduler, kubectl, kwok and training-operator — from Go modules, into a cache outside the repo
-# keyed by the versions, and copies the TFJob and PodGroup CRDs out of the module cache. Idempotent:
+# keyed by the versions, and copies training-operator's TFJob CRD out of the module cache. Idempotent:
 # a complete cache is reused at once. The last line printed is the cache directory.
 #
 # Kubernetes' own module cannot be `go install`ed (its go.mod replaces every staging module with a
@@ -9,12 +9,13 @@
 # staging module at its published v0.X.Y tag; etcd's server module is built the same way.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.34.7}
-ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+# v1.34.4: the newest 1.34 patch whose k8s.io/kubernetes module and every staging module (v0.34.4) the
+# Go module proxy serves; v1.34.5-7 lack some (kube-aggregator, kubectl, endpointslice, ... answer 403).
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.16}   # the newest v3.6 patch on the proxy
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 TO_VERSION=${TO_VERSION:-v1.9.4}
-SP_VERSION=${SP_VERSION:-v0.34.7}
-KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_to-${TO_VERSION}_sp-${SP_VERSION}"
+KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_to-${TO_VERSION}"
 CACHE=${TFJOB_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/control-plane}/$KEY
 BIN=$CACHE/bin
 CRDS=$CACHE/crds
@@ -26,7 +27,7 @@ fi
 
 complete() {
   for f in etcd kube-apiserver kube-scheduler kubectl kwok training-operator.v1; do [ -x "$BIN/$f" ] || return 1; done
-  for f in tfjobs.yaml podgroups.scheduling.x-k8s.io.yaml; do [ -s "$CRDS/$f" ] || return 1; done
+  [ -s "$CRDS/tfjobs.yaml" ]
 }
 if complete; then
   echo "[build] control plane cached: $CACHE"
@@ -86,8 +87,6 @@ install_module() { GOBIN="$BIN" GOFLAGS= go install -trimpath -ldflags "-s -w" "
 copy_crds() {
   cp "$(module_dir "github.com/kubeflow/training-operator@${TO_VERSION}")/manifests/base/crds/kubeflow.org_tfjobs.yaml" \
     "$CRDS/tfjobs.yaml"
-  cp "$(module_dir "sigs.k8s.io/scheduler-plugins@${SP_VERSION}")/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" \
-    "$CRDS/podgroups.scheduling.x-k8s.io.yaml"
   chmod u+w "$CRDS"/*.yaml
 }
 
@@ -98,7 +97,7 @@ total=$SECONDS
   "github.com/kubeflow/training-operator/cmd/training-operator.v1@${TO_VERSION}")
 [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-scheduler" ] && [ -x "$BIN/kubectl" ] || \
   (timed "kube-apiserver, kube-scheduler, kubectl ${K8S_VERSION}" build_kubernetes)
-[ -s "$CRDS/tfjobs.yaml" ] && [ -s "$CRDS/podgroups.scheduling.x-k8s.io.yaml" ] || (timed "CRDs" copy_crds)
+[ -s "$CRDS/tfjobs.yaml" ] || (timed "TFJob CRD" copy_crds)
 complete || { echo "[build] error: the control plane is incomplete in $CACHE" >&2; exit 1; }
 step "control plane ready in $((SECONDS - total))s: $CACHE"
 echo "$CACHE"

@@ -1,8 +1,8 @@
 """A real, local Kubernetes control plane for end-to-end tests and the live demo.
 
 `LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
-ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob and both
-PodGroup CRDs, kwok (fake nodes whose pods run and complete on cue), the extender under test, a
+ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and both
+PodGroup CRDs (`manifests/crds/`), kwok (fake nodes whose pods run and complete on cue), the extender under test, a
 kube-scheduler with the repo's `scheduler-config/` (profile `tfjob-scheduler` calling the extender), and
 optionally training-operator with `--gang-scheduler-name=tfjob-scheduler`. Binaries come from
 `hack/build-control-plane.sh` (built once, cached outside the repo). Every process logs into the run
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import json
 import os
 import secrets
@@ -39,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-control-plane.sh"
 KWOK_STAGES = REPO / "hack" / "kwok-stages.yaml"
 SCHEDULER_CONFIG = REPO / "scheduler-config" / "kube-scheduler-config.yaml"
+PODGROUP_CRDS = REPO / "manifests" / "crds"
 SCHEDULER_NAME = "tfjob-scheduler"
 OPERATOR_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
@@ -246,16 +246,13 @@ class LocalControlPlane:
         wait_until("namespace default", lambda: self.get("/api/v1/namespaces/default"), 60)
 
     def _install_crds(self) -> None:
-        podgroups = yaml.safe_load((self.crds / "podgroups.scheduling.x-k8s.io.yaml").read_text())
-        legacy = copy.deepcopy(podgroups)
-        legacy["metadata"]["name"] = "podgroups.scheduling.sigs.k8s.io"
-        legacy["spec"]["group"] = "scheduling.sigs.k8s.io"
+        podgroups = [yaml.safe_load(path.read_text()) for path in sorted(PODGROUP_CRDS.glob("podgroups.*.yaml"))]
         tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
+        crds = [*podgroups, tfjobs]
         path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-        for crd in (podgroups, legacy, tfjobs):
-            crd["metadata"].pop("annotations", None)
+        for crd in crds:
             self.post(path, crd)
-        for crd in (podgroups, legacy, tfjobs):
+        for crd in crds:
             name = crd["metadata"]["name"]
 
             def established(name: str = name) -> bool:
