@@ -48,11 +48,16 @@ def filter_pod(
 
 
 def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str]) -> FilterDecision:
-    """Keep the nodes whose free capacity (after bound pods and reservations) holds the pod's requests."""
+    """Keep the nodes whose free capacity (after bound pods and reservations) holds the pod's requests.
+
+    Only the pod's own reservation (one left behind by an expired plan) counts as free for it; the places
+    its gang holds for other members do not.
+    """
     feasible: list[str] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    handed_back = snapshot.held_by_group(pod.group) if pod.group else {}
+    own = snapshot.reservations.get(pod.key)
+    handed_back = {own.node: own.requests} if own is not None else {}
     reasons: dict[tuple[str, ...], str] = {}
     requests = pod.requests
     nodes = snapshot.nodes

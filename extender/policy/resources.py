@@ -9,6 +9,7 @@ A `Resources` value is immutable; arithmetic returns new values and drops zero e
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 
@@ -31,6 +32,8 @@ _DECIMAL_SUFFIXES = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+_QUANTITY = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?")
+"""A quantity's grammar: a signed decimal, then an exponent, a decimal suffix or a binary suffix."""
 
 
 class QuantityError(ValueError):
@@ -39,9 +42,9 @@ class QuantityError(ValueError):
 
 def parse_quantity(text: str | int | float) -> Decimal:
     """Parse a Kubernetes quantity ("500m", "4Gi", "1.5", "2e3") into an exact Decimal."""
-    if isinstance(text, int | float):
-        return Decimal(str(text))
-    value = text.strip()
+    value = str(text).strip()
+    if not _QUANTITY.fullmatch(value):
+        raise QuantityError(f"not a resource quantity: {text!r}")
     try:
         for suffix, factor in _BINARY_SUFFIXES.items():
             if value.endswith(suffix):

@@ -8,9 +8,9 @@ so a bad object in a snapshot file is reported precisely and a bad watch event i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from extender.policy.model import GroupView, JobView, NodeView, PodView, Role
 from extender.policy.resources import PODS, QuantityError, Resources
@@ -26,6 +26,7 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_KIND = "TFJob"
 
 Json = Mapping[str, Any]
+N = TypeVar("N", int, float)
 
 
 class ConversionError(ValueError):
@@ -39,12 +40,13 @@ def identity(obj: Json) -> str:
     return f"{obj.get('kind', 'object')} {namespace}/{name}" if namespace else f"{obj.get('kind', 'object')} {name}"
 
 
-def object_key(obj: Json) -> str:
+def object_key(obj: Json, *, namespaced: bool = False) -> str:
+    """`namespace/name`, or the plain name; a namespaced object without a namespace is in `default`."""
     meta = obj.get("metadata") or {}
     name = meta.get("name")
     if not name:
         raise ConversionError(f"{identity(obj)}: metadata.name is missing")
-    namespace = meta.get("namespace")
+    namespace = meta.get("namespace") or ("default" if namespaced else None)
     return f"{namespace}/{name}" if namespace else str(name)
 
 
@@ -54,11 +56,28 @@ def pod_key(obj: Json) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
-def timestamp(value: str | None) -> float:
+def timestamp(value: str | datetime | None) -> float:
     """Seconds since the epoch from an RFC 3339 timestamp; 0 when absent."""
     if not value:
         return 0.0
+    if isinstance(value, datetime):  # YAML reads an unquoted timestamp as a datetime
+        return value.timestamp()
     return datetime.fromisoformat(value).timestamp()
+
+
+def _created(obj: Json) -> float:
+    value = (obj.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return timestamp(value)
+    except (TypeError, ValueError) as error:
+        raise ConversionError(f"{identity(obj)}: metadata.creationTimestamp={value!r} is not a timestamp") from error
+
+
+def _number(obj: Json, value: Any, field: str, parse: Callable[[Any], N]) -> N:
+    try:
+        return parse(value)
+    except (TypeError, ValueError) as error:
+        raise ConversionError(f"{identity(obj)}: {field}={value!r} is not a number") from error
 
 
 def _resources(obj: Json, quantities: Mapping[str, Any] | None, field: str) -> Resources:
@@ -118,13 +137,13 @@ def pod_view(obj: Json) -> PodView:
         node_name=spec.get("nodeName") or "",
         phase=status.get("phase") or "Pending",
         terminating=bool(meta.get("deletionTimestamp")),
-        priority=int(spec.get("priority") or 0),
+        priority=_number(obj, spec.get("priority") or 0, "spec.priority", int),
         preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
         group=_group_of(namespace, labels),
         job=_job_of(namespace, meta, labels),
         role=role,
         index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
-        created=timestamp(meta.get("creationTimestamp")),
+        created=_created(obj),
         node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
     )
 
@@ -171,12 +190,12 @@ def group_view(obj: Json, api_group: str) -> GroupView:
     return GroupView(
         namespace=namespace,
         name=str(meta.get("name") or object_key(obj)),
-        min_member=max(1, int(spec.get("minMember") or 1)),
+        min_member=max(1, _number(obj, spec.get("minMember") or 1, "spec.minMember", int)),
         api_group=api_group,
-        schedule_timeout_s=float(timeout) if timeout else None,
+        schedule_timeout_s=_number(obj, timeout, "spec.scheduleTimeoutSeconds", float) if timeout else None,
         gang_group=_gang_group(obj, key, (meta.get("annotations") or {}).get(GANG_GROUPS_ANNOTATION)),
         min_resources=_resources(obj, spec.get("minResources"), "spec.minResources"),
-        created=timestamp(meta.get("creationTimestamp")),
+        created=_created(obj),
     )
 
 
@@ -202,7 +221,8 @@ def job_view(obj: Json) -> JobView:
     for replica_type, replica_spec in (spec.get("tfReplicaSpecs") or {}).items():
         role = _role(obj, replica_type)
         count = (replica_spec or {}).get("replicas")
-        replicas[role] = replicas.get(role, 0) + (1 if count is None else int(count))
+        field = f"spec.tfReplicaSpecs.{replica_type}.replicas"
+        replicas[role] = replicas.get(role, 0) + (1 if count is None else _number(obj, count, field, int))
         template_spec = ((replica_spec or {}).get("template") or {}).get("spec") or {}
         priority_class = priority_class or template_spec.get("priorityClassName") or ""
     return JobView(
@@ -212,9 +232,9 @@ def job_view(obj: Json) -> JobView:
         replicas=replicas,
         enable_dynamic_worker=bool(spec.get("enableDynamicWorker", False)),
         priority_class=priority_class,
-        created=timestamp(meta.get("creationTimestamp")),
+        created=_created(obj),
     )
 
 
 def priority_class_value(obj: Json) -> int:
-    return int(obj.get("value") or 0)
+    return _number(obj, obj.get("value") or 0, "value", int)

@@ -76,6 +76,7 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         )
     if pod.role is not Role.NONE:
         labels[convert.REPLICA_TYPE_LABEL] = pod.role.value
+    if pod.role is not Role.NONE or pod.index:
         labels[convert.REPLICA_INDEX_LABEL] = str(pod.index)
     meta = _meta(
         pod.name,

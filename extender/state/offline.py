@@ -20,7 +20,8 @@ def load_snapshot_file(state: ClusterState, path: Path) -> int:
     for kind in BY_KIND:
         state.replace(kind, by_kind[kind])
         state.mark_synced(kind)
-    if state.rejected_objects > rejected_before:
-        raise SnapshotFileError(f"{path}: {state.last_rejection}")
+    rejected = state.rejected_objects - rejected_before
+    if rejected:
+        raise SnapshotFileError(f"{path}: " + "; ".join(list(state.recent_rejections)[-rejected:]))
     state.commit_plan(reserve=reservations)
     return sum(len(objects) for objects in by_kind.values())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -66,6 +67,8 @@ class ClusterState:
         self.rejected_objects = 0
         """Objects skipped because they could not be read (see the log for each)."""
         self.last_rejection = ""
+        self.recent_rejections: deque[str] = deque(maxlen=100)
+        """Why the last (up to 100) skipped objects could not be read, oldest first."""
 
     # -- feed -------------------------------------------------------------------------------------------
 
@@ -78,7 +81,7 @@ class ClusterState:
             fresh: dict[str, Mapping[str, Any]] = {}
             for obj in objects:
                 try:
-                    fresh[convert.object_key(obj)] = obj
+                    fresh[convert.object_key(obj, namespaced=BY_KIND[kind].namespaced)] = obj
                 except convert.ConversionError as error:
                     self._reject(error)
             for key in self._keys[kind] - fresh.keys():
@@ -90,7 +93,7 @@ class ClusterState:
     def observe_pod(self, obj: Mapping[str, Any]) -> None:
         """Take a pod kube-scheduler asked about before its watch event arrived (never overrides one)."""
         with self._lock:
-            if convert.object_key(obj) not in self._keys[Kind.POD]:
+            if convert.object_key(obj, namespaced=True) not in self._keys[Kind.POD]:
                 self._apply(Kind.POD, "ADDED", obj)
 
     def mark_synced(self, kind: Kind) -> None:
@@ -135,8 +138,7 @@ class ClusterState:
                 expires_at, pod_key = heapq.heappop(self._expiries)
                 held = self._reservations.get(pod_key)
                 if held is not None and held.expires_at == expires_at:
-                    self._release_group(held.group)
-                    released += 1
+                    released += self._release_group(held.group)
             if released:
                 self._changed()
             return released
@@ -179,11 +181,12 @@ class ClusterState:
     def _reject(self, error: Exception) -> None:
         self.rejected_objects += 1
         self.last_rejection = str(error)
+        self.recent_rejections.append(self.last_rejection)
         log.warning("skipping an object the model cannot read: %s", error)
 
     def _apply(self, kind: Kind, event_type: EventType, obj: Mapping[str, Any]) -> None:
         try:
-            key = convert.object_key(obj)
+            key = convert.object_key(obj, namespaced=BY_KIND[kind].namespaced)
             if event_type == "DELETED":
                 self._keys[kind].discard(key)
                 self._delete(kind, key)
@@ -331,14 +334,26 @@ class ClusterState:
             self._reserved_by_node.delete(held.node)
         self._refresh_node(held.node)
 
-    def _release_group(self, group: str) -> None:
-        members = self._group_members.get(group) or frozenset()
-        held = [key for key in members if key in self._reservations]
-        held += [r.pod for r in self._reservations.values() if r.group == group and r.pod not in members]
+    def _release_group(self, group: str) -> int:
+        """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""
+        gang = self._gang_of(group)
+        held = {key for g in gang for key in self._group_members.get(g) or frozenset() if key in self._reservations}
+        held.update(r.pod for r in self._reservations.values() if r.group in gang)
         for key in held:
             self._drop_reservation(key)
         if held:
             self._capacity_generation = self._generation + 1
+        return len(held)
+
+    def _gang_of(self, group: str) -> set[str]:
+        """`group` and the PodGroups a GangGroup annotation links it with, on its side or on theirs."""
+        view = self._groups.get(group)
+        gang = {group, *(view.gang_group if view is not None else ())}
+        for reservation in self._reservations.values():
+            other = self._groups.get(reservation.group)
+            if other is not None and group in other.gang_group:
+                gang.add(reservation.group)
+        return gang
 
     def _forget_failures_of(self, group: str) -> None:
         for gang in [gang for gang in self._failed_plans if group in gang.split(",")]:

@@ -18,8 +18,7 @@ from tests.builders import make_pod, tfjob_pods
 
 
 def filter_worker(client: TestClient, name: str = "mnist-worker-0") -> None:
-    pod = next(p for p in tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi")
-               if p["metadata"]["name"] == name)
+    pod = next(p for p in tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi") if p["metadata"]["name"] == name)
     body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": ["node-0", "node-1", "node-2"]})
     assert client.post("/filter", content=body).json()["Error"] == ""
 
@@ -40,8 +39,9 @@ def test_gang_view_explains_a_pending_gang_and_then_shows_its_plan(client: TestC
     after = client.get("/debug/gangs/default/mnist").json()
     assert after["status"] == "admitted"
     assert sorted(after["members"]) == ["reserved"]
-    assert {entry["pod"] for entry in after["plan"]} == {f"default/mnist-{p}" for p in
-                                                         ["ps-0", "worker-0", "worker-1", "worker-2", "worker-3"]}
+    assert {entry["pod"] for entry in after["plan"]} == {
+        f"default/mnist-{p}" for p in ["ps-0", "worker-0", "worker-1", "worker-2", "worker-3"]
+    }
     assert all(entry["expiresInSeconds"] == 60.0 for entry in after["plan"])
     listing = client.get("/debug/gangs").json()
     assert [g["podGroup"] for g in listing["gangs"]] == ["default/mnist"]
