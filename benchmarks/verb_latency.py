@@ -157,8 +157,9 @@ def run(calls: int) -> None:
         state = ClusterState()
         load_snapshot_file(state, snapshot)
         service = make_service(Settings(), state, time.time)
-        header = f"{'case':<30} {'nodes':>6} | {'HTTP p50':>8} {'p99':>8} {'max':>8} | {'local p50':>8} {'p99':>8} {'max':>8}"
-        print(header)
+        http_columns = f"{'HTTP p50':>8} {'p99':>8} {'max':>8}"
+        local_columns = f"{'local p50':>8} {'p99':>8} {'max':>8}"
+        print(f"{'case (ms)':<30} {'nodes':>6} | {http_columns} | {local_columns}")
         floor = bare_app_floor(calls)
         report("bare ASGI app (floor)", 500, floor, [0.0])
         port = free_port()

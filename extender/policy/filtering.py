@@ -4,6 +4,7 @@ members of a PodGroup.
 For a gang member:
 1. It already has a reservation → keep only its planned node (steer); if kube-scheduler no longer offers
    that node, plan the whole gang again with this pod pinned to what is offered.
+   If a member has vanished since the plan was made, the plan is released and the pod waits.
 2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
    scale-out pods join a running gang without a barrier).
 3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
@@ -15,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extender.policy.decisions import FilterDecision
-from extender.policy.gang import GangVerdict, gang_state, is_satisfied, membership_generation, plan_gang
+from extender.policy.gang import (
+    GangVerdict,
+    gang_state,
+    is_satisfied,
+    membership_generation,
+    plan_gang,
+    waiting_reason,
+)
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
 from extender.policy.settings import PolicySettings
@@ -35,6 +43,11 @@ def filter_pod(
         return fit_filter(snapshot, pod, candidates)
     held = snapshot.reservations.get(pod.key)
     if held is not None and held.expires_at > now:
+        state = gang_state(snapshot, pod.group)
+        broken = waiting_reason(state)
+        if broken is not None:
+            decision = _reject(candidates, "waiting", broken, resolvable=False)
+            return _with_release(decision, tuple(state.members))
         if held.node in candidates:
             reason = f"gang {pod.group}: this pod is planned on {held.node}"
             others = dict.fromkeys(candidates, reason)
@@ -99,7 +112,8 @@ def _admit(
     ):
         return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
     verdict = plan_gang(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
-    release = tuple(state.members) if replanning else ()
+    held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
+    release = tuple(state.members) if replanning or held else ()
     if not verdict.admitted:
         decision = _reject(
             candidates,
@@ -143,4 +157,15 @@ def _with_plan_changes(decision: FilterDecision, verdict: GangVerdict, release: 
         reserve=verdict.reservations,
         release_groups=release,
         failed_plan=verdict.failed_plan,
+    )
+
+
+def _with_release(decision: FilterDecision, groups: tuple[str, ...]) -> FilterDecision:
+    return FilterDecision(
+        decision.outcome,
+        decision.summary,
+        decision.feasible,
+        decision.failed,
+        decision.unresolvable,
+        release_groups=groups,
     )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.policy.model import IDLENESS_DIMENSIONS, NodeState, PodView, Role
-from extender.policy.resources import Resources, total
+from extender.policy.resources import CPU, GPU, MEMORY, Resources, total
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,9 @@ def place_units(
     remaining = dict(free)
     assignments: dict[str, str] = {}
     unplaced: list[PodView] = []
-    by_demand = sorted(units, key=lambda unit: (-_weight(total(p.requests for p in unit.pods)), unit.key))
+    by_demand = sorted(
+        units, key=lambda unit: (tuple(-x for x in _weight(total(p.requests for p in unit.pods))), unit.key)
+    )
     for unit in by_demand:
         pods = role_order(unit.pods)
         node = _single_node(unit, pods, remaining, allocatable)
@@ -89,8 +91,9 @@ def place_units(
     return Placement(assignments, tuple(unplaced))
 
 
-def _weight(resources: Resources) -> float:
-    return sum(resources.get(name) for name in IDLENESS_DIMENSIONS)
+def _weight(resources: Resources) -> tuple[int, ...]:
+    """Demand for ordering units: GPUs first, then CPU, then memory (never summed across units)."""
+    return (resources.get(GPU), resources.get(CPU), resources.get(MEMORY))
 
 
 def _allowed(unit: PlacementUnit, pods: Sequence[PodView], node: str) -> bool:

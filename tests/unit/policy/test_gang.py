@@ -492,3 +492,14 @@ def test_an_ungrouped_pod_on_a_node_the_model_lacks_is_unresolvable() -> None:
     decision = loop.filter("plain", ["node-0", "ghost"])
     assert decision.feasible == ("node-0",)
     assert decision.unresolvable == {"ghost": "node is not in the extender's cluster model yet"}
+
+
+def test_a_bound_member_that_vanishes_voids_the_plan_of_the_members_still_waiting() -> None:
+    loop = mnist()
+    loop.filter("mnist-worker-0")
+    loop.bind("mnist-worker-3", "node-1")
+    loop.delete("mnist-worker-3")
+    decision = loop.filter("mnist-ps-0")
+    assert decision.outcome == "waiting"
+    assert not decision.feasible
+    assert loop.snapshot.reservations == {}, "the others must not bind into a gang that cannot reach its minimum"
