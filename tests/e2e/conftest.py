@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from tests.e2e.cluster import BUILD_SCRIPT, LocalControlPlane, build_control_pla
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[LocalControlPlane]:
-    cached = Path(os.popen(f"bash {BUILD_SCRIPT} --print-dir").read().strip()) / "bin" / "kube-apiserver"
+    printed = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], check=True, capture_output=True, text=True)
+    cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")
     with LocalControlPlane(build_control_plane()) as control_plane:
