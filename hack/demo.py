@@ -18,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.e2e.cluster import ControlPlaneError, LocalControlPlane, build_control_plane
-from tests.e2e.workloads import bound, job_pods, ps_and_workers_by_node, tfjob
+from tests.e2e.workloads import bind_times, bound, job_pods, ps_and_workers_by_node, tfjob
 
 NAMESPACE = "demo"
 WORKLOAD = [
@@ -90,13 +90,14 @@ def run(plane: LocalControlPlane) -> None:
         if show(plane, started, first_bound):
             break
         time.sleep(REFRESH_S)
-    print("\nsummary")
-    print(f"{'job':>7} {'waited':>8} {'nodes':>6} {'workers beside PS':>18}")
+    print("\nsummary (a gang's pods are bound together once its whole plan is reserved)")
+    print(f"{'job':>7} {'waited':>8} {'nodes':>6} {'workers beside PS':>18} {'all pods bound within':>22}")
     for name, _, _, workers, _, _ in WORKLOAD:
         waited = first_bound.get(name, time.time()) - submitted.get(name, started)
         nodes_used, beside = placements.get(name, (0, 0))
-        print(f"{name:>7} {waited:>7.1f}s {nodes_used:>6} {beside:>11}/{workers}")
-    print("every job started whole: no pod of a gang was bound while the rest of it waited.")
+        times = bind_times(plane, NAMESPACE, job_pods(plane, NAMESPACE, name)).values()
+        spread = f"{max(times) - min(times):.0f}s" if times else "-"
+        print(f"{name:>7} {waited:>7.1f}s {nodes_used:>6} {beside:>11}/{workers} {spread:>22}")
 
 
 def main() -> int:
