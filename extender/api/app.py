@@ -29,7 +29,9 @@ def create_app(
     *,
     on_start: Callable[[], None] = lambda: None,
     on_stop: Callable[[], None] = lambda: None,
-) -> FastAPI:
+) -> verbs.VerbGateway:
+    """The extender's ASGI application: the verbs in front, the debug routes behind them."""
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         on_start()
@@ -39,6 +41,5 @@ def create_app(
             on_stop()
 
     app = FastAPI(title="tfjob-extender", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.include_router(verbs.make_router(service))
     app.include_router(debug.make_router(service))
-    return app
+    return verbs.VerbGateway(service, app)

@@ -14,8 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fastapi import APIRouter, Request, Response
-from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
@@ -29,7 +28,6 @@ from extender.state.store import ClusterState
 log = logging.getLogger(__name__)
 
 NOT_SYNCED = "cache not synced"
-JSON = "application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +43,6 @@ class Service:
 
 class BodyTooLarge(wire.WireError):
     pass
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refusing anything over `limit` bytes without reading it all."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _pod_in_model(service: Service, raw_pod: wire.Json) -> tuple[PodView, ClusterSnapshot]:
@@ -101,24 +84,48 @@ def answer(service: Service, verb: str, body: bytes) -> bytes:
     return reply
 
 
-def make_router(service: Service) -> APIRouter:
-    router = APIRouter()
+class VerbGateway:
+    """The ASGI entry point: extender verbs are answered here directly, everything else goes to `app`.
 
-    def route(verb: str) -> None:
-        async def endpoint(request: Request) -> Response:
-            try:
-                body = await read_body(request, service.settings.max_body_bytes)
-            except BodyTooLarge as error:
-                reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
-                return Response(reply, media_type=JSON)
-            return Response(answer(service, verb, body), media_type=JSON)
+    kube-scheduler waits for each call before it moves on, so the verbs skip routing and request and
+    response objects altogether: read the body (under the cap), answer, send one JSON body.
+    """
 
-        # A plain Starlette route: no FastAPI dependency resolution on the scheduling hot path.
-        router.routes.append(Route(f"/{verb}", endpoint, methods=["POST"], name=verb))
+    def __init__(self, service: Service, app: ASGIApp) -> None:
+        self.service = service
+        self.app = app
 
-    for verb in HANDLERS:
-        route(verb)
-    return router
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        verb = scope["path"][1:] if scope["type"] == "http" and scope["method"] == "POST" else ""
+        if verb not in HANDLERS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await self._body(scope, receive)
+            reply = answer(self.service, verb, body)
+        except BodyTooLarge as error:
+            reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        """The request body, refusing anything over the cap without reading it all."""
+        limit = self.service.settings.max_body_bytes
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            raise BodyTooLarge(f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
 
 
 def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot, decision: Decision) -> None:
