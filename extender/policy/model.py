@@ -132,10 +132,28 @@ class JobView:
     enable_dynamic_worker: bool = False
     priority_class: str = ""
     created: float = 0.0
+    role_requests: Mapping[Role, Resources] = field(default_factory=dict)
+    """Requests of one pod of each role, from the replica templates."""
+    min_workers: int = 0
+    """Fewest workers the job may run with (annotation; default: its Worker replicas, i.e. not elastic)."""
+    max_workers: int = 0
+    """Most workers the job may grow to (annotation; default: its Worker replicas)."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_workers > self.min_workers
+
+    def minimum_demand(self) -> Resources:
+        """What the job needs to run at its minimum: every non-worker replica plus `min_workers` workers."""
+        demand = EMPTY
+        for role, count in self.replicas.items():
+            wanted = self.min_workers if role is Role.WORKER else count
+            demand = demand + self.role_requests.get(role, EMPTY).scaled(wanted)
+        return demand
 
 
 @dataclass(frozen=True, slots=True)

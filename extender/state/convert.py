@@ -21,6 +21,11 @@ LEGACY_POD_GROUP_LABELS = ("pod-group.scheduling.sigs.k8s.io", "pod-group.schedu
 """The `scheduling.sigs.k8s.io` dialect's labels, as Koordinator reads them."""
 GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+ANNOTATION_PREFIX = "tfjob-extender.io/"
+MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
+"""On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
+MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
+"""On a TFJob: the most workers it may be scaled out to (default: its Worker replicas)."""
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_KIND = "TFJob"
@@ -217,6 +222,7 @@ def job_view(obj: Json) -> JobView:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     replicas: dict[Role, int] = {}
+    role_requests: dict[Role, Resources] = {}
     priority_class = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("priorityClass") or ""
     for replica_type, replica_spec in (spec.get("tfReplicaSpecs") or {}).items():
         role = _role(obj, replica_type)
@@ -225,6 +231,11 @@ def job_view(obj: Json) -> JobView:
         replicas[role] = replicas.get(role, 0) + (1 if count is None else _number(obj, count, field, int))
         template_spec = ((replica_spec or {}).get("template") or {}).get("spec") or {}
         priority_class = priority_class or template_spec.get("priorityClassName") or ""
+        role_requests[role] = pod_requests({"kind": obj.get("kind"), "metadata": meta, "spec": template_spec})
+    workers = replicas.get(Role.WORKER, 0)
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    min_workers = _workers(obj, annotations, MIN_WORKERS_ANNOTATION, workers)
+    max_workers = max(min_workers, _workers(obj, annotations, MAX_WORKERS_ANNOTATION, workers))
     return JobView(
         namespace=meta.get("namespace") or "default",
         name=str(meta.get("name") or object_key(obj)),
@@ -233,7 +244,20 @@ def job_view(obj: Json) -> JobView:
         enable_dynamic_worker=bool(spec.get("enableDynamicWorker", False)),
         priority_class=priority_class,
         created=_created(obj),
+        role_requests=role_requests,
+        min_workers=min_workers,
+        max_workers=max_workers,
     )
+
+
+def _workers(obj: Json, annotations: Mapping[str, str], annotation: str, default: int) -> int:
+    value = annotations.get(annotation)
+    if value is None:
+        return default
+    count = _number(obj, value, f"annotation {annotation}", int)
+    if count < 0:
+        raise ConversionError(f"{identity(obj)}: annotation {annotation} must not be negative")
+    return count
 
 
 def priority_class_value(obj: Json) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from extender.policy.model import ClusterSnapshot, GroupView, JobView, NodeView, PodView, Reservation, Role
-from extender.policy.resources import PODS, Resources
+from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert
 from extender.state.kinds import BY_KIND, Kind, kind_of_manifest
 
@@ -118,16 +118,39 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
 
 def job_manifest(job: JobView) -> dict[str, Any]:
     replica_specs = {
-        role.value.capitalize() if role is not Role.PS else "PS": {"replicas": count}
+        role.value.capitalize() if role is not Role.PS else "PS": {
+            "replicas": count,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "tensorflow",
+                            "resources": {
+                                "requests": (job.role_requests.get(role, EMPTY) - Resources({PODS: 1})).to_quantities()
+                            },
+                        }
+                    ]
+                }
+            },
+        }
         for role, count in job.replicas.items()
     }
     spec: dict[str, Any] = {"tfReplicaSpecs": replica_specs, "enableDynamicWorker": job.enable_dynamic_worker}
     if job.priority_class:
         spec["runPolicy"] = {"schedulingPolicy": {"priorityClass": job.priority_class}}
+    workers = job.replicas.get(Role.WORKER, 0)
+    annotations = (
+        {
+            convert.MIN_WORKERS_ANNOTATION: str(job.min_workers),
+            convert.MAX_WORKERS_ANNOTATION: str(job.max_workers),
+        }
+        if (job.min_workers, job.max_workers) != (workers, workers)
+        else {}
+    )
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "metadata": _meta(job.name, job.namespace, job.created, uid=job.uid),
+        "metadata": _meta(job.name, job.namespace, job.created, uid=job.uid, annotations=annotations),
         "spec": spec,
     }
 
