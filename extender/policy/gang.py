@@ -110,11 +110,13 @@ def plan_gang(
     now: float,
     *,
     pinned: Mapping[str, frozenset[str]] | None = None,
+    freed: Mapping[str, Resources] | None = None,
 ) -> GangVerdict:
     """Plan every pending member of the gang; admit only if each group reaches its minMember.
 
     `pinned` restricts some pods to some nodes (the candidates kube-scheduler offered for the pod being
     filtered). Reservations already held by the gang are treated as free, so a broken plan is replaced.
+    `freed` adds capacity per node, as if some pods were gone (the dry run of a preemption).
     """
     waiting = waiting_reason(state)
     generation = membership_generation(snapshot, state)
@@ -124,7 +126,7 @@ def plan_gang(
         pod.key for members in state.members.values() for pod in members if pod.key in snapshot.reservations
     }
     pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
-    free, allocatable = _free_capacity(snapshot, own_reservations)
+    free, allocatable = _free_capacity(snapshot, own_reservations, freed or {})
     units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
     placement = place_units(units, free, allocatable)
     placed_by_group = Counter(
@@ -169,9 +171,11 @@ def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
     return min(timeouts) if timeouts else settings.default_plan_timeout_s
 
 
-def _free_capacity(snapshot: ClusterSnapshot, released: set[str]) -> tuple[dict[str, Resources], dict[str, Resources]]:
+def _free_capacity(
+    snapshot: ClusterSnapshot, released: set[str], freed: Mapping[str, Resources]
+) -> tuple[dict[str, Resources], dict[str, Resources]]:
     """Free capacity on every schedulable node, with the given pods' reservations handed back."""
-    handed_back: dict[str, Resources] = {}
+    handed_back: dict[str, Resources] = dict(freed)
     for pod_key in released:
         held = snapshot.reservations[pod_key]
         handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests

@@ -31,3 +31,34 @@ class PolicySettings:
 
     colocation_same_job: float = 0.6
     """Co-location credit (0..1) for a node holding other pods of the same job but no PS/worker partner."""
+
+    weight_scale: float = 0.5
+    """KOD2 job weight: raw score per minimum worker per unit of cluster share (dimensionless). The raw score
+    is `weight_scale × min_workers / (cpu_share + memory_share)`, each share the job's minimum demand over
+    the schedulable cluster's allocatable (0..1 for a job that fits)."""
+
+    weight_offset: float = 5.0
+    """KOD2 job weight: subtracted from the raw score before the sigmoid (dimensionless, raw-score units).
+    A job scores 0.5 where the raw score equals it, i.e. at `weight_offset / weight_scale` = 10 minimum
+    workers per unit of summed cluster share; cheaper jobs score above 0.5, costlier ones below."""
+
+    weight_min_share: float = 0.001
+    """KOD2 job weight: floor on `cpu_share + memory_share` (fraction of the cluster), so a job that requests
+    nothing gets a finite, high weight instead of a division by zero."""
+
+    default_weight: float = 0.5
+    """Weight (0..1) of a gang with no TFJob to weigh (plain PodGroups, loose pods) or when the cluster has
+    no schedulable capacity to normalise against."""
+
+    starvation_limit_s: float = 600.0
+    """Seconds a gang may wait unsatisfied (STARVELIMIT in KOD2) before its weight starts to age upward and
+    it is reported STARVING."""
+
+    aging_rate_per_s: float = 0.001
+    """Weight (0..1 scale) added per second waited beyond `starvation_limit_s`: a 0.3 job reaches the cap
+    of 1.0 after 700 s more."""
+
+    aging_max_weight: float = 1.0
+    """Cap (0..1) of an aged weight. At 1.0 a long-starved gang outranks every non-starving gang of its
+    PriorityClass (base weights are strictly below 1) but never a higher PriorityClass; starved gangs tied
+    at the cap go in arrival order. An aged weight is never below the gang's base weight."""

@@ -1,0 +1,283 @@
+"""Job-level preemption: the cheapest set of lower-ranked work whose removal lets a whole gang start.
+
+The preemptor is a gang (all its PodGroups), never a single pod. Candidate victims come in units:
+- the surplus workers of an elastic TFJob (`enableDynamicWorker` and more workers than its minimum), one
+  worker per unit, highest index first — training-operator deletes exactly the highest indices when
+  `Worker.replicas` is lowered, so a job is only ever scaled in by a suffix of its indices;
+- a whole lower-ranked gang (every PodGroup of its GangGroup), never part of one;
+- a lower-priority pod that belongs to no gang.
+The PS, and any worker a job needs to stay at its minimum, are never taken alone; jobs that rank equal
+to or above the preemptor are never touched. The search:
+1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
+   gang still terminating, or (prefix sums, as Gödel prunes) even evicting every candidate would not free
+   enough in total or on any node for the largest member;
+2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
+   feasible one with the fewest pods, then the lowest rank;
+3. otherwise add units cheapest first (surplus before evictions, lowest rank first) until the dry run
+   plans the whole gang, then hand back every unit the plan can do without.
+Each feasibility test is the gang planner itself, run with the victims' requests handed back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.resources import EMPTY, Resources, describe, total
+from extender.policy.settings import PolicySettings
+
+
+@dataclass(frozen=True, slots=True)
+class VictimUnit:
+    subject: str
+    """What is disrupted: a gang key, or a pod key for a pod without a gang."""
+    job: str
+    pods: tuple[PodView, ...]
+    """The bound pods this unit removes."""
+    rank: JobRank
+    scale_to: int | None = None
+    """For a surplus unit: the job's Worker replicas once this unit (and those before it) are taken."""
+
+    @property
+    def is_surplus(self) -> bool:
+        return self.scale_to is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    gang: str
+    victims: tuple[PodView, ...]
+    scale_ins: Mapping[str, int]
+    """TFJob key → the Worker replicas to set (its surplus workers go)."""
+    evicted: tuple[str, ...]
+    """Subjects removed whole (gang keys, or pod keys of pods without a gang)."""
+    verdict: GangVerdict
+    """The preemptor gang's plan with the victims gone."""
+    reason: str
+
+    @property
+    def disrupted(self) -> int:
+        return len(self.scale_ins) + len(self.evicted)
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionRefusal:
+    gang: str
+    reason: str
+
+
+Decision = PreemptionPlan | PreemptionRefusal
+
+
+def plan_preemption(
+    snapshot: ClusterSnapshot,
+    group_key: str,
+    settings: PolicySettings,
+    now: float,
+    *,
+    terminating_victims: Iterable[str] = (),
+) -> Decision:
+    """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none."""
+    state = gang_state(snapshot, group_key)
+    pending = [pod for members in state.members.values() for pod in members if pod.pending]
+    refusal = _ineligible(snapshot, state, pending, terminating_victims)
+    if refusal is not None:
+        return PreemptionRefusal(state.key, refusal)
+    if plan_gang(snapshot, state, settings, now).admitted:
+        return PreemptionRefusal(state.key, f"gang {state.key} fits without preemption")
+    capacity = cluster_capacity(snapshot)
+    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
+    units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
+    hopeless = _hopeless(snapshot, pending, units)
+    if hopeless is not None:
+        return PreemptionRefusal(state.key, f"gang {state.key}: {hopeless}")
+
+    def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict:
+        return plan_gang(snapshot, state, settings, now, freed=_freed(chosen))
+
+    chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
+    if chosen is None:
+        return PreemptionRefusal(
+            state.key, f"gang {state.key}: evicting every lower-ranked job would still not let it be placed whole"
+        )
+    return _plan(state.key, chosen, dry_run(chosen))
+
+
+def candidate_units(
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    preemptor: JobRank,
+    settings: PolicySettings,
+    now: float,
+    capacity: Resources,
+) -> list[VictimUnit]:
+    """Every unit the preemptor may take, cheapest first: surplus workers, then whole gangs, then pods."""
+    own = set(state.members)
+    surplus: list[VictimUnit] = []
+    whole: list[VictimUnit] = []
+    seen: set[str] = set()
+    for group in snapshot.group_members:
+        if group in own or group in seen:
+            continue
+        victim = gang_state(snapshot, group)
+        seen.update(victim.members)
+        bound = tuple(pod for members in victim.members.values() for pod in members if pod.holds_node)
+        if not bound:
+            continue
+        rank = gang_rank(snapshot, group, now, settings, capacity)
+        if not preemptor.outranks(rank):
+            continue
+        surplus += _surplus_units(snapshot, victim.key, bound, rank)
+        whole.append(VictimUnit(victim.key, bound[0].job, bound, rank))
+    loose = [
+        VictimUnit(pod.key, pod.job, (pod,), _pod_rank(pod, settings))
+        for node in snapshot.nodes.values()
+        for key in node.pods
+        if (pod := snapshot.pods.get(key)) is not None and not pod.group and pod.priority < preemptor.priority
+    ]
+    surplus.sort(key=lambda unit: _ascending(unit.rank))  # stable: each job's units stay highest index first
+    whole.sort(key=lambda unit: (_ascending(unit.rank), len(unit.pods)))
+    loose.sort(key=lambda unit: (_ascending(unit.rank), unit.subject))
+    return [*surplus, *whole, *loose]
+
+
+def _ascending(rank: JobRank) -> tuple[object, ...]:
+    """Lowest rank first."""
+    return tuple(_negate(part) for part in rank.sort_key)
+
+
+def _negate(part: object) -> object:
+    if isinstance(part, int | float):
+        return -part
+    return part
+
+
+def _pod_rank(pod: PodView, settings: PolicySettings) -> JobRank:
+    weight = settings.default_weight
+    return JobRank(
+        subject=pod.key, priority=pod.priority, weight=weight, arrival=pod.created, starving=False, base_weight=weight
+    )
+
+
+def _surplus_units(
+    snapshot: ClusterSnapshot, subject: str, bound: Sequence[PodView], rank: JobRank
+) -> list[VictimUnit]:
+    """One unit per surplus worker of an elastic, dynamic-worker TFJob, highest index first."""
+    job = snapshot.jobs.get(bound[0].job) if bound[0].job else None
+    if job is None or not job.enable_dynamic_worker or not job.elastic:
+        return []
+    replicas = job.replicas.get(Role.WORKER, 0)
+    by_index = {pod.index: pod for pod in bound if pod.role is Role.WORKER}
+    units = []
+    for scale_to in range(replicas - 1, job.min_workers - 1, -1):
+        worker = by_index.get(scale_to)
+        units.append(VictimUnit(subject, job.key, (worker,) if worker else (), rank, scale_to))
+    return units
+
+
+def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
+    freed: dict[str, Resources] = {}
+    for unit in chosen:
+        for pod in unit.pods:
+            freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
+    return freed
+
+
+def _ineligible(
+    snapshot: ClusterSnapshot, state: GangState, pending: Sequence[PodView], terminating: Iterable[str]
+) -> str | None:
+    waiting = waiting_reason(state)
+    if waiting is not None:
+        return waiting
+    if not pending:
+        return f"gang {state.key} has no pending member"
+    never = [pod.name for pod in pending if pod.preemption_policy == "Never"]
+    if never:
+        return f"gang {state.key}: preemptionPolicy Never on {', '.join(sorted(never))}"
+    still = sorted(key for key in terminating if key in snapshot.pods)
+    if still:
+        return f"gang {state.key}: victims of its last preemption are still terminating ({', '.join(still)})"
+    return None
+
+
+def _hopeless(snapshot: ClusterSnapshot, pending: Sequence[PodView], units: Sequence[VictimUnit]) -> str | None:
+    """Prefix-sum pruning: what all candidates together could free, in total and per node."""
+    freeable = _freed(units)
+    reachable = {
+        name: state.available + freeable.get(name, EMPTY)
+        for name, state in snapshot.nodes.items()
+        if state.node.schedulable
+    }
+    demand = total(pod.requests for pod in pending)
+    if not demand.fits_in(total(reachable.values())):
+        short = demand.shortfall(total(reachable.values()))
+        return f"even evicting every lower-ranked job leaves {describe(short)} missing"
+    for pod in sorted(pending, key=lambda p: -sum(v for _, v in p.requests.items())):
+        if not any(pod.requests.fits_in(room) for room in reachable.values()):
+            return f"no node could hold {pod.name} ({describe(pod.requests)}) even after evictions"
+    return None
+
+
+def _one_subject(
+    units: Sequence[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]
+) -> list[VictimUnit] | None:
+    """The feasible single-subject set with the fewest pods (a surplus prefix counts as its subject)."""
+    options: list[list[VictimUnit]] = []
+    by_subject: dict[tuple[str, bool], list[VictimUnit]] = {}
+    for unit in units:
+        by_subject.setdefault((unit.subject, unit.is_surplus), []).append(unit)
+    for (_, surplus), group in by_subject.items():
+        if not dry_run(group).admitted:
+            continue
+        options.append(_hand_back(group, dry_run) if surplus else group)
+    if not options:
+        return None
+    return min(options, key=lambda chosen: (len(_victims(chosen)), _ascending(chosen[0].rank)))
+
+
+def _accumulate(
+    units: Sequence[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]
+) -> list[VictimUnit] | None:
+    chosen: list[VictimUnit] = []
+    for unit in units:
+        chosen.append(unit)
+        if dry_run(chosen).admitted:
+            return _hand_back(chosen, dry_run)
+    return None
+
+
+def _hand_back(chosen: list[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]) -> list[VictimUnit]:
+    """Reprieve, last taken first, every unit the plan does not need (a job's surplus stays a suffix)."""
+    kept = list(chosen)
+    for unit in reversed(chosen):
+        if unit.is_surplus and any(
+            other.subject == unit.subject and other.is_surplus and (other.scale_to or 0) < (unit.scale_to or 0)
+            for other in kept
+        ):
+            continue
+        trial = [other for other in kept if other is not unit]
+        if trial and dry_run(trial).admitted:
+            kept = trial
+    return kept
+
+
+def _victims(chosen: Sequence[VictimUnit]) -> tuple[PodView, ...]:
+    return tuple(pod for unit in chosen for pod in unit.pods)
+
+
+def _plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
+    scale_ins: dict[str, int] = {}
+    evicted: list[str] = []
+    for unit in chosen:
+        if unit.scale_to is not None:
+            scale_ins[unit.job] = min(scale_ins.get(unit.job, unit.scale_to), unit.scale_to)
+        elif unit.subject not in evicted:
+            evicted.append(unit.subject)
+    victims = _victims(chosen)
+    parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
+    parts += [f"evict {subject}" for subject in evicted]
+    reason = f"preempting for gang {gang}: {'; '.join(parts)} ({len(victims)} pods)"
+    return PreemptionPlan(gang, victims, scale_ins, tuple(evicted), verdict, reason)

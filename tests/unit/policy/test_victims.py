@@ -1,0 +1,216 @@
+"""Job-level preemption: which lower-ranked work makes room for a whole gang, and what is never touched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.ranking import gang_rank
+from extender.policy.settings import PolicySettings
+from extender.policy.victims import PreemptionPlan, PreemptionRefusal, plan_preemption
+from tests.builders import Obj, make_node, make_pod, make_podgroup, snapshot
+
+NOW = 1_800_000_000.0
+SETTINGS = PolicySettings()
+
+
+def job(name: str, *, workers: int, min_workers: int | None = None, dynamic: bool = True) -> Obj:
+    annotations = {}
+    if min_workers is not None:
+        annotations = {"tfjob-extender.io/min-workers": str(min_workers), "tfjob-extender.io/max-workers": str(workers)}
+    replica: dict[str, Any] = {
+        "template": {
+            "spec": {"containers": [{"name": "tensorflow", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+        }
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": annotations,
+            "creationTimestamp": "2026-03-01T10:00:00Z",
+        },
+        "spec": {
+            "enableDynamicWorker": dynamic,
+            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
+        },
+    }
+
+
+def running(
+    name: str,
+    *,
+    workers: int,
+    nodes: list[str],
+    priority: int = 0,
+    min_workers: int | None = None,
+    dynamic: bool = True,
+) -> list[Obj]:
+    """A bound gang: PS and workers of 1 CPU, spread round-robin over `nodes`."""
+    pods = [
+        make_pod(f"{name}-ps-0", job=name, role="ps", group=name, node=nodes[0], phase="Running", priority=priority)
+    ]
+    pods += [
+        make_pod(
+            f"{name}-worker-{i}",
+            job=name,
+            role="worker",
+            index=i,
+            group=name,
+            node=nodes[(i + 1) % len(nodes)],
+            phase="Running",
+            priority=priority,
+        )
+        for i in range(workers)
+    ]
+    return [
+        *pods,
+        make_podgroup(name, min_member=1 + (workers if min_workers is None else min_workers)),
+        job(name, workers=workers, min_workers=min_workers, dynamic=dynamic),
+    ]
+
+
+def waiting(name: str, *, pods: int, priority: int = 100, policy: str = "PreemptLowerPriority") -> list[Obj]:
+    members = [
+        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, priority=priority)
+        for i in range(pods)
+    ]
+    for member in members:
+        member["spec"]["preemptionPolicy"] = policy
+    return [*members, make_podgroup(name, min_member=pods), job(name, workers=pods, dynamic=False)]
+
+
+def nodes(count: int, cpu: str = "4") -> list[Obj]:
+    return [make_node(f"node-{i}", cpu=cpu, memory="64Gi") for i in range(count)]
+
+
+NAMES = ["node-0", "node-1", "node-2"]
+
+
+def test_an_elastic_job_is_scaled_in_by_its_highest_workers_not_below_its_minimum() -> None:
+    # 12 CPU, all taken by the light job (1 PS + 11 workers, min 3); the heavy gang needs 4
+    snap = snapshot(*nodes(3), *running("light", workers=11, nodes=NAMES, min_workers=3), *waiting("heavy", pods=4))
+    plan = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.scale_ins == {"default/light": 7}
+    assert plan.evicted == ()
+    assert sorted(p.index for p in plan.victims) == [7, 8, 9, 10]
+    assert all(p.role is Role.WORKER for p in plan.victims)
+    assert plan.verdict.admitted
+
+
+def test_a_non_elastic_lower_priority_gang_is_evicted_whole() -> None:
+    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    plan = plan_preemption(snap, "default/urgent", SETTINGS, NOW)
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.evicted == ("default/batch",)
+    assert len(plan.victims) == 12, "no pod of the victim gang is left running alone"
+
+
+def test_higher_ranked_work_is_never_touched() -> None:
+    snap = snapshot(
+        *nodes(3),
+        *running("vip", workers=11, nodes=NAMES, priority=200, min_workers=3),
+        *waiting("newcomer", pods=4, priority=100),
+    )
+    decision = plan_preemption(snap, "default/newcomer", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal), decision
+
+
+def test_at_equal_priority_a_heavier_gang_scales_in_a_lighter_elastic_job() -> None:
+    snap = snapshot(
+        *nodes(3),
+        *running("light", workers=11, nodes=NAMES, priority=100, min_workers=3),
+        *waiting("heavy", pods=2, priority=100),
+    )
+    heavy = gang_rank(snap, "default/heavy", NOW, SETTINGS)
+    light = gang_rank(snap, "default/light", NOW, SETTINGS)
+    assert heavy.outranks(light), "fewer resources for its workers: the KOD2 weight favours it"
+    decision = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionPlan), decision
+    assert decision.scale_ins == {"default/light": 9}
+
+
+def test_preemption_policy_never_is_respected() -> None:
+    snap = snapshot(
+        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("polite", pods=4, policy="Never")
+    )
+    decision = plan_preemption(snap, "default/polite", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal)
+    assert "preemptionPolicy Never" in decision.reason
+
+
+def test_no_second_preemption_while_the_first_victims_terminate() -> None:
+    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    decision = plan_preemption(snap, "default/urgent", SETTINGS, NOW, terminating_victims=["default/batch-worker-3"])
+    assert isinstance(decision, PreemptionRefusal)
+    assert "still terminating" in decision.reason
+
+
+def test_a_hopeless_preemption_is_refused_with_what_is_missing() -> None:
+    # the waiting gang needs 20 CPU; the cluster has 12 in all
+    snap = snapshot(*nodes(3), *running("batch", workers=5, nodes=NAMES, dynamic=False), *waiting("huge", pods=20))
+    decision = plan_preemption(snap, "default/huge", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal)
+    assert "missing" in decision.reason
+
+
+def test_a_gang_that_fits_needs_no_preemption() -> None:
+    snap = snapshot(*nodes(3), *waiting("small", pods=2))
+    decision = plan_preemption(snap, "default/small", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal)
+    assert "fits without preemption" in decision.reason
+
+
+def test_one_disrupted_job_is_preferred_to_two() -> None:
+    # node-0 and node-1 hold small gangs a and b (2 CPU each); node-2 holds c (4 CPU): c alone frees 4
+    snap = snapshot(
+        *nodes(3),
+        *running("a", workers=1, nodes=["node-0"], dynamic=False),
+        *running("b", workers=1, nodes=["node-1"], dynamic=False),
+        *running("c", workers=3, nodes=["node-2"], dynamic=False),
+        make_pod("fill-0", cpu="2", node="node-0", phase="Running", priority=1000),
+        make_pod("fill-1", cpu="2", node="node-1", phase="Running", priority=1000),
+        *waiting("urgent", pods=4),
+    )
+    plan = plan_preemption(snap, "default/urgent", SETTINGS, NOW)
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.evicted == ("default/c",)
+
+
+def check_invariants(snap: ClusterSnapshot, gang: str, plan: PreemptionPlan) -> None:
+    preemptor = gang_rank(snap, gang, NOW, SETTINGS)
+    assert plan.verdict.admitted, "the chosen set is sufficient"
+    for victim in plan.victims:
+        assert victim.priority < preemptor.priority or (
+            victim.group and preemptor.outranks(gang_rank(snap, victim.group, NOW, SETTINGS))
+        ), "no victim outranks the preemptor"
+    for job_key, replicas in plan.scale_ins.items():
+        assert replicas >= snap.jobs[job_key].min_workers, "never below the job's minimum"
+        removed = {p.index for p in plan.victims if p.job == job_key}
+        assert all(index >= replicas for index in removed), "only the highest indices go"
+        assert not any(p.role is Role.PS for p in plan.victims if p.job == job_key), "never the PS"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    light_workers=st.integers(min_value=2, max_value=11),
+    light_min=st.integers(min_value=0, max_value=11),
+    batch_workers=st.integers(min_value=0, max_value=5),
+    wanted=st.integers(min_value=1, max_value=8),
+)
+def test_any_plan_respects_the_invariants(light_workers: int, light_min: int, batch_workers: int, wanted: int) -> None:
+    objects = [*nodes(4)]
+    objects += running("light", workers=light_workers, nodes=NAMES, min_workers=min(light_min, light_workers))
+    if batch_workers:
+        objects += running("batch", workers=batch_workers, nodes=["node-3"], dynamic=False, priority=10)
+    objects += waiting("heavy", pods=wanted)
+    snap = snapshot(*objects)
+    decision = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
+    if isinstance(decision, PreemptionPlan):
+        check_invariants(snap, "default/heavy", decision)
