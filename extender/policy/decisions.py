@@ -17,7 +17,7 @@ from extender.policy.model import FailedPlan, Reservation
 @dataclass(frozen=True, slots=True)
 class FilterDecision:
     outcome: str
-    """passthrough | fit | no-fit | steered | planned | waiting | unplannable."""
+    """passthrough | fit | no-fit | steered | planned | waiting | unplannable | yielding."""
     summary: str
     feasible: tuple[str, ...]
     failed: Mapping[str, str] = field(default_factory=dict)

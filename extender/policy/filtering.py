@@ -8,6 +8,8 @@ For a gang member:
 2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
    scale-out pods join a running gang without a barrier).
 3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
+   A plan that would delay a higher-ranked waiting gang (or take capacity held for a starving one) is
+   not reserved: the gang yields (see `admission`).
 Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from extender.policy.admission import held_back_by
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
     GangVerdict,
@@ -122,6 +125,9 @@ def _admit(
             resolvable=not verdict.waiting_for_members,
         )
         return _with_plan_changes(decision, verdict, release)
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now)
+    if yielding is not None:
+        return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
     if node is None:
         return _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)

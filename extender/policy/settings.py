@@ -62,3 +62,7 @@ class PolicySettings:
     """Cap (0..1) of an aged weight. At 1.0 a long-starved gang outranks every non-starving gang of its
     PriorityClass (base weights are strictly below 1) but never a higher PriorityClass; starved gangs tied
     at the cap go in arrival order. An aged weight is never below the gang's base weight."""
+
+    rank_gangs_checked: int = 8
+    """How many higher-ranked waiting gangs a plan is checked against before it is admitted (bounds the
+    cost of rank-ordered admission: each check is one dry-run plan)."""
