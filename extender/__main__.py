@@ -69,16 +69,24 @@ def serve(settings: Settings, log_level: str) -> int:
         logging.getLogger("extender").info("loaded %d objects from %s", count, settings.cluster_snapshot)
         settle_heap()
     else:
+        from extender.k8s.actuator import KubeActuator
         from extender.k8s.client import make_api_client
         from extender.k8s.informer import Informers
+        from extender.preemptor import PreemptionLoop
 
-        informers = Informers(make_api_client(settings.kubeconfig), state)
+        api_client = make_api_client(settings.kubeconfig)
+        informers = Informers(api_client, state)
+        preemption = PreemptionLoop(state, KubeActuator(api_client), settings.policy, time.time)
 
         def start() -> None:
             informers.start()
+            preemption.start()
             threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True).start()
 
-        stop = informers.stop
+        def stop() -> None:
+            preemption.stop()
+            informers.stop()
+
     app = create_app(make_service(settings, state, time.time), on_start=start, on_stop=stop)
     uvicorn.run(
         app,

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.api.verbs import Service
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.jobstates import job_states
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.state.kinds import BY_KIND
 from extender.state.manifests import dump_state, reservation_record
@@ -112,6 +113,29 @@ def make_router(service: Service) -> APIRouter:
         if key not in snapshot.groups and key not in snapshot.group_members:
             return JSONResponse({"error": f"no PodGroup or gang members named {key}"}, status_code=404)
         return JSONResponse(gang_summary(snapshot, key, service.clock()))
+
+    @router.get("/debug/jobs")
+    def jobs() -> dict[str, Any]:
+        snapshot = service.state.snapshot()
+        now = service.clock()
+        return {
+            "generation": snapshot.generation,
+            "jobs": [
+                {"job": s.job, "state": s.state.value, "reason": s.reason, "pods": s.pods, "bound": s.bound}
+                for s in job_states(snapshot, now, service.settings.policy)
+            ],
+            "preemptions": [
+                {
+                    "gang": r.gang,
+                    "reason": r.reason,
+                    "at": r.at,
+                    "scaledIn": list(r.scaled_in),
+                    "evicted": list(r.evicted),
+                    "victims": sorted(r.victims),
+                }
+                for _, r in sorted(snapshot.preemptions.items())
+            ],
+        }
 
     @router.get("/debug/decisions")
     def decisions(pod: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from extender.api.metrics import Metrics
 from extender.config import Settings
 from extender.policy import filter_pod, preempt_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.preemption import job_level_preemption
 from extender.state import convert
 from extender.state.store import ClusterState
 
@@ -156,7 +157,10 @@ def _prioritize(service: Service, body: bytes) -> bytes:
 def _preempt(service: Service, body: bytes) -> bytes:
     args = wire.parse_preemption_args(body)
     pod, snapshot = _pod_in_model(service, args.pod)
-    decision = preempt_pod(args.victims, args.pdb_violations)
+    if pod.group and pod.scheduler_name == service.settings.policy.scheduler_name:
+        decision = job_level_preemption(pod)
+    else:
+        decision = preempt_pod(args.victims, args.pdb_violations)
     _record(service, "preempt", pod, snapshot, decision)
     return wire.encode_preemption(decision)
 

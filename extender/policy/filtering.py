@@ -51,6 +51,10 @@ def filter_pod(
         if broken is not None:
             decision = _reject(candidates, "waiting", broken, resolvable=False)
             return _with_release(decision, tuple(state.members))
+        terminating = _victims_terminating(snapshot, state.key)
+        if held.node not in candidates and terminating:
+            reason = f"gang {state.key}: waiting for {terminating} preempted pods to terminate (planned on {held.node})"
+            return _reject(candidates, "waiting", reason, resolvable=False)
         if held.node in candidates:
             reason = f"gang {pod.group}: this pod is planned on {held.node}"
             others = dict.fromkeys(candidates, reason)
@@ -175,3 +179,9 @@ def _with_release(decision: FilterDecision, groups: tuple[str, ...]) -> FilterDe
         decision.unresolvable,
         release_groups=groups,
     )
+
+
+def _victims_terminating(snapshot: ClusterSnapshot, gang: str) -> int:
+    """How many pods preempted for `gang` are still in the model (terminating)."""
+    record = snapshot.preemptions.get(gang)
+    return 0 if record is None else sum(1 for key in record.victims if key in snapshot.pods)

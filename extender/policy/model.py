@@ -217,6 +217,21 @@ class FailedPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class PreemptionRecord:
+    """A job-level preemption carried out for a gang: who was disrupted, and why."""
+
+    gang: str
+    victims: frozenset[str]
+    """Keys of the pods removed (evicted, or deleted by training-operator after a scale-in)."""
+    scaled_in: tuple[str, ...]
+    """TFJob keys whose surplus workers were removed."""
+    evicted: tuple[str, ...]
+    """Gang or pod keys removed whole."""
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """An immutable, generation-stamped view of the whole cluster model."""
 
@@ -234,6 +249,8 @@ class ClusterSnapshot:
     reserved_by_node: Mapping[str, Resources] = field(default_factory=empty_frozen_map)
     failed_plans: Mapping[str, FailedPlan] = field(default_factory=empty_frozen_map)
     priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
+    preemptions: Mapping[str, PreemptionRecord] = field(default_factory=empty_frozen_map)
+    """Gang key → the last preemption carried out for it."""
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""
@@ -262,6 +279,7 @@ __all__ = [
     "NodeState",
     "NodeView",
     "PodView",
+    "PreemptionRecord",
     "Reservation",
     "Role",
 ]

@@ -1,8 +1,11 @@
-"""The `preempt` verb's policy: for now, kube-scheduler's own proposal, checked and typed.
+"""The `preempt` verb's policy.
 
-Nodes whose victim list is empty are dropped (a non-ignorable extender returning an empty list for a
-node fails the whole preemption); every other node keeps its victims in the order proposed. Job-level
-preemption (whole gangs, elastic surplus first) replaces this pass-through.
+For a gang member, kube-scheduler's pod-level proposal is declined (no node, no victim): job-level
+preemption — the whole gang, elastic surplus first, never half a victim gang — is decided and carried
+out by the extender's preemption loop (`extender.preemptor`), which kube-scheduler's per-pod preemption
+cannot express. For any other pod the proposal passes through, checked and typed: nodes whose victim
+list is empty are dropped (a non-ignorable extender returning one fails the whole preemption), every
+other node keeps its victims in the order proposed.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from extender.policy.decisions import PreemptDecision
+from extender.policy.model import PodView
 
 
 def preempt_pod(proposed: Mapping[str, Sequence[str]], pdb_violations: Mapping[str, int]) -> PreemptDecision:
@@ -18,3 +22,8 @@ def preempt_pod(proposed: Mapping[str, Sequence[str]], pdb_violations: Mapping[s
     dropped = len(proposed) - len(victims)
     summary = f"kept kube-scheduler's proposal on {len(victims)} node(s); dropped {dropped} without victims"
     return PreemptDecision("passthrough", summary, victims, {node: pdb_violations.get(node, 0) for node in victims})
+
+
+def job_level_preemption(pod: PodView) -> PreemptDecision:
+    """Decline pod-level preemption for a gang member: the preemption loop handles its whole gang."""
+    return PreemptDecision("job-level", f"gang {pod.group}: preemption is planned for the whole gang", {})

@@ -26,6 +26,7 @@ from extender.policy.model import (
     NodeState,
     NodeView,
     PodView,
+    PreemptionRecord,
     Reservation,
 )
 from extender.policy.resources import EMPTY, Resources
@@ -61,6 +62,7 @@ class ClusterState:
         self._reservations: CowMap[str, Reservation] = CowMap()
         self._reserved_by_node: CowMap[str, Resources] = CowMap()
         self._failed_plans: CowMap[str, FailedPlan] = CowMap()
+        self._preemptions: CowMap[str, PreemptionRecord] = CowMap()
         self._expiries: list[tuple[float, str]] = []
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
@@ -130,6 +132,12 @@ class ClusterState:
                 self._failed_plans.set(failed_plan.gang, failed_plan)
             self._changed()
 
+    def record_preemption(self, record: PreemptionRecord) -> None:
+        """Remember a preemption carried out for a gang (its victims gate the next one)."""
+        with self._lock:
+            self._preemptions.set(record.gang, record)
+            self._changed()
+
     def release_expired(self, now: float) -> int:
         """Release reservations whose plan timed out; returns how many were released."""
         with self._lock:
@@ -162,6 +170,7 @@ class ClusterState:
                     reserved_by_node=self._reserved_by_node.freeze(),
                     failed_plans=self._failed_plans.freeze(),
                     priority_classes=self._priority_classes.freeze(),
+                    preemptions=self._preemptions.freeze(),
                 )
             return self._snapshot
 

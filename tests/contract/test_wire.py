@@ -117,7 +117,7 @@ def test_prioritize_returns_a_bare_list_of_integer_scores(client: TestClient) ->
 
 def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: TestClient) -> None:
     payload = {
-        "Pod": worker(),
+        "Pod": make_pod("plain", cpu="2"),
         "NodeNameToVictims": None,
         "NodeNameToMetaVictims": {
             "node-0": {"Pods": [{"UID": "a"}, {"UID": "b"}], "NumPDBViolations": 1},
@@ -131,12 +131,21 @@ def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: Tes
 def test_preempt_with_full_victim_pods_answers_in_meta_form(client: TestClient) -> None:
     victim = make_pod("low", node="node-0", phase="Running", uid="victim-uid")
     payload = {
-        "Pod": worker(),
+        "Pod": make_pod("plain", cpu="2"),
         "NodeNameToVictims": {"node-0": {"Pods": [victim], "NumPDBViolations": 0}},
         "NodeNameToMetaVictims": None,
     }
     reply = post(client, "preempt", payload)
     assert reply == {"NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "victim-uid"}], "NumPDBViolations": 0}}}
+
+
+def test_preempt_declines_pod_level_preemption_for_a_gang_member(client: TestClient) -> None:
+    payload = {
+        "Pod": worker(),
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0}},
+    }
+    assert post(client, "preempt", payload) == {"NodeNameToMetaVictims": {}}
 
 
 @pytest.mark.parametrize(

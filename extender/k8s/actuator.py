@@ -1,0 +1,128 @@
+"""The Kubernetes side of the actuator: TFJob worker patches, pod evictions, Events.
+
+- Scaling reads the TFJob, patches the replica count under whatever key the stored spec uses for the
+  Worker replicas (training-operator accepts `worker` as well as `Worker`), with the resourceVersion it
+  read as a precondition, and retries on a conflict.
+- An eviction first adds a `DisruptionTarget` condition naming the reason (as kube-scheduler does for its
+  own victims), then deletes the pod with its UID as a precondition, so a pod recreated under the same
+  name is never hit.
+- Events are core/v1 Events from the component `tfjob-extender`.
+Failures are logged and raised; the caller decides whether to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from kubernetes.client import ApiClient
+
+from extender.policy.model import PodView
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "tfjob-extender"
+CONFLICT_RETRIES = 5
+REQUEST_TIMEOUT_S = 10.0
+
+
+class ApiCallError(RuntimeError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class KubeActuator:
+    def __init__(self, api_client: ApiClient) -> None:
+        self._api = api_client
+
+    def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        verb, url, headers, payload, _ = self._api.param_serialize(
+            method,
+            path,
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(
+            verb, url, header_params=headers, body=payload, _request_timeout=REQUEST_TIMEOUT_S
+        )
+        data = response.read()  # type: ignore[no-untyped-call]
+        if response.status >= 300:
+            raise ApiCallError(response.status, f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
+        return orjson.loads(data) if data else None
+
+    def scale_workers(self, job: str, replicas: int, reason: str) -> None:
+        namespace, name = job.split("/", 1)
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        for attempt in range(CONFLICT_RETRIES):
+            current = self._call("GET", path)
+            specs = current["spec"]["tfReplicaSpecs"]
+            key = next((k for k in specs if k.lower() == "worker"), "Worker")
+            patch = {
+                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                "spec": {"tfReplicaSpecs": {key: {"replicas": replicas}}},
+            }
+            try:
+                self._call("PATCH", path, patch, content_type="application/merge-patch+json")
+                log.info("scaled %s to %d workers: %s", job, replicas, reason)
+                return
+            except ApiCallError as error:
+                if error.status != 409 or attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def evict(self, pod: PodView, reason: str) -> None:
+        base = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{COMPONENT}: {reason}",
+            "lastTransitionTime": _now(),
+        }
+        try:
+            self._call(
+                "PATCH",
+                f"{base}/status",
+                {"status": {"conditions": [condition]}},
+                content_type="application/strategic-merge-patch+json",
+            )
+        except ApiCallError as error:
+            if error.status != 404:
+                raise
+            return
+        try:
+            self._call("DELETE", base, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}})
+        except ApiCallError as error:
+            if error.status not in (404, 409):
+                raise
+        log.info("evicted %s: %s", pod.key, reason)
+
+    def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
+        namespace, name = key.split("/", 1) if "/" in key else ("default", key)
+        api_version = "kubeflow.org/v1" if kind == "TFJob" else "v1"
+        timestamp = _now()
+        event = {
+            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:12]}", "namespace": namespace},
+            "involvedObject": {"kind": kind, "namespace": namespace, "name": name, "apiVersion": api_version},
+            "reason": reason,
+            "message": message,
+            "type": "Normal",
+            "source": {"component": COMPONENT},
+            "firstTimestamp": timestamp,
+            "lastTimestamp": timestamp,
+            "count": 1,
+        }
+        try:
+            self._call("POST", f"/api/v1/namespaces/{namespace}/events", event)
+        except ApiCallError as error:
+            log.warning("could not record event %s on %s %s: %s", reason, kind, key, error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

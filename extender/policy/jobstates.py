@@ -1,0 +1,83 @@
+"""The state of each TFJob, as users read it: WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED.
+
+- COMPLETED: every pod of the job has succeeded.
+- PREEMPTED: a recorded job-level preemption scaled it in or evicted it, and it has not been placed
+  whole again since (an evicted job that starts again is RUNNING; a scaled-in job stays PREEMPTED, running
+  on fewer workers, until it is scaled out).
+- RUNNING: its gang has `minMember` placed (or, without a gang, all its pods are bound).
+- STARVING: waiting beyond the starvation limit (its weight is ageing).
+- WAITING: anything else that has pods, or no pods yet.
+Each state comes with the reason a person can act on. Pure: `now` is a parameter.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord
+from extender.policy.ranking import gang_rank
+from extender.policy.settings import PolicySettings
+
+
+class JobState(enum.Enum):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    STARVING = "STARVING"
+    PREEMPTED = "PREEMPTED"
+    COMPLETED = "COMPLETED"
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    job: str
+    state: JobState
+    reason: str
+    pods: int
+    bound: int
+
+
+def job_states(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobStatus]:
+    """The state of every TFJob the model knows, sorted by key."""
+    return [_status(snapshot, key, now, settings) for key in sorted(snapshot.jobs)]
+
+
+def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySettings) -> JobStatus:
+    pods = [pod for k in snapshot.job_members.get(key, frozenset()) if (pod := snapshot.pods.get(k)) is not None]
+    bound = sum(1 for pod in pods if pod.holds_node)
+    if pods and all(pod.phase == "Succeeded" for pod in pods):
+        return JobStatus(key, JobState.COMPLETED, "every pod succeeded", len(pods), bound)
+    group = next((pod.group for pod in pods if pod.group), "")
+    preempted = _preemption_of(snapshot, key, group)
+    running = _running(snapshot, group, pods)
+    if preempted is not None and (key in preempted.scaled_in or not running):
+        return JobStatus(key, JobState.PREEMPTED, preempted.reason, len(pods), bound)
+    if running:
+        return JobStatus(key, JobState.RUNNING, f"{bound} pods bound", len(pods), bound)
+    if not pods:
+        return JobStatus(key, JobState.WAITING, "no pods created yet", 0, 0)
+    if group:
+        rank = gang_rank(snapshot, group, now, settings)
+        state = gang_state(snapshot, group)
+        failed = snapshot.failed_plans.get(state.key)
+        why = waiting_reason(state) or (failed.reason if failed is not None else "not planned yet")
+        if rank.starving:
+            return JobStatus(key, JobState.STARVING, f"waiting {rank.waited_s:.0f}s: {why}", len(pods), bound)
+        return JobStatus(key, JobState.WAITING, why, len(pods), bound)
+    return JobStatus(key, JobState.WAITING, f"{bound}/{len(pods)} pods bound", len(pods), bound)
+
+
+def _running(snapshot: ClusterSnapshot, group: str, pods: list[PodView]) -> bool:
+    if group:
+        return any(pod.holds_node for pod in pods) and is_satisfied(snapshot, gang_state(snapshot, group))
+    return bool(pods) and all(pod.holds_node or pod.finished for pod in pods)
+
+
+def _preemption_of(snapshot: ClusterSnapshot, job: str, group: str) -> PreemptionRecord | None:
+    latest: PreemptionRecord | None = None
+    for record in snapshot.preemptions.values():
+        hit = job in record.scaled_in or any(group and group in subject.split(",") for subject in record.evicted)
+        if hit and (latest is None or record.at > latest.at):
+            latest = record
+    return latest

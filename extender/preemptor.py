@@ -1,0 +1,131 @@
+"""The preemption loop: carries out job-level preemption for the highest-ranked gangs that cannot start.
+
+kube-scheduler's own preemption is per pod, and it never picks victims of equal priority, so a KOD2
+weight-based scale-in would never happen through it. This loop works on the model instead. Each tick,
+level-triggered on a fresh snapshot:
+1. release expired plans;
+2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); a gang that can be planned now is
+   left to `filter`; for the first that cannot, run the job-level dry run (`policy.victims`);
+3. carry a plan out through the actuator — lower the Worker replicas of scaled-in jobs (training-operator
+   deletes exactly the surplus pods), evict whole victim gangs — record it, and reserve the freed
+   capacity for every member of the preemptor gang, so no lower-ranked pod takes it while victims
+   terminate (the reservations hold even while the victims still occupy the nodes);
+4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED).
+At most one preemption per tick: the next tick sees its effect before deciding again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from extender.actuator import Actuator
+from extender.policy.gang import gang_state, plan_gang, waiting_reason
+from extender.policy.jobstates import JobState, job_states
+from extender.policy.model import ClusterSnapshot, PreemptionRecord
+from extender.policy.ranking import rank_gangs
+from extender.policy.settings import PolicySettings
+from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.state.store import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreemptionLoop:
+    state: ClusterState
+    actuator: Actuator
+    settings: PolicySettings
+    clock: Callable[[], float]
+    interval_s: float = 2.0
+    """Seconds between ticks."""
+    max_gangs_per_tick: int = 3
+    """Waiting gangs, highest rank first, tried for preemption in one tick."""
+    job_states: dict[str, JobState] = field(default_factory=dict)
+    history: list[PreemptionRecord] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="preemption-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self.state.is_synced():
+                continue
+            try:
+                self.tick(self.clock())
+            except Exception:
+                log.exception("preemption tick failed")
+
+    def tick(self, now: float) -> PreemptionPlan | None:
+        """One pass; returns the preemption carried out, if any."""
+        self.state.release_expired(now)
+        snapshot = self.state.snapshot()
+        plan = self._choose(snapshot, now)
+        if plan is not None:
+            self._carry_out(snapshot, plan, now)
+        self._report_states(self.state.snapshot(), now)
+        return plan
+
+    def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionPlan | None:
+        tried = 0
+        for rank in rank_gangs(snapshot, now, self.settings):
+            if tried >= self.max_gangs_per_tick:
+                break
+            group = rank.subject.split(",")[0]
+            state = gang_state(snapshot, group)
+            pending = any(pod.pending for members in state.members.values() for pod in members)
+            held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
+            if not pending or held or waiting_reason(state) is not None:
+                continue
+            tried += 1
+            if plan_gang(snapshot, state, self.settings, now).admitted:
+                continue
+            earlier = snapshot.preemptions.get(state.key)
+            decision = plan_preemption(
+                snapshot, group, self.settings, now, terminating_victims=earlier.victims if earlier else ()
+            )
+            if isinstance(decision, PreemptionPlan):
+                return decision
+            log.debug("no preemption for %s: %s", state.key, decision.reason)
+        return None
+
+    def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> None:
+        log.info("%s", plan.reason)
+        for job, replicas in sorted(plan.scale_ins.items()):
+            self.actuator.scale_workers(job, replicas, plan.reason)
+            self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
+        evicted = set(plan.evicted)
+        for pod in plan.victims:
+            subject = next((s for s in evicted if pod.key == s or (pod.group and pod.group in s.split(","))), None)
+            if subject is not None:
+                self.actuator.evict(pod, plan.reason)
+        for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
+            self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
+        record = PreemptionRecord(
+            plan.gang,
+            frozenset(pod.key for pod in plan.victims),
+            tuple(sorted(plan.scale_ins)),
+            plan.evicted,
+            plan.reason,
+            now,
+        )
+        self.state.commit_plan(reserve=plan.verdict.reservations)
+        self.state.record_preemption(record)
+        self.history.append(record)
+
+    def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
+        for status in job_states(snapshot, now, self.settings):
+            if self.job_states.get(status.job) is status.state:
+                continue
+            self.job_states[status.job] = status.state
+            self.actuator.record_event("TFJob", status.job, status.state.value.capitalize(), status.reason)
