@@ -14,13 +14,17 @@ RUN_LONG = "1h"
 """Pods that should keep running for the whole test."""
 
 
-def replica(count: int, cpu: str, memory: str, run_for: str, node_selector: dict[str, str]) -> Obj:
+def replica(
+    count: int, cpu: str, memory: str, run_for: str, node_selector: dict[str, str], priority_class: str = ""
+) -> Obj:
+    extra = {"priorityClassName": priority_class} if priority_class else {}
     return {
         "replicas": count,
         "restartPolicy": "Never",
         "template": {
             "metadata": {"annotations": {COMPLETE_AFTER: run_for}},
             "spec": {
+                **extra,
                 "nodeSelector": node_selector,
                 "containers": [
                     {
@@ -44,17 +48,23 @@ def tfjob(
     memory: str = "1Gi",
     ps_cpu: str | None = None,
     run_for: str = RUN_LONG,
+    priority_class: str = "",
+    min_workers: int | None = None,
+    dynamic: bool = False,
 ) -> Obj:
-    """A PS/worker TFJob whose pods may only use the nodes of `scene`."""
+    """A PS/worker TFJob whose pods may only use the nodes of `scene`; elastic when `min_workers` is set."""
     selector = {"e2e-scene": scene}
-    specs = {"Worker": replica(workers, cpu, memory, run_for, selector)}
+    specs = {"Worker": replica(workers, cpu, memory, run_for, selector, priority_class)}
     if ps:
-        specs["PS"] = replica(ps, ps_cpu or cpu, memory, run_for, selector)
+        specs["PS"] = replica(ps, ps_cpu or cpu, memory, run_for, selector, priority_class)
+    annotations = {}
+    if min_workers is not None:
+        annotations = {"tfjob-extender.io/min-workers": str(min_workers), "tfjob-extender.io/max-workers": str(workers)}
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "metadata": {"name": name},
-        "spec": {"tfReplicaSpecs": specs},
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"tfReplicaSpecs": specs, "enableDynamicWorker": dynamic},
     }
 
 

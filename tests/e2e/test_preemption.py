@@ -1,0 +1,79 @@
+"""End to end: job-level preemption on a real control plane with training-operator.
+
+Three kwok nodes of 4 CPU and 16 GiB; the cluster is filled first, then a higher-ranked TFJob arrives.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.cluster import LocalControlPlane
+from tests.e2e.conftest import Scene
+from tests.e2e.test_scheduling import OBSERVE_S
+from tests.e2e.workloads import job_pods, tfjob, wait_bound
+
+pytestmark = pytest.mark.e2e
+JOB = "training.kubeflow.org/job-name"
+
+
+def placed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods holding a node and not being deleted."""
+    return [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+
+
+def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
+    return result
+
+
+def test_an_elastic_light_job_is_scaled_in_toward_its_minimum_for_a_heavier_one(
+    plane: LocalControlPlane, scene: Scene
+) -> None:
+    scene.add_nodes(3)
+    ns = scene.namespace
+    # light: 1 PS + 11 workers of 1 CPU / 4 GiB fill all 12 CPU and 48 GiB; it may shrink to 3 workers
+    plane.create_tfjob(ns, tfjob("light", scene=ns, workers=11, memory="4Gi", min_workers=3, dynamic=True))
+    wait_bound(plane, ns, f"{JOB}=light", 12)
+    # heavy: 1 PS + 3 workers of 1 CPU / 1 GiB: far less memory per worker, so a higher KOD2 weight
+    plane.create_tfjob(ns, tfjob("heavy", scene=ns, workers=3, memory="1Gi"))
+    wait_bound(plane, ns, f"{JOB}=heavy", 4, timeout_s=120)
+    light = tfjob_object(plane, ns, "light")
+    replicas = light["spec"]["tfReplicaSpecs"]["Worker"]["replicas"]
+    assert 3 <= replicas < 11, f"scaled in toward its minimum, not below: {replicas}"
+    remaining = placed(job_pods(plane, ns, "light"))
+    roles = sorted(p["metadata"]["labels"]["training.kubeflow.org/replica-type"] for p in remaining)
+    assert roles.count("ps") == 1, "the PS is never touched"
+    indices = sorted(
+        int(p["metadata"]["labels"]["training.kubeflow.org/replica-index"])
+        for p in remaining
+        if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "worker"
+    )
+    assert indices == list(range(replicas)), "only the highest-index workers went"
+    failed = [c for c in (light.get("status") or {}).get("conditions") or [] if c["type"] == "Failed"]
+    assert not failed or failed[-1]["status"] != "True", "the light job keeps training"
+
+
+def test_a_low_priority_gang_is_evicted_whole_for_a_high_priority_gang(plane: LocalControlPlane, scene: Scene) -> None:
+    scene.add_nodes(3)
+    ns = scene.namespace
+    for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):
+        plane.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+        )
+    plane.create_tfjob(ns, tfjob("batch", scene=ns, workers=11, priority_class=f"{ns}-low"))
+    wait_bound(plane, ns, f"{JOB}=batch", 12)
+    plane.create_tfjob(ns, tfjob("urgent", scene=ns, workers=3, priority_class=f"{ns}-high"))
+    wait_bound(plane, ns, f"{JOB}=urgent", 4, timeout_s=120)
+    deadline = time.monotonic() + 30
+    while placed(job_pods(plane, ns, "batch")) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not placed(job_pods(plane, ns, "batch")), "the victim gang is evicted whole"
+    # training-operator recreates the evicted pods; with 8 CPU free the 12-pod gang must wait whole
+    end = time.monotonic() + OBSERVE_S
+    while time.monotonic() < end:
+        assert not placed(job_pods(plane, ns, "batch")), "no pod of the evicted gang runs alone"
+        time.sleep(0.25)
