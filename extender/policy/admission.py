@@ -5,11 +5,12 @@ a lower-ranked gang often reaches `filter` first. Its plan is admitted only if i
 waiting gang:
 - a higher-ranked gang that fits now must still fit once this plan is reserved (both start);
 - a higher-ranked gang that does not fit now cannot use the capacity either, so the lower one may take
-  it (backfill) — unless the higher one is STARVING: then every lower-ranked gang waits, and capacity that
-  frees up accumulates for the starving gang until it starts. A starving gang too large for the whole
-  cluster holds nothing back (it could never start).
+  it (backfill);
+- a STARVING gang holds capacity against every non-starving gang of its PriorityClass or below, whatever
+  their weights: they wait, and capacity that frees up accumulates for it until it starts. A starving
+  gang too large for the whole cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
-`settings.rank_gangs_checked` higher-ranked gangs are tested, highest first, to bound the cost.
+`settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def held_back_by(
     capacity = cluster_capacity(snapshot)
     checked = 0
     for rank in ranks:
-        if not rank.outranks(own) or checked >= settings.rank_gangs_checked:
+        if checked >= settings.rank_gangs_checked:
             break
+        if rank.subject == own.subject or not (rank.outranks(own) or _starving_peer(rank, own)):
+            continue
         other = gang_state(snapshot, rank.subject.split(",")[0])
         if not _waiting(snapshot, other):
             continue
@@ -49,6 +52,12 @@ def held_back_by(
         if reason is not None:
             return f"gang {state.key} waits: {reason}"
     return None
+
+
+def _starving_peer(rank: JobRank, own: JobRank) -> bool:
+    """A starving gang holds capacity against every non-starving gang of its PriorityClass or below,
+    whatever their weights: aging is bounded, so the hold is what guarantees it starts."""
+    return rank.starving and not own.starving and rank.priority >= own.priority
 
 
 def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:

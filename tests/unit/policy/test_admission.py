@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
+from extender.policy.ranking import gang_rank
 from extender.policy.settings import PolicySettings
 from tests.builders import Obj, make_node, make_pod, make_podgroup
 from tests.unit.policy.loop import Loop
@@ -84,3 +85,40 @@ def test_a_gang_still_missing_members_holds_nothing_back() -> None:
     incomplete[-1]["spec"]["minMember"] = 7
     loop = Loop(*nodes(2), *incomplete, *gang("low", pods=4), now=SOON)
     assert loop.filter("low-0").outcome == "planned"
+
+
+def tfjob_gang(name: str, *, pods: int, memory: str, created: str) -> list[Obj]:
+    """A gang whose TFJob declares its per-pod requests (so it has a KOD2 weight)."""
+    container = {"name": "tensorflow", "resources": {"requests": {"cpu": "1", "memory": memory}}}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": pods, "template": {"spec": {"containers": [container]}}}}},
+    }
+    members = [
+        make_pod(f"{name}-{i}", group=name, job=name, role="worker", index=i, memory=memory) for i in range(pods)
+    ]
+    group = make_podgroup(name, min_member=pods)
+    group["metadata"]["creationTimestamp"] = created
+    return [*members, group, job]
+
+
+def test_a_starving_gang_holds_capacity_even_against_heavier_gangs_of_its_priority_class() -> None:
+    settings = replace(PolicySettings(), starvation_limit_s=60.0, aging_rate_per_s=1e-9)
+    recent = datetime.fromtimestamp(LATER - 10, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    loop = Loop(
+        *nodes(3),
+        make_pod("busy", cpu="4", node="node-2", phase="Running", priority=1000),
+        *tfjob_gang("old", pods=12, memory="8Gi", created="2026-03-01T09:00:00Z"),
+        *tfjob_gang("small", pods=2, memory="1Gi", created=recent),
+        settings=settings,
+        now=LATER,
+    )
+    old = gang_rank(loop.snapshot, "default/old", LATER, settings)
+    small = gang_rank(loop.snapshot, "default/small", LATER, settings)
+    assert old.starving and not small.starving
+    assert small.outranks(old), "less memory per worker: the small gang weighs more"
+    decision = loop.filter("small-0")
+    assert decision.outcome == "yielding", decision.summary
+    assert "starving gang default/old" in decision.summary
