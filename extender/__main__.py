@@ -37,6 +37,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULTS.policy.scheduler_name,
         help="schedulerName of the pods to manage (default %(default)s)",
     )
+    serve.add_argument(
+        "--starvation-limit-s",
+        type=float,
+        default=DEFAULTS.policy.starvation_limit_s,
+        help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -49,7 +55,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         port=args.port,
         kubeconfig=args.kubeconfig,
         cluster_snapshot=args.cluster_snapshot,
-        policy=replace(DEFAULTS.policy, scheduler_name=args.scheduler_name),
+        policy=replace(DEFAULTS.policy, scheduler_name=args.scheduler_name, starvation_limit_s=args.starvation_limit_s),
     )
 
 

@@ -42,7 +42,7 @@ def held_back_by(
     for rank in ranks:
         if checked >= settings.rank_gangs_checked:
             break
-        if rank.subject == own.subject or not (rank.outranks(own) or _starving_peer(rank, own)):
+        if rank.subject == own.subject or not _comes_first(rank, own):
             continue
         other = gang_state(snapshot, rank.subject.split(",")[0])
         if not _waiting(snapshot, other):
@@ -54,10 +54,13 @@ def held_back_by(
     return None
 
 
-def _starving_peer(rank: JobRank, own: JobRank) -> bool:
-    """A starving gang holds capacity against every non-starving gang of its PriorityClass or below,
-    whatever their weights: aging is bounded, so the hold is what guarantees it starts."""
-    return rank.starving and not own.starving and rank.priority >= own.priority
+def _comes_first(rank: JobRank, own: JobRank) -> bool:
+    """Whether the gang of `rank` goes before the one planning now. A starving gang goes before every
+    non-starving gang of its PriorityClass or below, whatever their weights (aging is bounded, so this
+    hold is what guarantees it starts); otherwise the rank order decides."""
+    if rank.starving != own.starving and rank.priority == own.priority:
+        return rank.starving
+    return rank.outranks(own)
 
 
 def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:

@@ -89,7 +89,15 @@ def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, i
 
 
 class LocalControlPlane:
-    def __init__(self, cache: Path, *, with_operator: bool = True, run_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        cache: Path,
+        *,
+        with_operator: bool = True,
+        run_dir: Path | None = None,
+        extender_args: tuple[str, ...] = (),
+    ) -> None:
+        self.extender_args = extender_args
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
@@ -147,6 +155,7 @@ class LocalControlPlane:
                 str(self.extender_port),
                 "--kubeconfig",
                 str(self.kubeconfig),
+                *self.extender_args,
             ],
             env={"PYTHONPATH": str(REPO)},
         )

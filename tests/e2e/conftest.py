@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cluster import BUILD_SCRIPT, LocalControlPlane, build_control_plane
+from tests.e2e.cluster import BUILD_SCRIPT, ApiError, LocalControlPlane, build_control_plane
+
+STARVATION_LIMIT_S = 20.0
+"""The extender under test lets a gang wait this long before capacity is held for it."""
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +30,8 @@ def plane() -> Iterator[LocalControlPlane]:
     cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")
-    with LocalControlPlane(build_control_plane()) as control_plane:
+    args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
+    with LocalControlPlane(build_control_plane(), extender_args=args) as control_plane:
         yield control_plane
 
 
@@ -49,14 +53,21 @@ class Scene:
         return names
 
     def cleanup(self) -> None:
-        for job in self.plane.get(f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs")["items"]:
-            self.plane.delete_tfjob(self.namespace, job["metadata"]["name"])
-        for pod in self.plane.pods(self.namespace):
-            self.plane.request(
-                "DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{pod['metadata']['name']}?gracePeriodSeconds=0"
-            )
-        for node in self.nodes:
-            self.plane.delete(f"/api/v1/nodes/{node}")
+        paths = [
+            f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs/{job['metadata']['name']}"
+            for job in self.plane.get(f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs")["items"]
+        ]
+        paths += [
+            f"/api/v1/namespaces/{self.namespace}/pods/{pod['metadata']['name']}?gracePeriodSeconds=0"
+            for pod in self.plane.pods(self.namespace)
+        ]
+        paths += [f"/api/v1/nodes/{node}" for node in self.nodes]
+        for path in paths:
+            try:
+                self.plane.delete(path)
+            except ApiError as error:
+                if error.status != 404:
+                    raise
 
 
 @pytest.fixture
