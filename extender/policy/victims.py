@@ -7,7 +7,8 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
 - a whole lower-ranked gang (every PodGroup of its GangGroup), never part of one;
 - a lower-priority pod that belongs to no gang.
 The PS, and any worker a job needs to stay at its minimum, are never taken alone; jobs that rank equal
-to or above the preemptor are never touched. The search:
+to or above the preemptor are never touched — equal meaning the same PriorityClass and weight, whatever
+their arrival. The search:
 1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
    gang still terminating, or (prefix sums, as Gödel prunes) even evicting every candidate would not free
    enough in total or on any node for the largest member;
@@ -128,7 +129,7 @@ def candidate_units(
         if not bound:
             continue
         rank = gang_rank(snapshot, group, now, settings, capacity)
-        if not preemptor.outranks(rank):
+        if not may_preempt(preemptor, rank):
             continue
         surplus += _surplus_units(snapshot, victim.key, bound, rank)
         whole.append(VictimUnit(victim.key, bound[0].job, bound, rank))
@@ -142,6 +143,14 @@ def candidate_units(
     whole.sort(key=lambda unit: (_ascending(unit.rank), len(unit.pods)))
     loose.sort(key=lambda unit: (_ascending(unit.rank), unit.subject))
     return [*surplus, *whole, *loose]
+
+
+def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
+    """A higher PriorityClass, or the same one and a strictly higher (aged) weight: arrival order alone
+    never makes one job a victim of another (an equal-ranked job is never touched)."""
+    if preemptor.priority != victim.priority:
+        return preemptor.priority > victim.priority
+    return preemptor.weight > victim.weight
 
 
 def _ascending(rank: JobRank) -> tuple[object, ...]:

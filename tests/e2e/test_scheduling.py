@@ -77,14 +77,15 @@ def test_a_gang_that_does_not_fit_binds_nothing_until_room_frees_then_binds_whol
     plane: LocalControlPlane, scene: Scene
 ) -> None:
     scene.add_nodes(3)
-    plane.create_tfjob(scene.namespace, tfjob("filler", scene=scene.namespace, ps=1, workers=5, cpu="1"))
+    # the filler outranks the big gang (less memory per worker: a higher KOD2 weight), so it is never preempted
+    plane.create_tfjob(scene.namespace, tfjob("filler", scene=scene.namespace, ps=1, workers=5, memory="512Mi"))
     wait_bound(plane, scene.namespace, f"{JOB}=filler", 6)
     # 12 CPU in all, 6 taken: the 9-pod gang fits 6 of its pods, so none may bind
-    plane.create_tfjob(scene.namespace, tfjob("big", scene=scene.namespace, ps=1, workers=8, cpu="1"))
+    plane.create_tfjob(scene.namespace, tfjob("big", scene=scene.namespace, ps=1, workers=8, memory="2Gi"))
     wait_for_pods(plane, scene.namespace, "big", 9)
     never_bound(plane, scene.namespace, f"{JOB}=big", OBSERVE_S)
     why = debug_gang(plane, scene.namespace, "big")["why"]
-    assert why == f"gang {scene.namespace}/big needs 9 pods (9 × 1 CPU, 1 GiB); best plan fits 6", why
+    assert why == f"gang {scene.namespace}/big needs 9 pods (9 × 1 CPU, 2 GiB); best plan fits 6", why
     freed_at = time.time()
     plane.delete_tfjob(scene.namespace, "filler")
     for item in job_pods(plane, scene.namespace, "filler"):

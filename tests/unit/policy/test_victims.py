@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.ranking import gang_rank
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, PreemptionRefusal, plan_preemption
+from extender.policy.victims import PreemptionPlan, PreemptionRefusal, may_preempt, plan_preemption
 from tests.builders import Obj, make_node, make_pod, make_podgroup, snapshot
 
 NOW = 1_800_000_000.0
@@ -188,8 +188,8 @@ def check_invariants(snap: ClusterSnapshot, gang: str, plan: PreemptionPlan) -> 
     assert plan.verdict.admitted, "the chosen set is sufficient"
     for victim in plan.victims:
         assert victim.priority < preemptor.priority or (
-            victim.group and preemptor.outranks(gang_rank(snap, victim.group, NOW, SETTINGS))
-        ), "no victim outranks the preemptor"
+            victim.group and may_preempt(preemptor, gang_rank(snap, victim.group, NOW, SETTINGS))
+        ), "no victim ranks equal to or above the preemptor"
     for job_key, replicas in plan.scale_ins.items():
         assert replicas >= snap.jobs[job_key].min_workers, "never below the job's minimum"
         removed = {p.index for p in plan.victims if p.job == job_key}
