@@ -32,15 +32,21 @@ REFRESH_S = 3.0
 DEADLINE_S = 240.0
 
 
-def gangs(plane: LocalControlPlane) -> dict[str, dict[str, Any]]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}/debug/gangs", timeout=5) as response:
-        return {g["podGroup"].split("/", 1)[1]: g for g in json.load(response)["gangs"]}
+def debug(plane: LocalControlPlane, path: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}{path}", timeout=5) as response:
+        result: dict[str, Any] = json.load(response)
+        return result
 
 
-def show(plane: LocalControlPlane, started: float, first_bound: dict[str, float]) -> bool:
+def show(plane: LocalControlPlane, started: float, first_bound: dict[str, float], seen: set[str]) -> bool:
     """Print one status block; True once every job's pods have finished."""
-    summary = gangs(plane)
+    report = debug(plane, "/debug/jobs")
+    states = {j["job"].split("/", 1)[1]: j for j in report["jobs"]}
     print(f"\n--- t = {time.time() - started:5.1f}s")
+    for record in report["preemptions"]:
+        if record["reason"] not in seen:
+            seen.add(record["reason"])
+            print(f"  preemption: {record['reason']}")
     finished = 0
     for name, *_ in WORKLOAD:
         pods = job_pods(plane, NAMESPACE, name)
@@ -53,9 +59,9 @@ def show(plane: LocalControlPlane, started: float, first_bound: dict[str, float]
             role = pod["metadata"]["labels"].get("training.kubeflow.org/replica-type", "?")
             by_node.setdefault(pod["spec"]["nodeName"].removeprefix("demo-"), []).append(role)
         where = "  ".join(f"{node}[{','.join(sorted(roles))}]" for node, roles in sorted(by_node.items()))
-        gang = summary.get(name, {})
-        waiting = f"  waiting: {gang['why']}" if gang.get("why") and not running else ""
-        print(f"{name:>7}: {len(running)}/{len(pods)} bound, {done} done  {where}{waiting}")
+        job = states.get(name, {"state": "-", "reason": ""})
+        why = f"  ({job['reason']})" if job["state"] in ("WAITING", "STARVING", "PREEMPTED") else ""
+        print(f"{name:>7}: {job['state']:<9} {len(running)}/{len(pods)} bound, {done} done  {where}{why}")
         finished += bool(pods) and done == len(pods)
     return finished == len(WORKLOAD)
 
@@ -74,6 +80,7 @@ def run(plane: LocalControlPlane) -> None:
     submitted: dict[str, float] = {}
     first_bound: dict[str, float] = {}
     placements: dict[str, tuple[int, int]] = {}
+    preemptions_seen: set[str] = set()
     while time.time() - started < DEADLINE_S:
         for name, after, ps, workers, cpu, run_for in WORKLOAD:
             if name not in submitted and time.time() - started >= after:
@@ -87,7 +94,7 @@ def run(plane: LocalControlPlane) -> None:
                 ps_nodes, workers_by_node = ps_and_workers_by_node(pods)
                 beside = sum(workers_by_node[node] for node in ps_nodes)
                 placements[name] = (len({p["spec"]["nodeName"] for p in pods}), beside)
-        if show(plane, started, first_bound):
+        if show(plane, started, first_bound, preemptions_seen):
             break
         time.sleep(REFRESH_S)
     print("\nsummary (a gang's pods are bound together once its whole plan is reserved)")
