@@ -160,6 +160,16 @@ def test_a_hopeless_preemption_is_refused_with_what_is_missing() -> None:
     assert "missing" in decision.reason
 
 
+def test_a_pod_counted_in_a_surplus_unit_and_in_its_whole_gang_frees_its_room_once() -> None:
+    # 3 nodes of 4 CPU, full: an elastic job of 1 PS + 11 workers (min 3). The waiting gang needs 13 CPU,
+    # one more than the whole cluster; counting the surplus workers again inside the whole gang would
+    # invent 8 CPU and "find" a plan.
+    snap = snapshot(*nodes(3), *running("elastic", workers=11, nodes=NAMES, min_workers=3), *waiting("huge", pods=13))
+    decision = plan_preemption(snap, "default/huge", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal)
+    assert "missing" in decision.reason
+
+
 def test_a_gang_that_fits_needs_no_preemption() -> None:
     snap = snapshot(*nodes(3), *waiting("small", pods=2))
     decision = plan_preemption(snap, "default/small", SETTINGS, NOW)
