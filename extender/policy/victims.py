@@ -105,10 +105,9 @@ def plan_preemption(
     def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
         cannot cover the gang's total demand (no plan could succeed: the prefix-sum cut)."""
-        freed = _freed(chosen)
-        if not demand.fits_in(room + total(freed.values())):
+        if not demand.fits_in(room + total(pod.requests for pod in _victims(chosen))):
             return None
-        return plan_gang(snapshot, state, settings, now, freed=freed, nodes=roomy)
+        return plan_gang(snapshot, state, settings, now, freed=_freed(chosen), nodes=roomy)
 
     chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
     if chosen is None:
