@@ -10,8 +10,8 @@ The PS, and any worker a job needs to stay at its minimum, are never taken alone
 to or above the preemptor are never touched — equal meaning the same PriorityClass and weight, whatever
 their arrival. The search:
 1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
-   gang still terminating, or (prefix sums, as Gödel prunes) even evicting every candidate would not free
-   enough in total or on any node for the largest member;
+   gang still terminating, a gang larger than the whole cluster, or (prefix sums, as Gödel prunes) even
+   evicting every candidate would not free enough in total or on any node for the largest member;
 2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
    feasible one with the fewest pods, then the lowest rank;
 3. otherwise add units cheapest first (surplus before evictions, lowest rank first) until the dry run
@@ -90,6 +90,10 @@ def plan_preemption(
     if plan_gang(snapshot, state, settings, now).admitted:
         return PreemptionRefusal(state.key, f"gang {state.key} fits without preemption")
     capacity = cluster_capacity(snapshot)
+    demand = total(pod.requests for pod in pending)
+    if not demand.fits_in(capacity):
+        missing = describe(demand.shortfall(capacity))
+        return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
     units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
     hopeless = _hopeless(snapshot, pending, units)
@@ -100,7 +104,6 @@ def plan_preemption(
     room = total(snapshot.nodes[name].available for name in roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    demand = total(pod.requests for pod in pending)
 
     def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
