@@ -90,13 +90,14 @@ def plan_preemption(
     if plan_gang(snapshot, state, settings, now).admitted:
         return PreemptionRefusal(state.key, f"gang {state.key} fits without preemption")
     capacity = cluster_capacity(snapshot)
-    demand = total(pod.requests for pod in pending)
+    needs = still_needed(state)
+    demand = least_demand(needs)
     if not demand.fits_in(capacity):
         missing = describe(demand.shortfall(capacity))
         return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
     units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
-    hopeless = _hopeless(snapshot, pending, units)
+    hopeless = _hopeless(snapshot, needs, demand, units)
     if hopeless is not None:
         return PreemptionRefusal(state.key, f"gang {state.key}: {hopeless}")
 
@@ -107,7 +108,7 @@ def plan_preemption(
 
     def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
-        cannot cover the gang's total demand (no plan could succeed: the prefix-sum cut)."""
+        cannot cover the least the gang needs (no plan could succeed: the prefix-sum cut)."""
         if not demand.fits_in(room + total(pod.requests for pod in _victims(chosen))):
             return None
         return plan_gang(snapshot, state, settings, now, freed=_freed(chosen), nodes=roomy)
@@ -228,21 +229,59 @@ def _ineligible(
     return None
 
 
-def _hopeless(snapshot: ClusterSnapshot, pending: Sequence[PodView], units: Sequence[VictimUnit]) -> str | None:
+def still_needed(state: GangState) -> list[tuple[int, tuple[PodView, ...]]]:
+    """Per PodGroup of the gang: how many more members a plan must place to reach `minMember`, and the
+    pending members it may choose them from."""
+    needs = []
+    for group in state.groups:
+        members = state.members[group.key]
+        placed = sum(1 for pod in members if pod.node_name or pod.finished)
+        needs.append((max(0, group.min_member - placed), tuple(pod for pod in members if pod.pending)))
+    return needs
+
+
+def least_demand(needs: Sequence[tuple[int, Sequence[PodView]]]) -> Resources:
+    """A lower bound on what any plan admitting the gang places: per group and per resource, the sum of the
+    `k` smallest requests among its pending members (a plan may leave members beyond the minimum out)."""
+    amounts: dict[str, int] = {}
+    for count, pods in needs:
+        if count <= 0:
+            continue
+        for name in set().union(*(pod.requests.names() for pod in pods)):
+            smallest_k = sorted(pod.requests.get(name) for pod in pods)[:count]
+            amounts[name] = amounts.get(name, 0) + sum(smallest_k)
+    return Resources(amounts)
+
+
+def _hopeless(
+    snapshot: ClusterSnapshot,
+    needs: Sequence[tuple[int, Sequence[PodView]]],
+    demand: Resources,
+    units: Sequence[VictimUnit],
+) -> str | None:
     """Prefix-sum pruning: what all candidates together could free, in total and per node."""
     freeable = _freed(units)
-    reachable = {
-        name: state.available + freeable.get(name, EMPTY)
-        for name, state in snapshot.nodes.items()
-        if state.node.schedulable
-    }
-    demand = total(pod.requests for pod in pending)
-    if not demand.fits_in(total(reachable.values())):
-        short = demand.shortfall(total(reachable.values()))
+    reachable = [
+        state.available + freeable.get(name, EMPTY) for name, state in snapshot.nodes.items() if state.node.schedulable
+    ]
+    if not demand.fits_in(total(reachable)):
+        short = demand.shortfall(total(reachable))
         return f"even evicting every lower-ranked job leaves {describe(short)} missing"
-    for pod in sorted(pending, key=lambda p: -sum(v for _, v in p.requests.items())):
-        if not any(pod.requests.fits_in(room) for room in reachable.values()):
-            return f"no node could hold {pod.name} ({describe(pod.requests)}) even after evictions"
+    fits_somewhere: dict[Resources, bool] = {}
+    for count, pods in needs:
+        placeable = 0
+        for pod in pods:
+            if placeable >= count:
+                break
+            if pod.requests not in fits_somewhere:
+                fits_somewhere[pod.requests] = any(pod.requests.fits_in(room) for room in reachable)
+            placeable += fits_somewhere[pod.requests]
+        if placeable < count:
+            example = next(pod for pod in pods if not fits_somewhere[pod.requests])
+            return (
+                f"only {placeable} of the {count} members still needed could fit on any node even after "
+                f"evictions (e.g. {example.name}, {describe(example.requests)})"
+            )
     return None
 
 

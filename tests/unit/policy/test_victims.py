@@ -175,6 +175,22 @@ def test_a_pod_counted_in_a_surplus_unit_and_in_its_whole_gang_frees_its_room_on
     assert "missing" in decision.reason
 
 
+def test_a_gang_takes_only_what_its_minimum_needs() -> None:
+    # 3 full nodes of 4 CPU: an elastic job of 1 PS + 11 workers that may shrink to 9. The waiting gang has
+    # 5 members but needs only 2 (minMember): the 2 surplus workers are enough, nothing is evicted.
+    flexible = [obj for obj in waiting("flex", pods=5) if obj["kind"] != "PodGroup"]
+    snap = snapshot(
+        *nodes(3),
+        *running("elastic", workers=11, nodes=NAMES, min_workers=9),
+        *flexible,
+        make_podgroup("flex", min_member=2),
+    )
+    decision = plan_preemption(snap, "default/flex", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionPlan), decision
+    assert decision.scale_ins == {"default/elastic": 9}
+    assert not decision.evicted
+
+
 def test_a_gang_that_fits_needs_no_preemption() -> None:
     snap = snapshot(*nodes(3), *waiting("small", pods=2))
     decision = plan_preemption(snap, "default/small", SETTINGS, NOW)
