@@ -206,14 +206,14 @@ class SimCluster:
     def _touch(self, pod: SimPod, event: str) -> None:
         self.version += 1
         if self.model is not None:
-            self.model.apply(Kind.POD, event, self._pod_object(pod))  # type: ignore[arg-type]
+            self.model.apply(Kind.POD, event, self.pod_object(pod))  # type: ignore[arg-type]
 
     def _feed(self, kind: Kind, event: str, obj: dict[str, Any]) -> None:
         self.version += 1
         if self.model is not None:
             self.model.apply(kind, event, obj)  # type: ignore[arg-type]
 
-    def _pod_object(self, pod: SimPod) -> dict[str, Any]:
+    def pod_object(self, pod: SimPod) -> dict[str, Any]:
         name = pod.key.split("/", 1)[1]
         requests = (pod.requests - Resources({"pods": 1})).to_quantities()
         spec: dict[str, Any] = {

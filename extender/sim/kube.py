@@ -5,15 +5,17 @@ A cycle runs NodeResourcesFit (requests against what bound pods use), hands the 
 extender's filter when one is configured, scores with the default plugins — NodeResourcesFit
 LeastAllocated and NodeResourcesBalancedAllocation, 0–100 each, weight 1 — plus the extender's 0–10
 score × 10 × its weight (5, as in scheduler-config/), and binds to the best node, breaking ties with
-the run's seeded random generator. Unschedulable pods wait until the cluster changes (any pod or object
-event) or until `flush_s` has passed, like kube-scheduler's unschedulable queue and its periodic flush.
+the run's seeded random generator. A pod that does not fit backs off (1 s doubling to 10 s, kube-scheduler's
+defaults) and is retried only after a cluster event (any pod or object change) or the 60 s flush of the
+unschedulable queue — so, as in kube-scheduler, a new pod can take freed room before an older pod that is
+still backing off. Steps come every `tick_s` of the policy, so backoffs resolve to that granularity.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from extender.policy.resources import CPU, MEMORY, Resources
@@ -31,32 +33,61 @@ class Extender(Protocol):
 
 
 @dataclass
+class _Backoff:
+    attempts: int
+    retry_at: float
+    """Earliest retry (backoff expiry)."""
+    version: int
+    """Cluster version when the pod was last found unschedulable."""
+    failed_at: float
+
+
+@dataclass
 class KubeScheduler:
     cluster: SimCluster
     rng: random.Random
     extender: Extender | None = None
+    initial_backoff_s: float = 1.0
+    """podInitialBackoffSeconds: the first retry delay, doubled per failed attempt."""
+    max_backoff_s: float = 10.0
+    """podMaxBackoffSeconds."""
     flush_s: float = 60.0
-    """Seconds after which unschedulable pods are retried even without a cluster event."""
-    _seen_version: int = -1
-    _last_flush: float = float("-inf")
+    """An unschedulable pod is retried after this long even without a cluster event."""
     attempts: int = 0
+    _backoff: dict[str, _Backoff] = field(default_factory=dict)
 
     def cycle(self, now: float) -> int:
-        """Try every pending pod once, in queue order; returns how many were bound."""
-        if self.cluster.version == self._seen_version and now - self._last_flush < self.flush_s:
-            return 0
-        self._last_flush = now
-        queue = sorted(self.cluster.pending_pods(), key=lambda pod: (pod.created, pod.key))
+        """One pass over the active queue: every pending pod whose backoff has expired and that a cluster
+        event (or the periodic flush) has made worth retrying, in queue order; returns how many bound."""
+        queue = sorted(
+            (pod for pod in self.cluster.pending_pods() if self._ready(pod, now)),
+            key=lambda pod: (pod.created, pod.key),
+        )
         bound = 0
         for pod in queue:
             if pod.node or pod.key not in self.cluster.pods:
                 continue
             node = self.schedule_one(pod, now)
-            if node is not None:
-                self.cluster.bind(pod.key, node)
-                bound += 1
-        self._seen_version = self.cluster.version
+            if node is None:
+                self._failed(pod, now)
+                continue
+            self._backoff.pop(pod.key, None)
+            self.cluster.bind(pod.key, node)
+            bound += 1
         return bound
+
+    def _ready(self, pod: SimPod, now: float) -> bool:
+        state = self._backoff.get(pod.key)
+        if state is None or state.failed_at < pod.created:
+            return True
+        moved = self.cluster.version != state.version or now - state.failed_at >= self.flush_s
+        return moved and now >= state.retry_at
+
+    def _failed(self, pod: SimPod, now: float) -> None:
+        state = self._backoff.get(pod.key)
+        attempts = 1 if state is None or state.failed_at < pod.created else state.attempts + 1
+        delay = min(self.initial_backoff_s * 2 ** (attempts - 1), self.max_backoff_s)
+        self._backoff[pod.key] = _Backoff(attempts, now + delay, self.cluster.version, now)
 
     def schedule_one(self, pod: SimPod, now: float) -> str | None:
         self.attempts += 1

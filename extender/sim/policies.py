@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from extender.policy import PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.preemptor import PreemptionLoop
-from extender.sim.cluster import SimCluster, SimPod
+from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
 from extender.state.store import ClusterState
@@ -77,6 +77,7 @@ class DefaultKubeScheduler(Policy):
     """kube-scheduler's default profile with tf-operator: per-pod FIFO, LeastAllocated spreading, no gang."""
 
     name = "default"
+    tick_s = 1.0
 
     def attach(self, cluster: SimCluster, rng: random.Random, progress: Mapping[str, JobProgress]) -> None:
         super().attach(cluster, rng, progress)
@@ -88,7 +89,9 @@ class DefaultKubeScheduler(Policy):
 
 @dataclass
 class ModelExtender:
-    """The `/filter` and `/prioritize` verbs without HTTP: the same calls on the same model, in process."""
+    """The `/filter` and `/prioritize` verbs without HTTP: the same calls on the same model, in process.
+
+    Virtual time is turned into the wall-clock time the model's object timestamps use (`EPOCH` + now)."""
 
     state: ClusterState
     settings: PolicySettings
@@ -98,9 +101,10 @@ class ModelExtender:
         return snapshot.pods[pod.key], snapshot
 
     def filter(self, pod: SimPod, nodes: Sequence[str], now: float) -> list[str]:
-        self.state.release_expired(now)
+        wall = EPOCH + now
+        self.state.release_expired(wall)
         view, snapshot = self._view(pod)
-        decision = filter_pod(snapshot, view, nodes, self.settings, now)
+        decision = filter_pod(snapshot, view, nodes, self.settings, wall)
         if decision.reserve or decision.release_groups or decision.failed_plan is not None:
             self.state.commit_plan(
                 release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
@@ -137,7 +141,7 @@ class SimActuator:
 
 
 ScalerStep = Callable[[ClusterSnapshot, float], Sequence[tuple[str, int]]]
-"""An elastic scaler as one step: (snapshot, now) → TFJob key and the Worker replicas to set."""
+"""An elastic scaler as one step: (snapshot, wall-clock now) → TFJob key and the Worker replicas to set."""
 
 
 class Ours(Policy):
@@ -161,15 +165,15 @@ class Ours(Policy):
         self.kube = KubeScheduler(cluster, rng, self.extender)
         self.actuator = SimActuator(cluster)
         self.now = 0.0
-        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, clock=lambda: self.now)
+        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, clock=lambda: EPOCH + self.now)
 
     def step(self, now: float) -> None:
         self.now = self.actuator.now = now
         self.kube.cycle(now)
-        if self.loop.tick(now) is not None:
+        if self.loop.tick(EPOCH + now) is not None:
             self.kube.cycle(now)
         if self.scaler is not None and self.cluster.model is not None:
-            for job, replicas in self.scaler(self.cluster.model.snapshot(), now):
+            for job, replicas in self.scaler(self.cluster.model.snapshot(), EPOCH + now):
                 self.actuator.scale_workers(job, replicas, "scaler")
             self.kube.cycle(now)
         self.preemptions = len(self.loop.history)

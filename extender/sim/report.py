@@ -83,7 +83,12 @@ def table(report: dict[str, Any]) -> str:
         "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
         "|" + "|".join("-" * (w + 2) for w in widths) + "|",
     ]
-    lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in rows]
+    lines += [
+        "| "
+        + " | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        + " |"
+        for row in rows
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -115,6 +115,25 @@ the paper's 30–60+ minutes for ten jobs under tf-operator."""
 KOD2_BATCHES = (8, 16, 32, 64, 128)
 
 
+def kod2_cell(model: str, batch: int, seed: int = 1) -> Workload:
+    """One cell of the paper's Fig. 7 sweep: the KOD2 cluster and ten jobs of one model at one batch size."""
+    mixed = kod2(seed)
+    cpu, memory = KOD2_WORKER_SHAPES[model]
+    jobs = tuple(
+        _replace(
+            job,
+            name=f"{model}-{index}",
+            model=model,
+            batch=batch,
+            epochs=KOD2_EPOCHS[model],
+            worker_cpu=cpu,
+            worker_memory=memory,
+        )
+        for index, job in enumerate(mixed.jobs)
+    )
+    return Workload(f"kod2-{model}-b{batch}", mixed.nodes, jobs)
+
+
 def kod2(seed: int = 1) -> Workload:
     """Table 2–3 of the KOD2 paper: 3 nodes (10 cores, 32 GB, 1 GPU), 10 TFJobs one every 30 s, each 1 PS and
     2–4 workers, models and batch sizes drawn round-robin / by seed."""
@@ -219,9 +238,11 @@ def from_snapshot(path: Path, default_model: str = "resnet50", default_batch: in
 
 
 def _with_arrival(spec: JobSpec, arrival: float) -> JobSpec:
-    values = asdict(spec)
-    values["arrival_s"] = arrival
-    return JobSpec(**values)
+    return _replace(spec, arrival_s=arrival)
+
+
+def _replace(spec: JobSpec, **changes: Any) -> JobSpec:
+    return JobSpec(**{**asdict(spec), **changes})
 
 
 def _job_from_view(job: Any, annotations: Mapping[str, str], default_model: str, default_batch: int) -> JobSpec:
