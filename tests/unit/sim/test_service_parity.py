@@ -69,5 +69,5 @@ def test_simulator_and_service_make_the_same_decisions(tmp_path: Path) -> None:
                 scores = {entry["Host"]: entry["Score"] for entry in post(client, "prioritize", body)}
                 assert scores == policy.extender.prioritize(pod, simulated), pod.key
                 cluster.bind(pod.key, simulated[0])
-                served.apply(Kind.POD, "MODIFIED", cluster.pod_object(pod))  # type: ignore[arg-type]
+                served.apply(Kind.POD, "MODIFIED", cluster.pod_object(pod))
     assert decided["placed"] >= 3 and decided["refused"] >= 1, decided
