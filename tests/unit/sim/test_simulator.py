@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from extender.policy.model import ClusterSnapshot, Role
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
+from extender.sim.policies import Ours
 from extender.sim.workload import JobSpec, NodeSpec, Workload, kod2, load_trace, pai_like, save_trace
 
 
@@ -96,3 +98,22 @@ def test_simulate_command_writes_report_and_table(tmp_path: Path) -> None:
     for key in ("avg_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s", "cpu_util_mean", "gpu_util_mean"):
         assert key in written["policies"]["ours"]
     assert "| ours " in (tmp_path / "table.md").read_text()
+
+
+def test_a_scaler_is_one_pluggable_step_whose_patches_reach_the_cluster() -> None:
+    """A scaler returns Worker-replica patches; they go through the actuator and training-operator."""
+    calls: list[float] = []
+
+    def grow_everything(snapshot: ClusterSnapshot, now: float) -> list[tuple[str, int]]:
+        calls.append(now)
+        return [
+            (key, job.max_workers)
+            for key, job in sorted(snapshot.jobs.items())
+            if job.replicas[Role.WORKER] < job.max_workers
+        ]
+
+    policy = Ours(scaler=grow_everything)
+    result = Simulation(kod2(1), policy).run()
+    assert calls
+    assert policy.scale_actions > 0
+    assert report.metrics(result)["completed_jobs"] == 10
