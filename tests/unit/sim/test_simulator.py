@@ -11,7 +11,8 @@ from extender.policy.model import ClusterSnapshot, Role
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
 from extender.sim.policies import Ours
-from extender.sim.workload import JobSpec, NodeSpec, Workload, kod2, load_trace, pai_like, save_trace
+from extender.sim.workload import JobSpec, NodeSpec, Workload, from_snapshot, kod2, load_trace, pai_like, save_trace
+from extender.state.manifests import dump_state
 
 
 def run(workload: Workload, policy: str, seed: int = 1) -> dict[str, object]:
@@ -117,3 +118,21 @@ def test_a_scaler_is_one_pluggable_step_whose_patches_reach_the_cluster() -> Non
     assert calls
     assert policy.scale_actions > 0
     assert report.metrics(result)["completed_jobs"] == 10
+
+
+def test_a_debug_state_dump_replays_its_nodes_and_tfjobs(tmp_path: Path) -> None:
+    policy = Ours()
+    simulation = Simulation(kod2(1), policy)
+    for spec in kod2(1).jobs[:4]:
+        policy.submit(spec, spec.arrival_s)
+        policy.step(spec.arrival_s)
+    assert simulation.cluster.model is not None
+    dump = tmp_path / "state.json"
+    dump.write_text(json.dumps(dump_state(simulation.cluster.model.snapshot())))
+    replayed = from_snapshot(dump)
+    assert [n.name for n in replayed.nodes] == ["node-0", "node-1", "node-2"]
+    assert [j.name for j in replayed.jobs] == [j.name for j in kod2(1).jobs[:4]]
+    assert [j.arrival_s for j in replayed.jobs] == [0.0, 30.0, 60.0, 90.0]
+    first = replayed.jobs[0]
+    assert (first.ps, first.workers, first.min_workers, first.max_workers) == (1, 2, 1, 4)
+    assert report.metrics(Simulation(replayed, Ours()).run())["completed_jobs"] == 4
