@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -280,7 +280,3 @@ def _job_from_view(job: Any, annotations: Mapping[str, str], default_model: str,
 
 def save_trace(workload: Workload, path: Path) -> None:
     path.write_text(json.dumps(workload.to_json(), indent=1))
-
-
-def names(jobs: Sequence[JobSpec]) -> list[str]:
-    return [job.name for job in jobs]
