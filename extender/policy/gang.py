@@ -11,12 +11,12 @@ membership changes, the same gang is answered from that record without planning 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.policy.model import ClusterSnapshot, FailedPlan, GroupView, PodView, Reservation, Role
 from extender.policy.placement import PlacementUnit, place_units
-from extender.policy.resources import EMPTY, Resources, describe
+from extender.policy.resources import EMPTY, Resources, describe, smallest
 from extender.policy.settings import PolicySettings
 
 
@@ -111,12 +111,15 @@ def plan_gang(
     *,
     pinned: Mapping[str, frozenset[str]] | None = None,
     freed: Mapping[str, Resources] | None = None,
+    nodes: Collection[str] | None = None,
 ) -> GangVerdict:
     """Plan every pending member of the gang; admit only if each group reaches its minMember.
 
     `pinned` restricts some pods to some nodes (the candidates kube-scheduler offered for the pod being
     filtered). Reservations already held by the gang are treated as free, so a broken plan is replaced.
-    `freed` adds capacity per node, as if some pods were gone (the dry run of a preemption).
+    `freed` adds capacity per node, as if some pods were gone (the dry run of a preemption). `nodes`, when
+    given, are the only nodes worth looking at besides those in `freed` and those holding the gang's own
+    reservations (a caller planning many times on one snapshot computes it once with `roomy_nodes`).
     """
     waiting = waiting_reason(state)
     generation = membership_generation(snapshot, state)
@@ -126,7 +129,8 @@ def plan_gang(
         pod.key for members in state.members.values() for pod in members if pod.key in snapshot.reservations
     }
     pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
-    free, allocatable = _free_capacity(snapshot, own_reservations, freed or {})
+    smallest_pod = smallest(pod.requests for pods in pending.values() for pod in pods)
+    free, allocatable = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
     units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
     placement = place_units(units, free, allocatable)
     placed_by_group = Counter(
@@ -157,8 +161,8 @@ def plan_gang(
         for pod in pods
         if pod.key in placement.assignments
     )
-    nodes = len({r.node for r in reservations})
-    reason = f"gang {state.key}: planned {len(reservations)} pods on {nodes} node(s)"
+    used = len({r.node for r in reservations})
+    reason = f"gang {state.key}: planned {len(reservations)} pods on {used} node(s)"
     return GangVerdict(state.key, True, reason, reservations=reservations)
 
 
@@ -171,22 +175,39 @@ def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
     return min(timeouts) if timeouts else settings.default_plan_timeout_s
 
 
+def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
+    """Schedulable nodes with room (before any hand-back) for at least the smallest of `pods`."""
+    least = smallest(pod.requests for pod in pods)
+    return frozenset(
+        name for name, node in snapshot.nodes.items() if node.node.schedulable and least.fits_in(node.available)
+    )
+
+
 def _free_capacity(
-    snapshot: ClusterSnapshot, released: set[str], freed: Mapping[str, Resources]
+    snapshot: ClusterSnapshot,
+    released: set[str],
+    freed: Mapping[str, Resources],
+    smallest_pod: Resources,
+    nodes: Collection[str] | None,
 ) -> tuple[dict[str, Resources], dict[str, Resources]]:
-    """Free capacity on every schedulable node, with the given pods' reservations handed back."""
+    """Free capacity, with the given pods' reservations handed back, on the schedulable nodes that can hold
+    at least `smallest_pod` (no member fits anywhere else, so leaving those nodes out changes no plan)."""
     handed_back: dict[str, Resources] = dict(freed)
     for pod_key in released:
         held = snapshot.reservations[pod_key]
         handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests
+    names: Iterable[str] = snapshot.nodes if nodes is None else {*nodes, *handed_back}
     free: dict[str, Resources] = {}
     allocatable: dict[str, Resources] = {}
-    for name, node in snapshot.nodes.items():
-        if not node.node.schedulable:
+    for name in names:
+        node = snapshot.nodes.get(name)
+        if node is None or not node.node.schedulable:
             continue
         back = handed_back.get(name)
-        free[name] = node.available if back is None else node.available + back
-        allocatable[name] = node.node.allocatable
+        room = node.available if back is None else node.available + back
+        if smallest_pod.fits_in(room):
+            free[name] = room
+            allocatable[name] = node.node.allocatable
     return free, allocatable
 
 

@@ -125,7 +125,7 @@ def gang_rank(
     it is unsatisfied and has pending members. Pass `capacity` when ranking many gangs of one snapshot.
     """
     state = gang_state(snapshot, group_key)
-    return _rank(snapshot, state, now, settings, cluster_capacity(snapshot) if capacity is None else capacity)
+    return rank_of(snapshot, state, now, settings, cluster_capacity(snapshot) if capacity is None else capacity)
 
 
 def rank_gangs(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobRank]:
@@ -136,13 +136,14 @@ def rank_gangs(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) 
         state = gang_state(snapshot, group_key)
         if state.key in ranks or not any(state.members.values()):
             continue
-        ranks[state.key] = _rank(snapshot, state, now, settings, capacity)
+        ranks[state.key] = rank_of(snapshot, state, now, settings, capacity)
     return sorted(ranks.values(), key=lambda rank: rank.sort_key)
 
 
-def _rank(
+def rank_of(
     snapshot: ClusterSnapshot, state: GangState, now: float, settings: PolicySettings, capacity: Resources
 ) -> JobRank:
+    """The rank of a gang whose state the caller already holds (see `gang_rank`)."""
     members = [pod for pods in state.members.values() for pod in pods]
     job = _job_of(snapshot, members)
     base = settings.default_weight if job is None else job_weight(job, capacity, settings)
@@ -193,4 +194,5 @@ __all__ = [
     "gang_rank",
     "job_weight",
     "rank_gangs",
+    "rank_of",
 ]

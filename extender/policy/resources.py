@@ -166,6 +166,16 @@ def total(resources: Iterable[Resources]) -> Resources:
     return Resources(merged)
 
 
+def smallest(resources: Iterable[Resources]) -> Resources:
+    """The element-wise minimum of many bags (a name missing from any bag counts 0): whatever fits one of
+    them needs at least this much, so a node without this much free can hold none of them."""
+    bags = list(resources)
+    if not bags:
+        return EMPTY
+    names = set(bags[0].names()).intersection(*(bag.names() for bag in bags[1:]))
+    return Resources({name: min(bag.get(name) for bag in bags) for name in names})
+
+
 def describe_amount(name: str, value: int) -> str:
     """A short human form: `2 CPU`, `4 GiB`, `1 GPU`, `3 pods`."""
     if name == CPU:

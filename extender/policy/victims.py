@@ -10,8 +10,8 @@ The PS, and any worker a job needs to stay at its minimum, are never taken alone
 to or above the preemptor are never touched — equal meaning the same PriorityClass and weight, whatever
 their arrival. The search:
 1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
-   gang still terminating, or (prefix sums, as Gödel prunes) even evicting every candidate would not free
-   enough in total or on any node for the largest member;
+   gang still terminating, a gang larger than the whole cluster, or (prefix sums, as Gödel prunes) even
+   evicting every candidate would not free enough in total or on any node for the largest member;
 2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
    feasible one with the fewest pods, then the lowest rank;
 3. otherwise add units cheapest first (surplus before evictions, lowest rank first) until the dry run
@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, waiting_reason
+from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
 from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank, rank_of
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 
@@ -90,21 +90,36 @@ def plan_preemption(
     if plan_gang(snapshot, state, settings, now).admitted:
         return PreemptionRefusal(state.key, f"gang {state.key} fits without preemption")
     capacity = cluster_capacity(snapshot)
+    demand = total(pod.requests for pod in pending)
+    if not demand.fits_in(capacity):
+        missing = describe(demand.shortfall(capacity))
+        return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
     units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
     hopeless = _hopeless(snapshot, pending, units)
     if hopeless is not None:
         return PreemptionRefusal(state.key, f"gang {state.key}: {hopeless}")
 
-    def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict:
-        return plan_gang(snapshot, state, settings, now, freed=_freed(chosen))
+    roomy = roomy_nodes(snapshot, pending)
+    room = total(snapshot.nodes[name].available for name in roomy) + total(
+        snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
+    )
+
+    def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
+        """The gang's plan with `chosen` gone, or None when their requests plus the room already free
+        cannot cover the gang's total demand (no plan could succeed: the prefix-sum cut)."""
+        if not demand.fits_in(room + total(pod.requests for pod in _victims(chosen))):
+            return None
+        return plan_gang(snapshot, state, settings, now, freed=_freed(chosen), nodes=roomy)
 
     chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
     if chosen is None:
         return PreemptionRefusal(
             state.key, f"gang {state.key}: evicting every lower-ranked job would still not let it be placed whole"
         )
-    return _plan(state.key, chosen, dry_run(chosen))
+    verdict = dry_run(chosen)
+    assert verdict is not None and verdict.admitted, "a chosen victim set always passed its dry run"
+    return _plan(state.key, chosen, verdict)
 
 
 def candidate_units(
@@ -128,7 +143,7 @@ def candidate_units(
         bound = tuple(pod for members in victim.members.values() for pod in members if pod.holds_node)
         if not bound:
             continue
-        rank = gang_rank(snapshot, group, now, settings, capacity)
+        rank = rank_of(snapshot, victim, now, settings, capacity)
         if not may_preempt(preemptor, rank):
             continue
         surplus += _surplus_units(snapshot, victim.key, bound, rank)
@@ -188,10 +203,11 @@ def _surplus_units(
 
 
 def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
+    """Node → what the chosen units free there, each pod counted once (a job's surplus units and its
+    whole-gang unit share pods)."""
     freed: dict[str, Resources] = {}
-    for unit in chosen:
-        for pod in unit.pods:
-            freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
+    for pod in _victims(chosen):
+        freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
     return freed
 
 
@@ -230,16 +246,22 @@ def _hopeless(snapshot: ClusterSnapshot, pending: Sequence[PodView], units: Sequ
     return None
 
 
-def _one_subject(
-    units: Sequence[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]
-) -> list[VictimUnit] | None:
+DryRun = Callable[[Sequence[VictimUnit]], GangVerdict | None]
+
+
+def _admits(dry_run: DryRun, chosen: Sequence[VictimUnit]) -> bool:
+    verdict = dry_run(chosen)
+    return verdict is not None and verdict.admitted
+
+
+def _one_subject(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUnit] | None:
     """The feasible single-subject set with the fewest pods (a surplus prefix counts as its subject)."""
     options: list[list[VictimUnit]] = []
     by_subject: dict[tuple[str, bool], list[VictimUnit]] = {}
     for unit in units:
         by_subject.setdefault((unit.subject, unit.is_surplus), []).append(unit)
     for (_, surplus), group in by_subject.items():
-        if not dry_run(group).admitted:
+        if not _admits(dry_run, group):
             continue
         options.append(_hand_back(group, dry_run) if surplus else group)
     if not options:
@@ -247,18 +269,16 @@ def _one_subject(
     return min(options, key=lambda chosen: (len(_victims(chosen)), _ascending(chosen[0].rank)))
 
 
-def _accumulate(
-    units: Sequence[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]
-) -> list[VictimUnit] | None:
+def _accumulate(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUnit] | None:
     chosen: list[VictimUnit] = []
     for unit in units:
         chosen.append(unit)
-        if dry_run(chosen).admitted:
+        if _admits(dry_run, chosen):
             return _hand_back(chosen, dry_run)
     return None
 
 
-def _hand_back(chosen: list[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]], GangVerdict]) -> list[VictimUnit]:
+def _hand_back(chosen: list[VictimUnit], dry_run: DryRun) -> list[VictimUnit]:
     """Reprieve, last taken first, every unit the plan does not need (a job's surplus stays a suffix)."""
     kept = list(chosen)
     for unit in reversed(chosen):
@@ -268,13 +288,14 @@ def _hand_back(chosen: list[VictimUnit], dry_run: Callable[[Sequence[VictimUnit]
         ):
             continue
         trial = [other for other in kept if other is not unit]
-        if trial and dry_run(trial).admitted:
+        if trial and _admits(dry_run, trial):
             kept = trial
     return kept
 
 
 def _victims(chosen: Sequence[VictimUnit]) -> tuple[PodView, ...]:
-    return tuple(pod for unit in chosen for pod in unit.pods)
+    """The pods the units remove, each once, in the order the units were chosen."""
+    return tuple({pod.key: pod for unit in chosen for pod in unit.pods}.values())
 
 
 def _plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
@@ -285,6 +306,9 @@ def _plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> Pree
             scale_ins[unit.job] = min(scale_ins.get(unit.job, unit.scale_to), unit.scale_to)
         elif unit.subject not in evicted:
             evicted.append(unit.subject)
+    for subject in evicted:
+        for job in {unit.job for unit in chosen if unit.subject == subject and unit.job}:
+            scale_ins.pop(job, None)
     victims = _victims(chosen)
     parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
     parts += [f"evict {subject}" for subject in evicted]

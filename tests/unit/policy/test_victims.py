@@ -160,6 +160,21 @@ def test_a_hopeless_preemption_is_refused_with_what_is_missing() -> None:
     assert "missing" in decision.reason
 
 
+def test_a_pod_counted_in_a_surplus_unit_and_in_its_whole_gang_frees_its_room_once() -> None:
+    # 3 nodes of 4 CPU, full: an elastic job of 1 PS + 7 workers (min 3) and a higher-priority job of 4
+    # pods. The waiting gang needs 9 CPU: only the elastic job's 8 may go. Counting its 4 surplus workers
+    # again inside its whole gang would invent 4 CPU and "find" a plan.
+    snap = snapshot(
+        *nodes(3),
+        *running("elastic", workers=7, nodes=NAMES, min_workers=3),
+        *running("vip", workers=3, nodes=["node-2", "node-0", "node-1"], priority=1000, dynamic=False),
+        *waiting("huge", pods=9),
+    )
+    decision = plan_preemption(snap, "default/huge", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal)
+    assert "missing" in decision.reason
+
+
 def test_a_gang_that_fits_needs_no_preemption() -> None:
     snap = snapshot(*nodes(3), *waiting("small", pods=2))
     decision = plan_preemption(snap, "default/small", SETTINGS, NOW)
