@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from extender.config import Settings
+from extender.sim import cli as sim_cli
 from extender.state.manifests import SnapshotFileError
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
@@ -44,6 +45,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
+    sim_cli.add_arguments(simulate)
+    simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
 
@@ -131,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         return serve(settings_from(args), args.log_level)
+    if args.command == "simulate":
+        return sim_cli.run(args)
     return 2
 
 

@@ -1,0 +1,297 @@
+"""The simulated API server and training-operator: TFJob, PodGroup and pod objects, and what changes them.
+
+`SimCluster` keeps every pod as a small record plus the Kubernetes-shaped object the extender's cluster
+model reads; when a policy needs that model (`ClusterState`), each change is fed to it as the watch event
+the API server would send. Training-operator's reconcile is reproduced where the policies depend on it:
+a TFJob's pods are created at submission (names `<job>-<role>-<index>`), lowering `Worker.replicas`
+deletes the highest-index workers, raising it creates the missing ones, and a deleted pod whose index is
+still below `replicas` is recreated pending, and a finished job's pods are cleaned up (`cleanPodPolicy: All`).
+Pods are deleted with a zero grace period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from extender.policy.model import Role
+from extender.policy.resources import EMPTY, Resources
+from extender.sim.throughput import HardwareProfile
+from extender.sim.workload import JobSpec, NodeSpec
+from extender.state import convert
+from extender.state.kinds import BY_KIND, Kind
+from extender.state.store import ClusterState
+
+EPOCH = 1_800_000_000.0
+"""Wall-clock seconds of virtual time 0 (timestamps in objects the model reads)."""
+NAMESPACE = "sim"
+SCHEDULER_NAME = "tfjob-scheduler"
+
+
+def stamp(now: float) -> str:
+    return datetime.fromtimestamp(EPOCH + now, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class SimPod:
+    key: str
+    job: str
+    role: Role
+    index: int
+    requests: Resources
+    created: float
+    uid: str
+    node: str = ""
+    phase: str = "Pending"
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node) and self.phase == "Running"
+
+
+@dataclass(slots=True)
+class SimJob:
+    spec: JobSpec
+    elastic: bool
+    """Runs with any worker count down to `min_workers` (enableDynamicWorker); else needs all replicas."""
+    workers: int
+    """Current `Worker.replicas`."""
+    pods: dict[str, SimPod] = field(default_factory=dict)
+    finished: bool = False
+
+    def bound(self, role: Role) -> list[SimPod]:
+        return [p for p in self.pods.values() if p.role is role and p.bound]
+
+    def pending(self) -> list[SimPod]:
+        return [p for p in self.pods.values() if not p.node]
+
+
+class SimCluster:
+    """Nodes, jobs and pods of one simulation run; every mutation bumps `version`."""
+
+    def __init__(
+        self,
+        nodes: tuple[NodeSpec, ...],
+        *,
+        feed_model: bool,
+        hardware: HardwareProfile | None = None,
+        scheduler_name: str = SCHEDULER_NAME,
+    ) -> None:
+        self.hardware = hardware or HardwareProfile()
+        """The throughput model's hardware (policies that estimate speed read it)."""
+        self.nodes = {node.name: node.allocatable for node in nodes}
+        self.used: dict[str, Resources] = dict.fromkeys(self.nodes, EMPTY)
+        self.jobs: dict[str, SimJob] = {}
+        self.pods: dict[str, SimPod] = {}
+        self.version = 0
+        self.scheduler_name = scheduler_name
+        self._uids = 0
+        self.model: ClusterState | None = ClusterState() if feed_model else None
+        if self.model is not None:
+            for kind in BY_KIND:
+                self.model.mark_synced(kind)
+            for node in nodes:
+                self.model.apply(Kind.NODE, "ADDED", _node_object(node))
+
+    # -- reads ------------------------------------------------------------------------------------------
+
+    def free(self, node: str) -> Resources:
+        return self.nodes[node] - self.used[node]
+
+    def pending_pods(self) -> Iterator[SimPod]:
+        for job in self.jobs.values():
+            if not job.finished:
+                yield from job.pending()
+
+    def capacity(self) -> Resources:
+        total = EMPTY
+        for allocatable in self.nodes.values():
+            total = total + allocatable
+        return total
+
+    # -- writes -----------------------------------------------------------------------------------------
+
+    def submit(self, spec: JobSpec, now: float, *, gang: bool, elastic: bool) -> SimJob:
+        job = SimJob(spec, elastic and spec.elastic, spec.workers)
+        self.jobs[spec.name] = job
+        self._feed(Kind.TFJOB, "ADDED", self._tfjob_object(job, now))
+        if gang:
+            self._feed(Kind.PODGROUP, "ADDED", _podgroup_object(job, now))
+        for index in range(spec.ps):
+            self._create(job, Role.PS, index, now)
+        for index in range(job.workers):
+            self._create(job, Role.WORKER, index, now)
+        return job
+
+    def bind(self, key: str, node: str) -> None:
+        pod = self.pods[key]
+        if pod.node:
+            raise ValueError(f"{key} is already bound to {pod.node}")
+        pod.node = node
+        pod.phase = "Running"
+        self.used[node] = self.used[node] + pod.requests
+        self._touch(pod, "MODIFIED")
+
+    def delete_pod(self, key: str, now: float) -> None:
+        """Delete a pod; training-operator recreates it when its index is still below the replicas."""
+        pod = self.pods.pop(key)
+        job = self.jobs[pod.job]
+        del job.pods[key]
+        if pod.bound:
+            self.used[pod.node] = self.used[pod.node] - pod.requests
+        self._touch(pod, "DELETED")
+        replicas = job.workers if pod.role is Role.WORKER else job.spec.ps
+        present = sum(1 for p in job.pods.values() if p.role is pod.role)
+        if not job.finished and pod.index < replicas and present < replicas:
+            self._create(job, pod.role, pod.index, now)
+
+    def set_workers(self, name: str, replicas: int, now: float) -> None:
+        """Patch `Worker.replicas`: the highest indices go, missing indices come back pending."""
+        job = self.jobs[name]
+        job.workers = replicas
+        self._feed(Kind.TFJOB, "MODIFIED", self._tfjob_object(job, now))
+        for pod in sorted(job.pods.values(), key=lambda p: -p.index):
+            if pod.role is Role.WORKER and pod.index >= replicas:
+                self.delete_pod(pod.key, now)
+        present = {p.index for p in job.pods.values() if p.role is Role.WORKER}
+        for index in range(replicas):
+            if index not in present:
+                self._create(job, Role.WORKER, index, now)
+
+    def shrink(self, keys: list[str]) -> None:
+        """Remove these workers and lower the replicas to match (a job-level operator picks any worker)."""
+        for key in keys:
+            pod = self.pods[key]
+            job = self.jobs[pod.job]
+            job.workers -= 1
+            self.delete_pod(key, 0.0)
+
+    def grow(self, name: str, count: int, now: float) -> list[SimPod]:
+        """Add `count` workers with fresh indices (pending)."""
+        job = self.jobs[name]
+        top = max((p.index for p in job.pods.values() if p.role is Role.WORKER), default=-1)
+        job.workers += count
+        return [self._create(job, Role.WORKER, top + 1 + offset, now) for offset in range(count)]
+
+    def restart_job(self, name: str, now: float) -> None:
+        """Delete every pod of a job (a checkpoint-restart); they come back pending."""
+        for key in list(self.jobs[name].pods):
+            if key in self.pods:
+                self.delete_pod(key, now)
+
+    def finish_job(self, name: str) -> None:
+        job = self.jobs[name]
+        job.finished = True
+        for pod in job.pods.values():
+            if pod.bound:
+                self.used[pod.node] = self.used[pod.node] - pod.requests
+            pod.phase = "Succeeded"
+            self._touch(pod, "DELETED")
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _create(self, job: SimJob, role: Role, index: int, now: float) -> SimPod:
+        self._uids += 1
+        name = f"{job.spec.name}-{role.value}-{index}"
+        pod = SimPod(
+            f"{NAMESPACE}/{name}", job.spec.name, role, index, job.spec.requests(role), now, f"uid-{self._uids}"
+        )
+        self.pods[pod.key] = pod
+        job.pods[pod.key] = pod
+        self._touch(pod, "ADDED")
+        return pod
+
+    def _touch(self, pod: SimPod, event: str) -> None:
+        self.version += 1
+        if self.model is not None:
+            self.model.apply(Kind.POD, event, self.pod_object(pod))  # type: ignore[arg-type]
+
+    def _feed(self, kind: Kind, event: str, obj: dict[str, Any]) -> None:
+        self.version += 1
+        if self.model is not None:
+            self.model.apply(kind, event, obj)  # type: ignore[arg-type]
+
+    def pod_object(self, pod: SimPod) -> dict[str, Any]:
+        name = pod.key.split("/", 1)[1]
+        requests = (pod.requests - Resources({"pods": 1})).to_quantities()
+        spec: dict[str, Any] = {
+            "containers": [{"name": "tensorflow", "resources": {"requests": requests}}],
+            "schedulerName": self.scheduler_name,
+            "priority": 0,
+        }
+        if pod.node:
+            spec["nodeName"] = pod.node
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "uid": pod.uid,
+                "creationTimestamp": stamp(pod.created),
+                "labels": {
+                    convert.POD_GROUP_LABEL: pod.job,
+                    convert.JOB_NAME_LABEL: pod.job,
+                    convert.REPLICA_TYPE_LABEL: pod.role.value,
+                    convert.REPLICA_INDEX_LABEL: str(pod.index),
+                },
+                "ownerReferences": [
+                    {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": pod.job, "controller": True}
+                ],
+            },
+            "spec": spec,
+            "status": {"phase": pod.phase},
+        }
+
+    def _tfjob_object(self, job: SimJob, now: float) -> dict[str, Any]:
+        spec = job.spec
+        annotations = {}
+        if job.elastic:
+            annotations = {
+                convert.MIN_WORKERS_ANNOTATION: str(spec.min_workers),
+                convert.MAX_WORKERS_ANNOTATION: str(spec.max_workers),
+            }
+        replica_specs = {
+            "PS": {"replicas": spec.ps, "template": _template(spec.requests(Role.PS))},
+            "Worker": {"replicas": job.workers, "template": _template(spec.requests(Role.WORKER))},
+        }
+        return {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {
+                "name": spec.name,
+                "namespace": NAMESPACE,
+                "uid": f"uid-job-{spec.name}",
+                "creationTimestamp": stamp(spec.arrival_s),
+                "annotations": annotations,
+            },
+            "spec": {"enableDynamicWorker": job.elastic, "tfReplicaSpecs": replica_specs},
+        }
+
+
+def _template(requests: Resources) -> dict[str, Any]:
+    quantities = (requests - Resources({"pods": 1})).to_quantities()
+    return {"spec": {"containers": [{"name": "tensorflow", "resources": {"requests": quantities}}]}}
+
+
+def _podgroup_object(job: SimJob, now: float) -> dict[str, Any]:
+    spec = job.spec
+    minimum = spec.ps + (spec.min_workers if job.elastic else job.workers)
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": spec.name, "namespace": NAMESPACE, "creationTimestamp": stamp(now)},
+        "spec": {"minMember": minimum},
+    }
+
+
+def _node_object(node: NodeSpec) -> dict[str, Any]:
+    allocatable = node.allocatable.to_quantities()
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node.name, "labels": {"kubernetes.io/hostname": node.name}},
+        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
+    }

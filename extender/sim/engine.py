@@ -1,0 +1,235 @@
+"""The virtual clock: advance from event to event, let the policy act, integrate progress and utilisation.
+
+Events are job arrivals, job completions (remaining samples / current rate), the end of a job's start-up,
+and — while pods are pending — the policy's periodic step. Between two events every rate is constant, so
+progress, attained service and busy cores are integrated exactly. A job trains only once it is runnable
+(every PS bound, and all its workers — or, for an elastic job, at least its minimum) and `startup_s` has
+passed since it became so; losing a PS or falling below its worker minimum stops it, and the next start
+pays `startup_s` again (a restart from the latest checkpoint; progress is kept).
+When nothing can happen any more (no job trains, no event is due, the policy's steps change nothing) the
+run is stalled: if some job holds nodes without being runnable (a partial placement) the youngest such job
+is declared deadlocked after `stall_timeout_s` and terminated, as tf-operator's deadlocked jobs were in the
+KOD2 experiment; if none does, the jobs still waiting can never be placed and are declared deadlocked too.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from extender.policy.model import Role
+from extender.policy.resources import CPU, GPU
+from extender.sim.cluster import SimCluster, SimJob
+from extender.sim.policies import JobProgress, Policy
+from extender.sim.throughput import MODELS, HardwareProfile, Rate, Task, job_rate
+from extender.sim.workload import Workload
+
+INF = float("inf")
+DONE_TOLERANCE = 1e-6
+"""A job whose remaining samples are below this share of its work is complete (float round-off)."""
+
+
+@dataclass
+class RunResult:
+    policy: str
+    workload: str
+    jobs: dict[str, JobProgress]
+    timeline: list[tuple[float, float, float]]
+    """(time s, CPU busy share, GPU busy share), one row per constant-rate segment."""
+    makespan_s: float
+    cpu_busy_core_s: float
+    gpu_busy_s: float
+    cpu_capacity: float
+    gpu_capacity: float
+    preemptions: int
+    scale_actions: int
+    steps: int = 0
+    extras: dict[str, float] = field(default_factory=dict)
+
+
+class Simulation:
+    def __init__(
+        self,
+        workload: Workload,
+        policy: Policy,
+        *,
+        seed: int = 1,
+        hw: HardwareProfile | None = None,
+        startup_s: float = 20.0,
+        stall_timeout_s: float = 600.0,
+        on_progress: Callable[[float], None] | None = None,
+    ) -> None:
+        self.workload = workload
+        self.policy = policy
+        self.hw = hw or workload.hardware
+        self.startup_s = startup_s
+        """Seconds from a job becoming runnable to its first training step (pull, start, TF session)."""
+        self.stall_timeout_s = stall_timeout_s
+        self.cluster = SimCluster(workload.nodes, feed_model=policy.feed_model, hardware=self.hw)
+        self.progress = {job.name: JobProgress(job) for job in workload.jobs}
+        policy.attach(self.cluster, random.Random(seed), self.progress)
+        self.on_progress = on_progress
+        capacity = self.cluster.capacity()
+        self.cpu_capacity = capacity.get(CPU) / 1000
+        self.gpu_capacity = float(capacity.get(GPU))
+        self.node_size = next(iter(self.cluster.nodes.values()))
+        self.timeline: list[tuple[float, float, float]] = []
+        self.cpu_busy = 0.0
+        self.gpu_busy = 0.0
+        self.steps = 0
+
+    def run(self) -> RunResult:
+        arrivals = sorted(self.workload.jobs, key=lambda j: (j.arrival_s, j.name))
+        next_arrival = 0
+        now = 0.0
+        last_step = -INF
+        quiet = 0
+        while next_arrival < len(arrivals) or self._unfinished():
+            rates = self._rates(now)
+            t_natural = min(
+                arrivals[next_arrival].arrival_s if next_arrival < len(arrivals) else INF,
+                min(
+                    (now + self._remaining(name) / r.samples_s for name, r in rates.items() if r.samples_s > 0),
+                    default=INF,
+                ),
+                min(
+                    (p.ready_at for p in self.progress.values() if p.ready_at is not None and p.ready_at > now),
+                    default=INF,
+                ),
+            )
+            pending = any(True for _ in self.cluster.pending_pods())
+            t_tick = max(last_step + self.policy.tick_s, now) if pending else INF
+            if t_natural == INF and (t_tick == INF or quiet >= 3):
+                now = self._resolve_stall(now)
+                last_step = now
+                quiet = 0
+                continue
+            later = min(t_natural, t_tick)
+            self._advance(now, later, rates)
+            now = later
+            while next_arrival < len(arrivals) and arrivals[next_arrival].arrival_s <= now:
+                self.policy.submit(arrivals[next_arrival], now)
+                next_arrival += 1
+            self._complete(now, rates)
+            before = self.cluster.version
+            self.policy.step(now)
+            self.steps += 1
+            last_step = now
+            quiet = quiet + 1 if self.cluster.version == before and t_natural > now else 0
+            self._update_runnable(now)
+        makespan = max((p.finished or 0.0 for p in self.progress.values()), default=0.0)
+        return RunResult(
+            self.policy.name,
+            self.workload.name,
+            self.progress,
+            self.timeline,
+            makespan,
+            self.cpu_busy,
+            self.gpu_busy,
+            self.cpu_capacity,
+            self.gpu_capacity,
+            self.policy.preemptions,
+            self.policy.scale_actions,
+            self.steps,
+        )
+
+    # -- progress ---------------------------------------------------------------------------------------
+
+    def _unfinished(self) -> bool:
+        return any(p.finished is None for p in self.progress.values())
+
+    def _remaining(self, name: str) -> float:
+        progress = self.progress[name]
+        return max(progress.spec.samples - progress.done, 0.0)
+
+    def _rates(self, now: float) -> dict[str, Rate]:
+        rates = {}
+        for name, job in self.cluster.jobs.items():
+            progress = self.progress[name]
+            if job.finished or progress.ready_at is None or progress.ready_at > now:
+                continue
+            ps = [Task(p.node, p.requests) for p in job.bound(Role.PS)]
+            workers = [Task(p.node, p.requests) for p in job.bound(Role.WORKER)]
+            rates[name] = job_rate(MODELS[job.spec.model], job.spec.batch, ps, workers, self.hw)
+        return rates
+
+    def _advance(self, now: float, later: float, rates: dict[str, Rate]) -> None:
+        span = later - now
+        cpu = sum(r.cpu_busy for r in rates.values())
+        gpu = sum(r.gpu_busy for r in rates.values())
+        self.timeline.append((now, cpu / self.cpu_capacity, gpu / self.gpu_capacity if self.gpu_capacity else 0.0))
+        if span <= 0:
+            return
+        self.cpu_busy += cpu * span
+        self.gpu_busy += gpu * span
+        for name, rate in rates.items():
+            progress = self.progress[name]
+            progress.done += rate.samples_s * span
+            if progress.started is None:
+                progress.started = progress.ready_at
+            progress.service += self._share(self.cluster.jobs[name]) * span
+
+    def _share(self, job: SimJob) -> float:
+        """Node-equivalents the job holds: its largest share of one node's CPU, memory or GPU, summed."""
+        size = self.node_size
+        total = 0.0
+        for pod in job.pods.values():
+            if pod.bound:
+                total += max(
+                    pod.requests.get(n) / size.get(n) for n in ("cpu", "memory", "nvidia.com/gpu") if size.get(n)
+                )
+        return total
+
+    def _complete(self, now: float, rates: dict[str, Rate]) -> None:
+        for name in rates:
+            progress = self.progress[name]
+            if self._remaining(name) <= DONE_TOLERANCE * progress.spec.samples:
+                progress.done = progress.spec.samples
+                progress.finished = now
+                progress.ready_at = None
+                self.cluster.finish_job(name)
+                self.policy.on_finish(name, now)
+                if self.on_progress is not None:
+                    self.on_progress(sum(p.finished is not None for p in self.progress.values()) / len(self.progress))
+
+    def _update_runnable(self, now: float) -> None:
+        for name, job in self.cluster.jobs.items():
+            progress = self.progress[name]
+            if job.finished:
+                continue
+            if runnable(job):
+                if progress.ready_at is None:
+                    progress.ready_at = now + self.startup_s
+            else:
+                progress.ready_at = None
+
+    def _resolve_stall(self, now: float) -> float:
+        partial = [j for j in self.cluster.jobs.values() if not j.finished and any(p.node for p in j.pods.values())]
+        later = now + (self.stall_timeout_s if partial else 0.0)
+        self._advance(now, later, {})
+        victims = (
+            [max(partial, key=lambda j: (j.spec.arrival_s, j.spec.name))]
+            if partial
+            else [j for j in self.cluster.jobs.values() if not j.finished]
+        )
+        if not victims:
+            raise RuntimeError("simulation stalled with no job to blame")
+        for job in victims:
+            progress = self.progress[job.spec.name]
+            progress.deadlocked = True
+            progress.finished = later
+            progress.ready_at = None
+            self.cluster.finish_job(job.spec.name)
+        self.policy.step(later)
+        self._update_runnable(later)
+        return later
+
+
+def runnable(job: SimJob) -> bool:
+    """Every PS bound and enough workers: all of them, or for an elastic job its minimum."""
+    if len(job.bound(Role.PS)) < job.spec.ps:
+        return False
+    workers = len(job.bound(Role.WORKER))
+    needed = job.spec.min_workers if job.elastic else job.workers
+    return workers >= max(needed, 1)
