@@ -4,14 +4,13 @@ At t = 240 s of the KOD2 scenario (seed 1) the elastic gang `sim/cnn-rand-8` (1 
 1 core, minMember 2: the PS and one worker) cannot start. Scaling `sim/vgg16-5` in by its one surplus
 worker frees enough (the run that took that plan started cnn-rand-8 at once, with no other job
 finishing); evicting the whole `sim/resnet50-2` gang (2 pods, a running job restarted) also works but
-disrupts more. The victim search should prefer the single-pod scale-in.
+disrupts more. The victim search prefers the single-pod scale-in: its pruning weighs only what minMember
+needs (2 CPU), not every pending member (5 CPU).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from extender.policy import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
@@ -22,11 +21,6 @@ DUMP = Path(__file__).parent / "fixtures" / "kod2-preemption-t240.json"
 NOW = 1_800_000_240.0
 
 
-@pytest.mark.xfail(
-    reason="the prefix-sum cut weighs all 5 pending members (5 CPU) although minMember 2 needs 2 CPU, so the "
-    "1-worker scale-in is cut and the 2-pod gang sim/resnet50-2 is evicted instead",
-    strict=True,
-)
 def test_the_cheapest_sufficient_victim_set_is_one_surplus_worker() -> None:
     state = ClusterState()
     load_snapshot_file(state, DUMP)
