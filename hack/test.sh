@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "[test] installing the package and its test tools"
 .venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -e '.[dev]'
+.venv/bin/pip install --quiet -e '.[dev,sim]'
 
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
