@@ -138,6 +138,11 @@ class JobView:
     """Fewest workers the job may run with (annotation; default: its Worker replicas, i.e. not elastic)."""
     max_workers: int = 0
     """Most workers the job may grow to (annotation; default: its Worker replicas)."""
+    scaled_at: float = 0.0
+    """When the scaler last changed the job's workers (annotation `tfjob-extender.io/scaled-at`, seconds
+    since the epoch; 0 if never): its cooldown survives a restart or a change of leader."""
+    consolidated_at: float = 0.0
+    """When the scaler last migrated one of its workers (annotation `tfjob-extender.io/consolidated-at`)."""
 
     @property
     def key(self) -> str:

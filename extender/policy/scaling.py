@@ -188,7 +188,7 @@ def plan_consolidation(
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     actions: list[ScalingAction] = []
     for job in running:
-        since = now - last_consolidation.get(job.job.key, float("-inf"))
+        since = now - max(last_consolidation.get(job.job.key, float("-inf")), job.job.consolidated_at)
         if since < settings.consolidation_interval_s or not job.ps_nodes:
             continue
         if _blocking_gang(job.rank, waiting, snapshot) is not None:
@@ -215,7 +215,7 @@ def _running_jobs(
                     (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
                 )
             continue
-        if now - last_action.get(job.key, float("-inf")) < settings.scale_cooldown_s:
+        if now - max(last_action.get(job.key, float("-inf")), job.scaled_at) < settings.scale_cooldown_s:
             continue
         pods = [snapshot.pods[key] for key in snapshot.job_members.get(job.key, frozenset()) if key in snapshot.pods]
         settled = _settled(snapshot, job, pods)

@@ -26,6 +26,10 @@ MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
 """On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
 MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
 """On a TFJob: the most workers it may be scaled out to (default: its Worker replicas)."""
+SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
+"""Written by the scaler with each worker-count change: seconds since the epoch."""
+CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
+"""Written by the scaler with each worker migration: seconds since the epoch."""
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_KIND = "TFJob"
@@ -247,6 +251,8 @@ def job_view(obj: Json) -> JobView:
         role_requests=role_requests,
         min_workers=min_workers,
         max_workers=max_workers,
+        scaled_at=_number(obj, annotations.get(SCALED_AT_ANNOTATION, 0), SCALED_AT_ANNOTATION, float),
+        consolidated_at=_number(obj, annotations.get(CONSOLIDATED_AT_ANNOTATION, 0), CONSOLIDATED_AT_ANNOTATION, float),
     )
 
 

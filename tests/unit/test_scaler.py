@@ -1,0 +1,152 @@
+"""The scaler loop on a model: what it reserves and asks the actuator to do, and what it leaves alone."""
+
+from __future__ import annotations
+
+from extender.actuator import RecordingActuator
+from extender.policy.filtering import filter_pod
+from extender.policy.settings import PolicySettings
+from extender.scaler import ScalerLoop
+from extender.state.kinds import Kind
+from extender.state.store import ClusterState
+from tests.builders import Obj, cluster, make_pod
+from tests.unit.policy.test_scaling import NOW, nodes, running, waiting
+
+SETTINGS = PolicySettings()
+
+
+class SharedLease:
+    """One lease for several loops: the first to ask holds it until `expire()`."""
+
+    def __init__(self) -> None:
+        self.holder = ""
+
+    def expire(self) -> None:
+        self.holder = ""
+
+
+class Elector:
+    def __init__(self, lease: SharedLease, identity: str) -> None:
+        self.lease = lease
+        self.identity = identity
+
+    def holds(self) -> bool:
+        if not self.lease.holder:
+            self.lease.holder = self.identity
+        return self.lease.holder == self.identity
+
+    def release(self) -> None:
+        if self.lease.holder == self.identity:
+            self.lease.holder = ""
+
+
+def loop_over(*objects: Obj, settings: PolicySettings = SETTINGS) -> tuple[ScalerLoop, RecordingActuator]:
+    actuator = RecordingActuator()
+    return ScalerLoop(cluster(*objects), actuator, settings, lambda: NOW), actuator
+
+
+def test_a_tick_reserves_the_new_workers_then_raises_the_replicas() -> None:
+    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    [record] = loop.tick(NOW)
+    assert (record.kind, record.replicas_from, record.replicas_to, record.outcome) == ("scale-out", 2, 4, "done")
+    assert [(job, replicas) for job, replicas, _ in actuator.scaled] == [("default/a", 4)]
+    assert actuator.annotated == [("default/a", {"tfjob-extender.io/scaled-at": f"{NOW:.3f}"})]
+    held = loop.state.snapshot().reservations
+    assert {key: r.node for key, r in held.items()} == {"default/a-worker-2": "node-0", "default/a-worker-3": "node-0"}
+    assert ("TFJob", "default/a", "ScaledOut", record.reason) in actuator.events
+
+
+def test_the_new_worker_is_steered_to_the_node_the_scaler_counted_on() -> None:
+    loop, _ = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=3))
+    loop.tick(NOW)
+    loop.state.apply(Kind.POD, "ADDED", make_pod("a-worker-2", job="a", role="worker", index=2, group="a"))
+    snapshot = loop.state.snapshot()
+    decision = filter_pod(snapshot, snapshot.pods["default/a-worker-2"], ["node-0", "node-1", "node-2"], SETTINGS, NOW)
+    assert decision.outcome == "steered" and decision.feasible == ("node-0",)
+
+
+def test_no_second_step_before_the_first_settles_nor_within_the_cooldown() -> None:
+    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=8))
+    assert loop.tick(NOW)
+    assert loop.tick(NOW + 2) == [], "its new workers are reserved, not bound: the job has not settled"
+    assert len(actuator.scaled) == 1
+
+
+def test_a_step_planned_from_a_stale_count_is_dropped_and_its_plan_released() -> None:
+    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    actuator.workers["default/a"] = 3  # another instance already grew it
+    [record] = loop.tick(NOW)
+    assert record.outcome.startswith("stale: the job has 3 workers now")
+    assert actuator.scaled == []
+    assert dict(loop.state.snapshot().reservations) == {}
+
+
+def test_a_follower_does_nothing_and_a_new_leader_never_repeats_a_step() -> None:
+    state = cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    actuator = RecordingActuator()
+    lease = SharedLease()
+    first = ScalerLoop(state, actuator, SETTINGS, lambda: NOW, leader=Elector(lease, "first"))
+    second = ScalerLoop(
+        cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6)),
+        actuator,
+        SETTINGS,
+        lambda: NOW,
+        leader=Elector(lease, "second"),
+    )
+    assert first.tick(NOW) and second.tick(NOW) == []
+    assert not second.leading
+    lease.expire()  # the first instance dies; the second's model has not seen the change yet
+    [record] = second.tick(NOW + 20)
+    assert second.leading and record.outcome.startswith("stale")
+    assert [replicas for _, replicas, _ in actuator.scaled] == [4], "exactly one scale-out was applied"
+
+
+def test_a_job_without_dynamic_workers_gets_one_event_saying_why() -> None:
+    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], dynamic=False))
+    for second in range(0, 60, 2):
+        assert loop.tick(NOW + second) == []
+    notes = [event for event in actuator.events if event[2] == "NotScaled"]
+    assert notes == [
+        (
+            "TFJob",
+            "default/a",
+            "NotScaled",
+            "left alone: it declares elastic worker bounds but not enableDynamicWorker: true",
+        )
+    ]
+    assert loop.render(NOW)["leftAlone"] == {"default/a": notes[0][3]}
+
+
+def test_a_steady_cluster_stays_quiet_for_a_minute() -> None:
+    # "a" at its maximum beside its PS; "b" cannot grow (no room); a waiting gang that fits nowhere
+    loop, actuator = loop_over(
+        *nodes(2),
+        *running("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3),
+        *running("b", placement=["node-1", "node-1", "node-1", "node-1"], max_workers=8),
+        *waiting("huge", pods=9),
+    )
+    for second in range(0, 60, 2):
+        assert loop.tick(NOW + second) == []
+    assert actuator.scaled == [] and actuator.restarted == []
+
+
+def test_a_migrated_worker_gets_the_ps_node_once_its_old_pod_is_gone() -> None:
+    objects = running("a", placement=["node-0", "node-0", "node-1"], max_workers=2)
+    loop, actuator = loop_over(*nodes(2), *objects)
+    [record] = loop.tick(NOW)
+    assert (record.kind, record.pods, record.plan) == (
+        "migrate",
+        ("default/a-worker-1",),
+        (("default/a-worker-1", "node-0"),),
+    )
+    assert [key for key, _ in actuator.restarted] == ["default/a-worker-1"]
+    assert ("default/a", {"tfjob-extender.io/consolidated-at": f"{NOW:.3f}"}) in actuator.annotated
+    state: ClusterState = loop.state
+    old = make_pod("a-worker-1", job="a", role="worker", index=1, group="a", node="node-1", phase="Running")
+    state.apply(Kind.POD, "DELETED", old)
+    loop.settle_migrations(state.snapshot(), NOW + 1)
+    assert state.snapshot().reservations["default/a-worker-1"].node == "node-0"
+    state.apply(Kind.POD, "ADDED", make_pod("a-worker-1", job="a", role="worker", index=1, group="a", uid="new"))
+    snapshot = state.snapshot()
+    decision = filter_pod(snapshot, snapshot.pods["default/a-worker-1"], ["node-0", "node-1"], SETTINGS, NOW + 2)
+    assert decision.feasible == ("node-0",)
+    assert loop.tick(NOW + 3) == [], "one migration per job per interval"
