@@ -253,9 +253,10 @@ def _settled(
     workers = tuple(sorted((pod for pod in live if pod.role is Role.WORKER), key=lambda pod: pod.index))
     if [pod.index for pod in workers] != list(range(job.replicas.get(Role.WORKER, 0))):
         return None
-    if any(key.startswith(f"{job.namespace}/{job.name}-") for key in snapshot.reservations):
+    group = groups.pop()
+    if any(held.group == group for held in snapshot.reservations.values()):
         return None
-    return groups.pop(), workers
+    return group, workers
 
 
 def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> list[tuple[JobRank, GangState]]:
