@@ -9,6 +9,8 @@ Level-triggered: every `interval_s` the active instance plans from a fresh snaps
   replacement (training-operator recreates every index below `replicas` under the same name). A pod
   that becomes terminating voids its own reservation, hence the order. While a migration is in flight
   the loop polls its settlement every `settle_poll_s`.
+A model unchanged since a plan that found nothing to do is not planned again for `replan_unchanged_s`
+(a steady cluster costs next to nothing); any change to the model plans at the next tick.
 Scale-in for a waiting gang is not done here: the preemption loop is the one place that shrinks a job
 for a gang (through `policy.scaling.plan_scale_in`), so two loops never act on one job for one gang.
 Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; followers idle. Cooldowns
@@ -114,6 +116,9 @@ class ScalerLoop:
     """Seconds between ticks."""
     settle_poll_s: float = 0.2
     """Seconds between checks of in-flight migrations (to reserve the PS node as soon as the old pod is gone)."""
+    replan_unchanged_s: float = 10.0
+    """Seconds after which a model that has not changed since a plan with no actions is planned again
+    (cooldowns end and waits age with the clock alone); at most the scale cooldown."""
     records: deque[ScalerRecord] = field(default_factory=lambda: deque(maxlen=256))
     left_alone: dict[str, str] = field(default_factory=dict)
     """TFJob → why the scaler left it alone at the last tick."""
@@ -122,6 +127,8 @@ class ScalerLoop:
     last_consolidation: dict[str, float] = field(default_factory=dict)
     migrations: dict[str, Migration] = field(default_factory=dict)
     _reported: set[tuple[str, str]] = field(default_factory=set)
+    _quiet: tuple[int, float] = (-1, 0.0)
+    """(model generation, time) of the last plan that found nothing to do."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -158,8 +165,13 @@ class ScalerLoop:
         if not self.leading:
             return []
         self.state.release_expired(now)
+        self.settle_migrations(self.state.snapshot(), now)
         snapshot = self.state.snapshot()
-        self.settle_migrations(snapshot, now)
+        generation, at = self._quiet
+        if snapshot.generation == generation and now - at < min(
+            self.replan_unchanged_s, self.settings.scale_cooldown_s
+        ):
+            return []
         cooldowns = self._cooldowns(snapshot)
         done: list[ScalerRecord] = []
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
@@ -171,6 +183,7 @@ class ScalerLoop:
         for action in moves.actions:
             done.append(self._migrate(action, snapshot, now))
         self.records.extend(done)
+        self._quiet = (-1, 0.0) if done else (self.state.snapshot().generation, now)
         return done
 
     def settle_migrations(self, snapshot: ClusterSnapshot, now: float) -> None:

@@ -110,22 +110,25 @@ def plan_scale_out(
     last_action: Mapping[str, float],
 ) -> ScalingPlan:
     """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
-    running, skipped = _running_jobs(snapshot, settings, now, last_action)
-    waiting = _waiting_gangs(snapshot, settings, now)
+    ranks = rank_gangs(snapshot, now, settings)
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, ranks)
+    waiting = _waiting_gangs(snapshot, settings, ranks)
+    capacity = cluster_capacity(snapshot)
     fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
+    by_name = sorted(remaining)
+    exhausted: set[Resources] = set()
     taken: dict[str, Resources] = {}
     actions: list[ScalingAction] = []
     for job in running:
         growth = min(settings.scale_out_step, job.job.max_workers - job.replicas)
         if growth <= 0:
             continue
-        blocker = _blocking_gang(job.rank, waiting, snapshot)
+        blocker = _blocking_gang(job.rank, waiting, capacity)
         if blocker is not None:
             skipped.append((job.job.key, f"not scaled out: gang {blocker} ranked above it waits for room"))
             continue
-        trial = dict(remaining)
-        nodes = _place_workers(snapshot, job, growth, trial)
+        nodes = _place_workers(snapshot, job, growth, remaining, by_name, exhausted)
         if not nodes:
             continue
         trial_taken = dict(taken)
@@ -134,7 +137,9 @@ def plan_scale_out(
         if any(not plan_gang(snapshot, state, settings, now, freed=trial_taken).admitted for state in fitting):
             skipped.append((job.job.key, "not scaled out: the room is needed by a waiting gang that fits now"))
             continue
-        remaining, taken = trial, trial_taken
+        for node in nodes:
+            remaining[node] = remaining[node] - job.worker_requests
+        taken = trial_taken
         actions.append(_scale_out(job, nodes, settings, now))
     return ScalingPlan(tuple(actions), tuple(skipped))
 
@@ -183,15 +188,17 @@ def plan_consolidation(
     """Workers to move onto their job's PS node (Voda's worker migration), within the disruption budget."""
     if not settings.consolidation_enabled or settings.consolidation_budget <= 0:
         return ScalingPlan()
-    running, skipped = _running_jobs(snapshot, settings, now, last_action)
-    waiting = _waiting_gangs(snapshot, settings, now)
+    ranks = rank_gangs(snapshot, now, settings)
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, ranks)
+    waiting = _waiting_gangs(snapshot, settings, ranks)
+    capacity = cluster_capacity(snapshot)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     actions: list[ScalingAction] = []
     for job in running:
         since = now - max(last_consolidation.get(job.job.key, float("-inf")), job.job.consolidated_at)
         if since < settings.consolidation_interval_s or not job.ps_nodes:
             continue
-        if _blocking_gang(job.rank, waiting, snapshot) is not None:
+        if _blocking_gang(job.rank, waiting, capacity) is not None:
             continue
         moves = _migrations(snapshot, job, remaining, settings.consolidation_budget)
         actions += [_migrate(job, pod, node, settings, now) for pod, node in moves]
@@ -202,10 +209,15 @@ def plan_consolidation(
 
 
 def _running_jobs(
-    snapshot: ClusterSnapshot, settings: PolicySettings, now: float, last_action: Mapping[str, float]
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    last_action: Mapping[str, float],
+    ranks: Sequence[JobRank],
 ) -> tuple[list[_Running], list[tuple[str, str]]]:
     """Settled running jobs with a gang, highest rank first, and the elastic ones that may not be scaled."""
     capacity = cluster_capacity(snapshot)
+    by_gang = {rank.subject: rank for rank in ranks}
     running: list[_Running] = []
     skipped: list[tuple[str, str]] = []
     for job in snapshot.jobs.values():
@@ -228,7 +240,7 @@ def _running_jobs(
         running.append(
             _Running(
                 job,
-                gang_rank(snapshot, group, now, settings, capacity),
+                by_gang.get(state.key) or gang_rank(snapshot, group, now, settings, capacity),
                 group,
                 workers,
                 frozenset(pod.node_name for pod in pods if pod.role is Role.PS and pod.holds_node),
@@ -259,10 +271,12 @@ def _settled(
     return group, workers
 
 
-def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> list[tuple[JobRank, GangState]]:
+def _waiting_gangs(
+    snapshot: ClusterSnapshot, settings: PolicySettings, ranks: Sequence[JobRank]
+) -> list[tuple[JobRank, GangState]]:
     """Gangs with pending members, all members created, not yet satisfied (at most `rank_gangs_checked`)."""
     waiting: list[tuple[JobRank, GangState]] = []
-    for rank in rank_gangs(snapshot, now, settings):
+    for rank in ranks:
         if len(waiting) >= settings.rank_gangs_checked:
             break
         state = gang_state(snapshot, rank.subject.split(",")[0])
@@ -272,12 +286,9 @@ def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: flo
     return waiting
 
 
-def _blocking_gang(
-    rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], snapshot: ClusterSnapshot
-) -> str | None:
+def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
     """A waiting gang ranked above the job that the whole cluster could hold: growing the job would only
     hand the preemption loop workers to take back."""
-    capacity = cluster_capacity(snapshot)
     for other, state in waiting:
         first = other.starving if other.starving != rank.starving and other.priority == rank.priority else None
         if not (first if first is not None else other.outranks(rank)):
@@ -291,23 +302,40 @@ def _blocking_gang(
 # -- scale-out ------------------------------------------------------------------------------------------
 
 
-def _place_workers(snapshot: ClusterSnapshot, job: _Running, growth: int, remaining: dict[str, Resources]) -> list[str]:
-    """Nodes for `growth` new workers (fewer if they do not fit), PS nodes first, then nodes holding more
-    of the job; takes what it uses from `remaining`."""
+def _place_workers(
+    snapshot: ClusterSnapshot,
+    job: _Running,
+    growth: int,
+    remaining: Mapping[str, Resources],
+    by_name: Sequence[str],
+    exhausted: set[Resources],
+) -> list[str]:
+    """Nodes for up to `growth` new workers: PS nodes first, then nodes holding more of the job, then the
+    rest by name. `remaining` is only read; a request that fit on no node at all is added to `exhausted`
+    (capacity only shrinks during a plan, so later jobs asking for the same skip the scan)."""
     request = job.worker_requests
-    if request.is_empty():
+    if request.is_empty() or request in exhausted:
         return []
     template = job.workers[0] if job.workers else None
-    order = sorted(remaining, key=lambda node: (node not in job.ps_nodes, -job.job_nodes.get(node, 0), node))
+    preferred = sorted(job.job_nodes, key=lambda node: (node not in job.ps_nodes, -job.job_nodes[node], node))
     nodes: list[str] = []
-    for node in order:
-        if template is not None and not template.selects(snapshot.nodes[node].node):
-            continue
-        while len(nodes) < growth and request.fits_in(remaining[node]):
-            remaining[node] = remaining[node] - request
-            nodes.append(node)
+    fitted_anywhere = False
+    for node in (*preferred, *by_name):
         if len(nodes) >= growth:
             break
+        if (
+            node not in remaining
+            or node in nodes
+            or (template is not None and not template.selects(snapshot.nodes[node].node))
+        ):
+            continue
+        free = remaining[node]
+        while len(nodes) < growth and request.fits_in(free):
+            free = free - request
+            nodes.append(node)
+            fitted_anywhere = True
+    if not fitted_anywhere and template is not None and not template.node_selector:
+        exhausted.add(request)
     return nodes
 
 

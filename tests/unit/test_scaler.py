@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from extender import scaler as scaler_module
 from extender.actuator import RecordingActuator
 from extender.policy.filtering import filter_pod
+from extender.policy.scaling import plan_scale_out
 from extender.policy.settings import PolicySettings
 from extender.scaler import ScalerLoop
 from extender.state.kinds import Kind
@@ -150,3 +156,25 @@ def test_a_migrated_worker_gets_the_ps_node_once_its_old_pod_is_gone() -> None:
     decision = filter_pod(snapshot, snapshot.pods["default/a-worker-1"], ["node-0", "node-1"], SETTINGS, NOW + 2)
     assert decision.feasible == ("node-0",)
     assert loop.tick(NOW + 3) == [], "one migration per job per interval"
+
+
+def test_an_unchanged_model_is_planned_again_only_after_a_change_or_the_cooldown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop, _ = loop_over(*nodes(2), *running("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3))
+    planned: list[float] = []
+    real = plan_scale_out
+
+    def counting(*args: Any) -> Any:
+        planned.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(scaler_module, "plan_scale_out", counting)
+    for second in (0, 2, 4):
+        loop.tick(NOW + second)
+    assert planned == [NOW]
+    loop.state.apply(Kind.POD, "ADDED", make_pod("other", node="node-1", phase="Running"))
+    loop.tick(NOW + 6)
+    loop.tick(NOW + 8)
+    loop.tick(NOW + 16)
+    assert planned == [NOW, NOW + 6, NOW + 16]
