@@ -3,7 +3,8 @@
 kube-scheduler's own preemption is per pod, and it never picks victims of equal priority, so a KOD2
 weight-based scale-in would never happen through it. This loop works on the model instead. Each tick,
 level-triggered on a fresh snapshot:
-1. release expired plans;
+1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
+   and not placed yet, so a scaler running in another process steers them too;
 2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); a gang that can be planned now is
    left to `filter`; for the first that cannot, try KOD2 scale-in first (`policy.scaling.plan_scale_in`:
    surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
@@ -29,7 +30,7 @@ from extender.policy.gang import gang_state, plan_gang, waiting_reason
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.ranking import rank_gangs
-from extender.policy.scaling import plan_scale_in
+from extender.policy.scaling import imported_reservations, plan_scale_in
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
 from extender.state.store import ClusterState
@@ -73,6 +74,9 @@ class PreemptionLoop:
     def tick(self, now: float) -> PreemptionPlan | None:
         """One pass; returns the preemption carried out, if any."""
         self.state.release_expired(now)
+        planned = imported_reservations(self.state.snapshot(), now)
+        if planned:
+            self.state.commit_plan(reserve=planned)
         snapshot = self.state.snapshot()
         plan = self._choose(snapshot, now)
         if plan is not None:

@@ -13,6 +13,8 @@ A model unchanged since a plan that found nothing to do is not planned again for
 (a steady cluster costs next to nothing); any change to the model plans at the next tick.
 Scale-in for a waiting gang is not done here: the preemption loop is the one place that shrinks a job
 for a gang (through `policy.scaling.plan_scale_in`), so two loops never act on one job for one gang.
+The plan also goes on the TFJob (annotation `tfjob-extender.io/worker-plan`, in the same patch as the
+replicas), from which the preemption loop of an extender in another process reserves it.
 Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; followers idle. Cooldowns
 come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
 action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
@@ -35,7 +37,12 @@ from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
 from extender.policy.settings import PolicySettings
-from extender.state.convert import CONSOLIDATED_AT_ANNOTATION, SCALED_AT_ANNOTATION
+from extender.state.convert import (
+    CONSOLIDATED_AT_ANNOTATION,
+    SCALED_AT_ANNOTATION,
+    WORKER_PLAN_ANNOTATION,
+    worker_plan_annotation,
+)
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -241,12 +248,9 @@ class ScalerLoop:
         self.state.commit_plan(reserve=action.placements)
         outcome = "done"
         try:
+            annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
             resize = self.actuator.resize_workers(
-                action.job,
-                action.replicas_from,
-                action.replicas_to,
-                {SCALED_AT_ANNOTATION: f"{now:.3f}"},
-                action.reason,
+                action.job, action.replicas_from, action.replicas_to, annotations, action.reason
             )
             self.metrics.conflicts.inc(resize.conflicts)
             if not resize.applied:
@@ -269,7 +273,11 @@ class ScalerLoop:
                 outcome = "stale: the pod is already gone"
             else:
                 self.migrations[pod.key] = Migration(pod.uid, action.placements[0], now)
-                self.actuator.annotate_job(action.job, {CONSOLIDATED_AT_ANNOTATION: f"{now:.3f}"})
+                annotations = {
+                    CONSOLIDATED_AT_ANNOTATION: f"{now:.3f}",
+                    WORKER_PLAN_ANNOTATION: _plan_annotation(action),
+                }
+                self.actuator.annotate_job(action.job, annotations)
         except Exception as error:
             log.exception("migration of %s failed", action.pods[0])
             outcome = f"failed: {error}"
@@ -296,6 +304,12 @@ class ScalerLoop:
             self._reported.add((job, reason))
             self.metrics.skipped.inc()
             self.actuator.record_event("TFJob", job, "NotScaled", reason)
+
+
+def _plan_annotation(action: ScalingAction) -> str:
+    """The action's placements as the TFJob annotation an extender in another process steers by."""
+    expires = max((r.expires_at for r in action.placements), default=0.0)
+    return worker_plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
 __all__ = ["ActionKind", "Migration", "ScalerLoop", "ScalerMetrics", "ScalerRecord"]

@@ -166,7 +166,12 @@ def test_another_instance_takes_the_lease_and_continues_without_repeating(
         wait_until("the standby holding the Lease", lambda: lease_holder(plane) == "standby", 30)
         plane.start_extender()
         wait_until("the elastic job at its maximum", lambda: running_workers(plane, ns, "elastic") == 6, 60)
-        assert debug_scaler(standby_port)["leading"]
+        standby = debug_scaler(standby_port)
+        assert standby["leading"]
+        (step,) = [a for a in standby["actions"] if a["kind"] == "scale-out"]
+        planned = {p["pod"].split("/")[1]: p["node"] for p in step["plan"]}
+        landed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in job_pods(plane, ns, "elastic")}
+        assert {name: landed[name] for name in planned} == planned, "the extender steered by the standby's plan"
         steps = sorted(job_events(plane, ns, "elastic", "ScaledOut"))
         assert len(steps) == 2, steps
         assert "from 2 to 4" in steps[0] and "from 4 to 6" in steps[1]

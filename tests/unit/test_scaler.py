@@ -11,6 +11,7 @@ from extender.actuator import RecordingActuator
 from extender.policy.filtering import filter_pod
 from extender.policy.scaling import plan_scale_out
 from extender.policy.settings import PolicySettings
+from extender.preemptor import PreemptionLoop
 from extender.scaler import ScalerLoop
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
@@ -55,7 +56,16 @@ def test_a_tick_reserves_the_new_workers_then_raises_the_replicas() -> None:
     [record] = loop.tick(NOW)
     assert (record.kind, record.replicas_from, record.replicas_to, record.outcome) == ("scale-out", 2, 4, "done")
     assert [(job, replicas) for job, replicas, _ in actuator.scaled] == [("default/a", 4)]
-    assert actuator.annotated == [("default/a", {"tfjob-extender.io/scaled-at": f"{NOW:.3f}"})]
+    assert actuator.annotated == [
+        (
+            "default/a",
+            {
+                "tfjob-extender.io/scaled-at": f"{NOW:.3f}",
+                "tfjob-extender.io/worker-plan": f'{{"expiresAt":{NOW + SETTINGS.default_plan_timeout_s:.1f},'
+                '"pods":{"a-worker-2":"node-0","a-worker-3":"node-0"}}',
+            },
+        )
+    ]
     held = loop.state.snapshot().reservations
     assert {key: r.node for key, r in held.items()} == {"default/a-worker-2": "node-0", "default/a-worker-3": "node-0"}
     assert ("TFJob", "default/a", "ScaledOut", record.reason) in actuator.events
@@ -145,7 +155,9 @@ def test_a_migrated_worker_gets_the_ps_node_once_its_old_pod_is_gone() -> None:
         (("default/a-worker-1", "node-0"),),
     )
     assert [key for key, _ in actuator.restarted] == ["default/a-worker-1"]
-    assert ("default/a", {"tfjob-extender.io/consolidated-at": f"{NOW:.3f}"}) in actuator.annotated
+    [(job, annotations)] = actuator.annotated
+    assert job == "default/a" and annotations["tfjob-extender.io/consolidated-at"] == f"{NOW:.3f}"
+    assert '"pods":{"a-worker-1":"node-0"}' in annotations["tfjob-extender.io/worker-plan"]
     state: ClusterState = loop.state
     old = make_pod("a-worker-1", job="a", role="worker", index=1, group="a", node="node-1", phase="Running")
     state.apply(Kind.POD, "DELETED", old)
@@ -178,3 +190,27 @@ def test_an_unchanged_model_is_planned_again_only_after_a_change_or_the_cooldown
     loop.tick(NOW + 8)
     loop.tick(NOW + 16)
     assert planned == [NOW, NOW + 6, NOW + 16]
+
+
+def test_an_extender_in_another_process_reserves_the_plan_written_on_the_tfjob() -> None:
+    objects = [*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6)]
+    scaler, actuator = loop_over(*objects)
+    scaler.tick(NOW)
+    [(_, annotations)] = actuator.annotated
+    job = next(obj for obj in objects if obj["kind"] == "TFJob")
+    job["metadata"]["annotations"].update(annotations)
+    job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 4
+    extender = PreemptionLoop(cluster(*objects), RecordingActuator(), SETTINGS, lambda: NOW)
+    extender.tick(NOW + 1)
+    held = extender.state.snapshot().reservations
+    assert {key: (r.node, r.group) for key, r in held.items()} == {
+        "default/a-worker-2": ("node-0", "default/a"),
+        "default/a-worker-3": ("node-0", "default/a"),
+    }
+    extender.state.apply(Kind.POD, "ADDED", make_pod("a-worker-2", job="a", role="worker", index=2, group="a"))
+    snapshot = extender.state.snapshot()
+    decision = filter_pod(snapshot, snapshot.pods["default/a-worker-2"], ["node-0", "node-1", "node-2"], SETTINGS, NOW)
+    assert decision.feasible == ("node-0",)
+    lapsed = PreemptionLoop(cluster(*objects), RecordingActuator(), SETTINGS, lambda: NOW)
+    lapsed.tick(NOW + SETTINGS.default_plan_timeout_s + 1)
+    assert dict(lapsed.state.snapshot().reservations) == {}, "a lapsed plan holds nothing"
