@@ -12,7 +12,8 @@ Three planners over one snapshot; each returns actions with their reasons and ne
   weight and earlier arrival included): the same `may_preempt` rule as job-level preemption.
 - `plan_consolidation` (Voda's worker migration): a worker of a running job that sits away from every
   PS of its job moves onto a PS node with room, at most `consolidation_budget` workers per job per
-  `consolidation_interval_s`, emptiest source node first.
+  `consolidation_interval_s`, emptiest source node first, never making a waiting gang that fits now
+  stop fitting.
 Only TFJobs with `enableDynamicWorker: true` are scaled or migrated: without it training-operator fails
 the job when a worker terminates, and new workers would get an inconsistent TF_CONFIG. Such jobs are
 reported in `skipped` with that reason.
@@ -30,13 +31,13 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang, waiting_reason
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
 from extender.policy.placement import idleness
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank, rank_gangs
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import (
@@ -110,10 +111,9 @@ def plan_scale_out(
     last_action: Mapping[str, float],
 ) -> ScalingPlan:
     """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
-    ranks = rank_gangs(snapshot, now, settings)
-    running, skipped = _running_jobs(snapshot, settings, now, last_action, ranks)
-    waiting = _waiting_gangs(snapshot, settings, ranks)
     capacity = cluster_capacity(snapshot)
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
     fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     by_name = sorted(remaining)
@@ -188,19 +188,35 @@ def plan_consolidation(
     """Workers to move onto their job's PS node (Voda's worker migration), within the disruption budget."""
     if not settings.consolidation_enabled or settings.consolidation_budget <= 0:
         return ScalingPlan()
-    ranks = rank_gangs(snapshot, now, settings)
-    running, skipped = _running_jobs(snapshot, settings, now, last_action, ranks)
-    waiting = _waiting_gangs(snapshot, settings, ranks)
     capacity = cluster_capacity(snapshot)
+
+    def due(job: JobView) -> bool:
+        last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
+        return now - last >= settings.consolidation_interval_s
+
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, due)
+    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
+    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
+    shifted: dict[str, Resources] = {}
     actions: list[ScalingAction] = []
     for job in running:
-        since = now - max(last_consolidation.get(job.job.key, float("-inf")), job.job.consolidated_at)
-        if since < settings.consolidation_interval_s or not job.ps_nodes:
+        if not job.ps_nodes:
             continue
         if _blocking_gang(job.rank, waiting, capacity) is not None:
             continue
         moves = _migrations(snapshot, job, remaining, settings.consolidation_budget)
+        if not moves:
+            continue
+        trial_shifted = dict(shifted)
+        for pod, node in moves:
+            trial_shifted[node] = trial_shifted.get(node, EMPTY) - pod.requests
+            trial_shifted[pod.node_name] = trial_shifted.get(pod.node_name, EMPTY) + pod.requests
+        if any(not plan_gang(snapshot, state, settings, now, freed=trial_shifted).admitted for state in fitting):
+            continue
+        for pod, node in moves:
+            remaining[node] = remaining[node] - pod.requests
+        shifted = trial_shifted
         actions += [_migrate(job, pod, node, settings, now) for pod, node in moves]
     return ScalingPlan(tuple(actions), tuple(skipped))
 
@@ -213,11 +229,11 @@ def _running_jobs(
     settings: PolicySettings,
     now: float,
     last_action: Mapping[str, float],
-    ranks: Sequence[JobRank],
+    capacity: Resources,
+    wanted: Callable[[JobView], bool],
 ) -> tuple[list[_Running], list[tuple[str, str]]]:
-    """Settled running jobs with a gang, highest rank first, and the elastic ones that may not be scaled."""
-    capacity = cluster_capacity(snapshot)
-    by_gang = {rank.subject: rank for rank in ranks}
+    """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
+    that may not be scaled at all."""
     running: list[_Running] = []
     skipped: list[tuple[str, str]] = []
     for job in snapshot.jobs.values():
@@ -227,7 +243,10 @@ def _running_jobs(
                     (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
                 )
             continue
-        if now - max(last_action.get(job.key, float("-inf")), job.scaled_at) < settings.scale_cooldown_s:
+        if (
+            not wanted(job)
+            or now - max(last_action.get(job.key, float("-inf")), job.scaled_at) < settings.scale_cooldown_s
+        ):
             continue
         pods = [snapshot.pods[key] for key in snapshot.job_members.get(job.key, frozenset()) if key in snapshot.pods]
         settled = _settled(snapshot, job, pods)
@@ -240,7 +259,7 @@ def _running_jobs(
         running.append(
             _Running(
                 job,
-                by_gang.get(state.key) or gang_rank(snapshot, group, now, settings, capacity),
+                gang_rank(snapshot, group, now, settings, capacity),
                 group,
                 workers,
                 frozenset(pod.node_name for pod in pods if pod.role is Role.PS and pod.holds_node),
@@ -249,6 +268,10 @@ def _running_jobs(
         )
     running.sort(key=lambda item: item.rank.sort_key)
     return running, skipped
+
+
+def _may_grow(job: JobView) -> bool:
+    return job.max_workers > job.replicas.get(Role.WORKER, 0)
 
 
 def _settled(
@@ -272,18 +295,21 @@ def _settled(
 
 
 def _waiting_gangs(
-    snapshot: ClusterSnapshot, settings: PolicySettings, ranks: Sequence[JobRank]
+    snapshot: ClusterSnapshot, settings: PolicySettings, now: float, capacity: Resources
 ) -> list[tuple[JobRank, GangState]]:
-    """Gangs with pending members, all members created, not yet satisfied (at most `rank_gangs_checked`)."""
+    """Gangs with pending members, all members created, not yet satisfied: the `rank_gangs_checked`
+    highest-ranked. Only gangs with a pending member are ranked (a steady cluster has none)."""
     waiting: list[tuple[JobRank, GangState]] = []
-    for rank in ranks:
-        if len(waiting) >= settings.rank_gangs_checked:
-            break
-        state = gang_state(snapshot, rank.subject.split(",")[0])
-        has_pending = any(pod.pending for members in state.members.values() for pod in members)
-        if has_pending and waiting_reason(state) is None and not is_satisfied(snapshot, state):
-            waiting.append((rank, state))
-    return waiting
+    seen: set[str] = set()
+    for group, members in snapshot.group_members.items():
+        if group in seen or not any((pod := snapshot.pods.get(key)) is not None and pod.pending for key in members):
+            continue
+        state = gang_state(snapshot, group)
+        seen.update(state.members)
+        if waiting_reason(state) is None and not is_satisfied(snapshot, state):
+            waiting.append((gang_rank(snapshot, group, now, settings, capacity), state))
+    waiting.sort(key=lambda item: item[0].sort_key)
+    return waiting[: settings.rank_gangs_checked]
 
 
 def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
@@ -405,12 +431,15 @@ def scale_in_actions(plan: PreemptionPlan, snapshot: ClusterSnapshot) -> list[Sc
 
 
 def _migrations(
-    snapshot: ClusterSnapshot, job: _Running, remaining: dict[str, Resources], budget: int
+    snapshot: ClusterSnapshot, job: _Running, available: Mapping[str, Resources], budget: int
 ) -> list[tuple[PodView, str]]:
     """Workers away from every PS node, from the node holding fewest of the job's pods first, each onto
-    the PS node with room (most room first); never worker 0. Takes from `remaining`."""
+    the PS node with room (most room first); never worker 0. `available` is only read."""
     movable = [pod for pod in job.workers if pod.node_name not in job.ps_nodes and pod.index > 0]
+    if not movable:
+        return []
     movable.sort(key=lambda pod: (job.job_nodes.get(pod.node_name, 0), pod.node_name, -pod.index))
+    remaining = {node: available[node] for node in job.ps_nodes if node in available}
     moves: list[tuple[PodView, str]] = []
     for pod in movable:
         if len(moves) >= budget:
