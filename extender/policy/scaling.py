@@ -470,9 +470,21 @@ def _migrate(job: _Running, pod: PodView, node: str, settings: PolicySettings, n
     )
 
 
+def planned_reservation(snapshot: ClusterSnapshot, pod: PodView, now: float) -> Reservation | None:
+    """Where a scaler planned `pod` (annotation `tfjob-extender.io/worker-plan` on its TFJob), while the
+    plan lives: lets `filter` steer a new or migrated worker even before any loop reserved it."""
+    job = snapshot.jobs.get(pod.job) if pod.job else None
+    if job is None or not job.worker_plan or job.worker_plan_expires <= now:
+        return None
+    node = next((node for name, node in job.worker_plan if name == pod.name), None)
+    if node is None or node not in snapshot.nodes:
+        return None
+    return Reservation(pod.key, pod.group or job.key, node, pod.requests, job.worker_plan_expires)
+
+
 def imported_reservations(snapshot: ClusterSnapshot, now: float) -> list[Reservation]:
     """Reservations for the workers a scaler planned on a TFJob (annotation `tfjob-extender.io/worker-plan`)
-    that are not placed yet: how an extender steers pods a scaler in another process counted on.
+    that are not placed yet: how an extender holds room for pods a scaler in another process counted on.
 
     A planned pod that is bound, terminating, finished or already reserved is skipped (a migrated worker's
     old pod is skipped until it is gone); a lapsed plan, or one naming an unknown node, holds nothing.
@@ -504,5 +516,6 @@ __all__ = [
     "plan_consolidation",
     "plan_scale_in",
     "plan_scale_out",
+    "planned_reservation",
     "scale_in_actions",
 ]

@@ -214,3 +214,19 @@ def test_an_extender_in_another_process_reserves_the_plan_written_on_the_tfjob()
     lapsed = PreemptionLoop(cluster(*objects), RecordingActuator(), SETTINGS, lambda: NOW)
     lapsed.tick(NOW + SETTINGS.default_plan_timeout_s + 1)
     assert dict(lapsed.state.snapshot().reservations) == {}, "a lapsed plan holds nothing"
+
+
+def test_filter_steers_a_planned_worker_before_any_loop_reserved_it() -> None:
+    objects = [*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=4)]
+    job = next(obj for obj in objects if obj["kind"] == "TFJob")
+    job["metadata"]["annotations"]["tfjob-extender.io/worker-plan"] = (
+        f'{{"expiresAt":{NOW + 60},"pods":{{"a-worker-2":"node-2","a-worker-3":"node-1"}}}}'
+    )
+    job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 4
+    state = cluster(*objects, make_pod("a-worker-3", job="a", role="worker", index=3, group="a"))
+    snapshot = state.snapshot()
+    pod = snapshot.pods["default/a-worker-3"]
+    decision = filter_pod(snapshot, pod, ["node-0", "node-1", "node-2"], SETTINGS, NOW)
+    assert (decision.outcome, decision.feasible) == ("steered", ("node-1",))
+    lapsed = filter_pod(snapshot, pod, ["node-0", "node-1", "node-2"], SETTINGS, NOW + 61)
+    assert lapsed.outcome != "steered"
