@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from extender import scaler as scaler_module
 from extender.actuator import RecordingActuator
@@ -14,6 +16,8 @@ from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
 from extender.scaler import ScalerLoop
 from extender.state.kinds import Kind
+from extender.state.manifests import dump_state
+from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster, make_pod
 from tests.unit.policy.test_scaling import NOW, nodes, running, waiting
@@ -230,3 +234,29 @@ def test_filter_steers_a_planned_worker_before_any_loop_reserved_it() -> None:
     assert (decision.outcome, decision.feasible) == ("steered", ("node-1",))
     lapsed = filter_pod(snapshot, pod, ["node-0", "node-1", "node-2"], SETTINGS, NOW + 61)
     assert lapsed.outcome != "steered"
+
+
+def test_the_scaler_annotations_survive_a_model_dump(tmp_path: Path) -> None:
+    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    loop.tick(NOW)
+    [(_, annotations)] = actuator.annotated
+    loop.state.apply(Kind.TFJOB, "MODIFIED", _annotated_job(annotations))
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump(dump_state(loop.state.snapshot())))
+    reloaded = ClusterState()
+    load_snapshot_file(reloaded, path)
+    before, after = loop.state.snapshot().jobs["default/a"], reloaded.snapshot().jobs["default/a"]
+    assert (after.scaled_at, after.worker_plan, after.worker_plan_expires) == (
+        before.scaled_at,
+        before.worker_plan,
+        before.worker_plan_expires,
+    )
+    assert after.worker_plan == (("a-worker-2", "node-0"), ("a-worker-3", "node-0"))
+
+
+def _annotated_job(annotations: dict[str, str]) -> Obj:
+    job = next(
+        obj for obj in running("a", placement=["node-0", "node-1", "node-2"], max_workers=6) if obj["kind"] == "TFJob"
+    )
+    job["metadata"]["annotations"].update(annotations)
+    return job
