@@ -14,7 +14,7 @@ from extender.policy.filtering import filter_pod
 from extender.policy.scaling import plan_scale_out
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
-from extender.scaler import ScalerLoop
+from extender.scaler import ScalerLoop, ScalerRecord
 from extender.state.kinds import Kind
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
@@ -260,3 +260,49 @@ def _annotated_job(annotations: dict[str, str]) -> Obj:
     )
     job["metadata"]["annotations"].update(annotations)
     return job
+
+
+def apply_scale_outs(state: ClusterState, objects: list[Obj], records: list[ScalerRecord]) -> None:
+    """What training-operator and kube-scheduler would do: raise the replicas, bind the new pods as planned."""
+    for record in records:
+        assert record.kind == "scale-out", record
+        name = record.job.split("/")[1]
+        job = next(obj for obj in objects if obj["kind"] == "TFJob" and obj["metadata"]["name"] == name)
+        job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = record.replicas_to
+        state.apply(Kind.TFJOB, "MODIFIED", job)
+        for pod_key, node in record.plan:
+            pod_name = pod_key.split("/")[1]
+            index = int(pod_name.rsplit("-", 1)[1])
+            bound = make_pod(pod_name, job=name, role="worker", index=index, group=name, node=node, phase="Running")
+            state.apply(Kind.POD, "ADDED", bound)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        [("a", ["node-0", "node-1"], 7), ("b", ["node-2", "node-2"], 3)],
+        [("a", ["node-0", "node-0", "node-0"], 12), ("b", ["node-1", "node-1"], 12), ("c", ["node-2", "node-2"], 2)],
+        [("a", ["node-1", "node-2", "node-0"], 4)],
+    ],
+)
+def test_growth_converges_and_then_stays_quiet(layout: list[tuple[str, list[str], int]]) -> None:
+    objects: list[Obj] = [*nodes(3), *waiting("huge", pods=20)]
+    for name, placement, most in layout:
+        objects += running(name, placement=placement, max_workers=most)
+    state = cluster(*objects)
+    loop = ScalerLoop(state, RecordingActuator(), PolicySettings(consolidation_enabled=False), lambda: NOW)
+    history: dict[str, list[int]] = {}
+    last_active = 0
+    for tick in range(40):
+        records = loop.tick(NOW + 31 * tick)
+        apply_scale_outs(state, objects, records)
+        for record in records:
+            history.setdefault(record.job, []).append(record.replicas_to)
+        if records:
+            last_active = tick
+    assert last_active < 30, "it reached a steady state and stayed in it"
+    for steps in history.values():
+        assert steps == sorted(steps), "a job only ever grows while nothing else changes"
+    used = sum(node.requested.get("cpu") for node in state.snapshot().nodes.values())
+    wanted = sum(1 + most for _, _, most in layout) * 1000
+    assert used == min(wanted, 12_000), "every idle CPU a job could use is used"
