@@ -30,9 +30,10 @@ from extender.policy.gang import gang_state, plan_gang, waiting_reason
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.ranking import rank_gangs
-from extender.policy.scaling import imported_reservations, plan_scale_in
+from extender.policy.scaling import plan_scale_in
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.policy.workerplan import imported_reservations
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)

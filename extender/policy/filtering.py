@@ -30,8 +30,8 @@ from extender.policy.gang import (
 )
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
-from extender.policy.scaling import planned_reservation
 from extender.policy.settings import PolicySettings
+from extender.policy.workerplan import planned_reservation
 
 
 def filter_pod(
