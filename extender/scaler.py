@@ -211,6 +211,7 @@ class ScalerLoop:
                 self.state.commit_plan(reserve=[replace(migration.target, expires_at=expires)])
 
     def render(self, now: float) -> dict[str, Any]:
+        """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
         snapshot = self.state.snapshot()
         cooldowns = self._cooldowns(snapshot)
         return {
@@ -225,14 +226,14 @@ class ScalerLoop:
                 "consolidationBudget": self.settings.consolidation_budget,
                 "consolidationIntervalSeconds": self.settings.consolidation_interval_s,
             },
-            "actions": [record.render() for record in self.records],
+            "actions": [record.render() for record in tuple(self.records)],
             "leftAlone": dict(sorted(self.left_alone.items())),
             "coolingDown": {
                 job: round(at + self.settings.scale_cooldown_s - now, 1)
                 for job, at in sorted(cooldowns.items())
                 if at + self.settings.scale_cooldown_s > now
             },
-            "migrating": {key: m.target.node for key, m in sorted(self.migrations.items())},
+            "migrating": {key: m.target.node for key, m in sorted(dict(self.migrations).items())},
         }
 
     def _cooldowns(self, snapshot: ClusterSnapshot) -> dict[str, float]:
