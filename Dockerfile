@@ -15,4 +15,4 @@ COPY --from=build /install /usr/local
 USER 65532:65532
 EXPOSE 8888
 ENTRYPOINT ["tfjob-extender"]
-CMD ["serve", "--host", "127.0.0.1", "--port", "8888"]
+CMD ["serve", "--host", "127.0.0.1", "--port", "8888", "--with-scaler"]

@@ -1,11 +1,14 @@
 """The one seam for side effects: scale a TFJob's workers, evict a pod, write an Event.
 
 The service uses the Kubernetes implementation (`extender.k8s.actuator`); tests and the simulator use
-`RecordingActuator`, which only remembers what it was asked to do.
+`RecordingActuator`, which only remembers what it was asked to do. The scaler needs a little more
+(`ScalingActuator`): a worker-count change conditioned on the count it planned from, restarting a worker
+pod so its controller recreates it elsewhere, and stamping annotations on a TFJob.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,6 +26,31 @@ class Actuator(Protocol):
         """Write an Event about the object `kind` `namespace/name`."""
 
 
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """What a conditioned worker-count change did."""
+
+    applied: bool
+    observed: int
+    """The Worker replicas found on the TFJob (before the change, if applied)."""
+    conflicts: int = 0
+    """Writes refused with 409 Conflict (someone else changed the TFJob) and retried."""
+
+
+class ScalingActuator(Actuator, Protocol):
+    def resize_workers(
+        self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str
+    ) -> Resize:
+        """Set the TFJob's Worker replicas to `replicas` and add `annotations`, only while its Worker
+        replicas are still `expected` (otherwise leave it and report what was found)."""
+
+    def restart_pod(self, pod: PodView, reason: str) -> bool:
+        """Delete the pod (graceful, only this UID) so its controller recreates it; False if already gone."""
+
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        """Add `annotations` to the TFJob `namespace/name`."""
+
+
 @dataclass
 class RecordingActuator:
     """Remembers every action, in order."""
@@ -30,6 +58,10 @@ class RecordingActuator:
     scaled: list[tuple[str, int, str]] = field(default_factory=list)
     evicted: list[tuple[str, str]] = field(default_factory=list)
     events: list[tuple[str, str, str, str]] = field(default_factory=list)
+    restarted: list[tuple[str, str]] = field(default_factory=list)
+    annotated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    workers: dict[str, int] = field(default_factory=dict)
+    """Worker replicas per TFJob as resized here (a job not resized yet is taken to have `expected`)."""
 
     def scale_workers(self, job: str, replicas: int, reason: str) -> None:
         self.scaled.append((job, replicas, reason))
@@ -39,3 +71,21 @@ class RecordingActuator:
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((kind, key, reason, message))
+
+    def resize_workers(
+        self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str
+    ) -> Resize:
+        observed = self.workers.get(job, expected)
+        if observed != expected:
+            return Resize(False, observed)
+        self.workers[job] = replicas
+        self.scaled.append((job, replicas, reason))
+        self.annotated.append((job, dict(annotations)))
+        return Resize(True, observed)
+
+    def restart_pod(self, pod: PodView, reason: str) -> bool:
+        self.restarted.append((pod.key, reason))
+        return True
+
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        self.annotated.append((job, dict(annotations)))

@@ -25,3 +25,21 @@ class Settings:
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""
     policy: PolicySettings = field(default_factory=PolicySettings)
+    with_scaler: bool = False
+    """Run the scaler loop in the extender's process (`serve --with-scaler`)."""
+    scaler: ScalerSettings = field(default_factory=lambda: ScalerSettings())
+
+
+@dataclass(frozen=True, slots=True)
+class ScalerSettings:
+    """How the scaler loop runs and elects its one active instance (its policy is in `PolicySettings`)."""
+
+    interval_s: float = 2.0
+    """Seconds between scaler ticks."""
+    lease_namespace: str = "tfjob-system"
+    """Namespace of the scaler's `coordination.k8s.io` Lease."""
+    lease_name: str = "tfjob-extender-scaler"
+    lease_duration_s: int = 15
+    """Seconds a Lease holder that stopped renewing keeps it before another instance takes over."""
+    identity: str = ""
+    """This instance's name in the Lease (default: host name, process id and a random suffix)."""

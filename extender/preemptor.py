@@ -3,9 +3,13 @@
 kube-scheduler's own preemption is per pod, and it never picks victims of equal priority, so a KOD2
 weight-based scale-in would never happen through it. This loop works on the model instead. Each tick,
 level-triggered on a fresh snapshot:
-1. release expired plans;
+1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
+   and not placed yet, so a scaler running in another process steers them too;
 2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); a gang that can be planned now is
-   left to `filter`; for the first that cannot, run the job-level dry run (`policy.victims`);
+   left to `filter`; for the first that cannot, try KOD2 scale-in first (`policy.scaling.plan_scale_in`:
+   surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
+   gang, the job-level dry run (`policy.victims`). This loop is the only place that shrinks a job for a
+   waiting gang; the scaler loop only grows and consolidates;
 3. carry a plan out through the actuator — lower the Worker replicas of scaled-in jobs (training-operator
    deletes exactly the surplus pods), evict whole victim gangs — record it, and reserve the freed
    capacity for every member of the preemptor gang, so no lower-ranked pod takes it while victims
@@ -26,8 +30,10 @@ from extender.policy.gang import gang_state, plan_gang, waiting_reason
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.ranking import rank_gangs
+from extender.policy.scaling import plan_scale_in
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.policy.workerplan import imported_reservations
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -69,6 +75,9 @@ class PreemptionLoop:
     def tick(self, now: float) -> PreemptionPlan | None:
         """One pass; returns the preemption carried out, if any."""
         self.state.release_expired(now)
+        planned = imported_reservations(self.state.snapshot(), now)
+        if planned:
+            self.state.commit_plan(reserve=planned)
         snapshot = self.state.snapshot()
         plan = self._choose(snapshot, now)
         if plan is not None:
@@ -91,9 +100,10 @@ class PreemptionLoop:
             if plan_gang(snapshot, state, self.settings, now).admitted:
                 continue
             earlier = snapshot.preemptions.get(state.key)
-            decision = plan_preemption(
-                snapshot, group, self.settings, now, terminating_victims=earlier.victims if earlier else ()
-            )
+            terminating = earlier.victims if earlier else frozenset()
+            decision = plan_scale_in(snapshot, group, self.settings, now, terminating_victims=terminating)
+            if not isinstance(decision, PreemptionPlan):
+                decision = plan_preemption(snapshot, group, self.settings, now, terminating_victims=terminating)
             if isinstance(decision, PreemptionPlan):
                 return decision
             log.debug("no preemption for %s: %s", state.key, decision.reason)

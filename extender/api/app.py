@@ -6,10 +6,10 @@ caller through `on_start` / `on_stop`, so tests and offline mode build the same 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from extender import __version__
 from extender.api import debug, verbs
@@ -29,8 +29,9 @@ def create_app(
     *,
     on_start: Callable[[], None] = lambda: None,
     on_stop: Callable[[], None] = lambda: None,
+    routers: Sequence[APIRouter] = (),
 ) -> verbs.VerbGateway:
-    """The extender's ASGI application: the verbs in front, the debug routes behind them."""
+    """The extender's ASGI application: the verbs in front, the debug routes (and any `routers`) behind them."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -42,4 +43,6 @@ def create_app(
 
     app = FastAPI(title="tfjob-extender", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.include_router(debug.make_router(service))
+    for router in routers:
+        app.include_router(router)
     return verbs.VerbGateway(service, app)

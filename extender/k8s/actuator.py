@@ -6,6 +6,11 @@
 - An eviction first adds a `DisruptionTarget` condition naming the reason (as kube-scheduler does for its
   own victims), then deletes the pod with its UID as a precondition, so a pod recreated under the same
   name is never hit.
+- A conditioned resize (the scaler's) re-reads the TFJob on every attempt and changes nothing unless the
+  Worker replicas are still the count the plan was made from, so a retry after a conflict, or a second
+  scaler instance acting on a stale model, never applies the same step twice.
+- Restarting a worker deletes it with its UID as a precondition; training-operator recreates any index
+  below `replicas` under the same name (an empty bucket means create).
 - Events are core/v1 Events from the component `tfjob-extender`.
 Failures are logged and raised; the caller decides whether to retry.
 """
@@ -15,13 +20,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from kubernetes.client import ApiClient
 
-from extender.policy.model import PodView
+from extender.actuator import Resize
+from extender.policy.model import PodView, Role
 
 log = logging.getLogger(__name__)
 
@@ -36,25 +43,28 @@ class ApiCallError(RuntimeError):
         self.status = status
 
 
+def api_call(api: ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+    """One JSON request to the API server; raises `ApiCallError` for any status from 300 up."""
+    verb, url, headers, payload, _ = api.param_serialize(
+        method,
+        path,
+        header_params={"Accept": "application/json", "Content-Type": content_type},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(verb, url, header_params=headers, body=payload, _request_timeout=REQUEST_TIMEOUT_S)
+    data = response.read()  # type: ignore[no-untyped-call]
+    if response.status >= 300:
+        raise ApiCallError(response.status, f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
+    return orjson.loads(data) if data else None
+
+
 class KubeActuator:
     def __init__(self, api_client: ApiClient) -> None:
         self._api = api_client
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-        verb, url, headers, payload, _ = self._api.param_serialize(
-            method,
-            path,
-            header_params={"Accept": "application/json", "Content-Type": content_type},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = self._api.call_api(
-            verb, url, header_params=headers, body=payload, _request_timeout=REQUEST_TIMEOUT_S
-        )
-        data = response.read()  # type: ignore[no-untyped-call]
-        if response.status >= 300:
-            raise ApiCallError(response.status, f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
-        return orjson.loads(data) if data else None
+        return api_call(self._api, method, path, body, content_type)
 
     def scale_workers(self, job: str, replicas: int, reason: str) -> None:
         namespace, name = job.split("/", 1)
@@ -75,6 +85,55 @@ class KubeActuator:
                 if error.status != 409 or attempt == CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
+
+    def resize_workers(
+        self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str
+    ) -> Resize:
+        namespace, name = job.split("/", 1)
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        conflicts = 0
+        while True:
+            current = self._call("GET", path)
+            specs = current["spec"]["tfReplicaSpecs"]
+            key = next((k for k in specs if k.lower() == Role.WORKER.value), "Worker")
+            observed = (specs.get(key) or {}).get("replicas", 1)
+            if observed != expected:
+                log.info("not resizing %s: %d workers, planned from %d", job, observed, expected)
+                return Resize(False, observed, conflicts)
+            patch = {
+                "metadata": {
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                    "annotations": dict(annotations),
+                },
+                "spec": {"tfReplicaSpecs": {key: {"replicas": replicas}}},
+            }
+            try:
+                self._call("PATCH", path, patch, content_type="application/merge-patch+json")
+            except ApiCallError as error:
+                if error.status != 409 or conflicts >= CONFLICT_RETRIES - 1:
+                    raise
+                conflicts += 1
+                time.sleep(0.05 * conflicts)
+                continue
+            log.info("resized %s from %d to %d workers: %s", job, expected, replicas, reason)
+            return Resize(True, observed, conflicts)
+
+    def restart_pod(self, pod: PodView, reason: str) -> bool:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
+        try:
+            self._call("DELETE", path, body)
+        except ApiCallError as error:
+            if error.status in (404, 409):
+                return False
+            raise
+        log.info("restarted %s: %s", pod.key, reason)
+        return True
+
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        namespace, name = job.split("/", 1)
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
 
     def evict(self, pod: PodView, reason: str) -> None:
         base = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"

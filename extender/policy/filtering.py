@@ -2,7 +2,8 @@
 members of a PodGroup.
 
 For a gang member:
-1. It already has a reservation → keep only its planned node (steer); if kube-scheduler no longer offers
+1. It already has a reservation, or the scaler planned it (a new or migrated worker named in its TFJob's
+   `tfjob-extender.io/worker-plan`) → keep only its planned node (steer); if kube-scheduler no longer offers
    that node, plan the whole gang again with this pod pinned to what is offered.
    If a member has vanished since the plan was made, the plan is released and the pod waits.
 2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
@@ -30,6 +31,7 @@ from extender.policy.gang import (
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
 from extender.policy.settings import PolicySettings
+from extender.policy.workerplan import planned_reservation
 
 
 def filter_pod(
@@ -44,7 +46,7 @@ def filter_pod(
         return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
     if not pod.group:
         return fit_filter(snapshot, pod, candidates)
-    held = snapshot.reservations.get(pod.key)
+    held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)
     if held is not None and held.expires_at > now:
         state = gang_state(snapshot, pod.group)
         broken = waiting_reason(state)

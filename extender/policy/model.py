@@ -138,6 +138,16 @@ class JobView:
     """Fewest workers the job may run with (annotation; default: its Worker replicas, i.e. not elastic)."""
     max_workers: int = 0
     """Most workers the job may grow to (annotation; default: its Worker replicas)."""
+    scaled_at: float = 0.0
+    """When the scaler last changed the job's workers (annotation `tfjob-extender.io/scaled-at`, seconds
+    since the epoch; 0 if never): its cooldown survives a restart or a change of leader."""
+    consolidated_at: float = 0.0
+    """When the scaler last migrated one of its workers (annotation `tfjob-extender.io/consolidated-at`)."""
+    worker_plan: tuple[tuple[str, str], ...] = ()
+    """(pod name, node) the scaler planned for the workers it added or moved (annotation
+    `tfjob-extender.io/worker-plan`), so an extender in another process steers them too."""
+    worker_plan_expires: float = 0.0
+    """When that plan lapses (seconds since the epoch)."""
 
     @property
     def key(self) -> str:

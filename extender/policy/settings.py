@@ -66,3 +66,25 @@ class PolicySettings:
     rank_gangs_checked: int = 8
     """How many higher-ranked waiting gangs a plan is checked against before it is admitted (bounds the
     cost of rank-ordered admission: each check is one dry-run plan)."""
+
+    scale_out_step: int = 2
+    """Workers one TFJob may gain in one scaler tick (KOD2's l_iw, a count): growth is gradual, so every
+    step is checked against a fresh snapshot."""
+
+    scale_in_step: int = 2
+    """Workers one TFJob may lose in one tick to make room for a waiting higher-ranked gang (KOD2's l_dw,
+    a count). When scaling in within this count cannot admit the gang, the job-level preemption decides."""
+
+    scale_cooldown_s: float = 30.0
+    """Seconds after any scaling action on a TFJob (scale-out, scale-in, migration) before the scaler acts on
+    it again: the job settles, and the next decision sees its effect."""
+
+    consolidation_enabled: bool = True
+    """Move workers of a dynamic-worker TFJob onto its PS node when that node has room (Voda's worker
+    migration: the pod is deleted and training-operator recreates it, steered to the PS node)."""
+
+    consolidation_budget: int = 1
+    """Workers of one TFJob migrated per `consolidation_interval_s` (a count): the disruption budget."""
+
+    consolidation_interval_s: float = 60.0
+    """Seconds between two consolidation rounds of the same TFJob."""

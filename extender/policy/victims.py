@@ -84,7 +84,7 @@ def plan_preemption(
     """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none."""
     state = gang_state(snapshot, group_key)
     pending = [pod for members in state.members.values() for pod in members if pod.pending]
-    refusal = _ineligible(snapshot, state, pending, terminating_victims)
+    refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
     if refusal is not None:
         return PreemptionRefusal(state.key, refusal)
     if plan_gang(snapshot, state, settings, now).admitted:
@@ -212,9 +212,10 @@ def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
     return freed
 
 
-def _ineligible(
+def ineligible_reason(
     snapshot: ClusterSnapshot, state: GangState, pending: Sequence[PodView], terminating: Iterable[str]
 ) -> str | None:
+    """Why the gang may not take anything from other jobs now, or None."""
     waiting = waiting_reason(state)
     if waiting is not None:
         return waiting

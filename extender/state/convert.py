@@ -26,6 +26,12 @@ MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
 """On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
 MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
 """On a TFJob: the most workers it may be scaled out to (default: its Worker replicas)."""
+SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
+"""Written by the scaler with each worker-count change: seconds since the epoch."""
+CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
+"""Written by the scaler with each worker migration: seconds since the epoch."""
+WORKER_PLAN_ANNOTATION = ANNOTATION_PREFIX + "worker-plan"
+"""Written by the scaler: `{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}}`."""
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_KIND = "TFJob"
@@ -247,7 +253,28 @@ def job_view(obj: Json) -> JobView:
         role_requests=role_requests,
         min_workers=min_workers,
         max_workers=max_workers,
+        scaled_at=_number(obj, annotations.get(SCALED_AT_ANNOTATION, 0), SCALED_AT_ANNOTATION, float),
+        consolidated_at=_number(obj, annotations.get(CONSOLIDATED_AT_ANNOTATION, 0), CONSOLIDATED_AT_ANNOTATION, float),
+        **_worker_plan(annotations.get(WORKER_PLAN_ANNOTATION)),
     )
+
+
+def worker_plan_annotation(plan: Mapping[str, str], expires_at: float) -> str:
+    """The value of `tfjob-extender.io/worker-plan` for pod name → node, lapsing at `expires_at`."""
+    return json.dumps({"expiresAt": round(expires_at, 3), "pods": dict(sorted(plan.items()))}, separators=(",", ":"))
+
+
+def _worker_plan(value: str | None) -> dict[str, Any]:
+    """The plan's fields for a JobView; a plan that cannot be read is no plan (it is only a steering hint,
+    never a reason to drop the TFJob from the model)."""
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+        pods = tuple(sorted((str(name), str(node)) for name, node in parsed["pods"].items()))
+        return {"worker_plan": pods, "worker_plan_expires": float(parsed["expiresAt"])}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return {}
 
 
 def _workers(obj: Json, annotations: Mapping[str, str], annotation: str, default: int) -> int:

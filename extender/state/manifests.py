@@ -147,6 +147,14 @@ def job_manifest(job: JobView) -> dict[str, Any]:
         if (job.min_workers, job.max_workers) != (workers, workers)
         else {}
     )
+    if job.scaled_at:
+        annotations[convert.SCALED_AT_ANNOTATION] = f"{job.scaled_at:.3f}"
+    if job.consolidated_at:
+        annotations[convert.CONSOLIDATED_AT_ANNOTATION] = f"{job.consolidated_at:.3f}"
+    if job.worker_plan:
+        annotations[convert.WORKER_PLAN_ANNOTATION] = convert.worker_plan_annotation(
+            dict(job.worker_plan), job.worker_plan_expires
+        )
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",

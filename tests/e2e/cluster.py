@@ -169,6 +169,24 @@ class LocalControlPlane:
     def stop_extender(self) -> None:
         self._stop_process("extender")
 
+    def start_scaler(self, name: str, args: tuple[str, ...]) -> int:
+        """A standalone `tfjob-extender scaler` process; returns the port of its /debug/scaler."""
+        port = free_port()
+        command = [sys.executable, "-m", "extender", "scaler", "--kubeconfig", str(self.kubeconfig)]
+        self._spawn(name, [*command, "--port", str(port), *args], env={"PYTHONPATH": str(REPO)})
+        wait_until(f"{name}'s /healthz", lambda: self._http_ok(f"http://127.0.0.1:{port}/healthz"), 60, 0.1)
+        return port
+
+    def kill(self, name: str) -> None:
+        """End a process started here at once (SIGKILL), as a crash would."""
+        process = self.processes.pop(name)
+        process.kill()
+        process.wait(timeout=10)
+
+    def stop_process(self, name: str) -> None:
+        """End a process started here gracefully (SIGTERM)."""
+        self._stop_process(name)
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.run_dir / f"{name}.log"
         if not path.exists():

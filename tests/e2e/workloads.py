@@ -50,16 +50,21 @@ def tfjob(
     run_for: str = RUN_LONG,
     priority_class: str = "",
     min_workers: int | None = None,
+    max_workers: int | None = None,
     dynamic: bool = False,
 ) -> Obj:
-    """A PS/worker TFJob whose pods may only use the nodes of `scene`; elastic when `min_workers` is set."""
+    """A PS/worker TFJob whose pods may only use the nodes of `scene`; elastic when `min_workers` is set
+    (between `min_workers` and `max_workers`, by default its `workers`)."""
     selector = {"e2e-scene": scene}
     specs = {"Worker": replica(workers, cpu, memory, run_for, selector, priority_class)}
     if ps:
         specs["PS"] = replica(ps, ps_cpu or cpu, memory, run_for, selector, priority_class)
     annotations = {}
     if min_workers is not None:
-        annotations = {"tfjob-extender.io/min-workers": str(min_workers), "tfjob-extender.io/max-workers": str(workers)}
+        annotations = {
+            "tfjob-extender.io/min-workers": str(min_workers),
+            "tfjob-extender.io/max-workers": str(workers if max_workers is None else max_workers),
+        }
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",

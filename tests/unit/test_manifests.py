@@ -123,7 +123,7 @@ def test_the_extender_block_is_safe_for_gangs() -> None:
 def test_kube_scheduler_calls_the_extender_where_it_listens() -> None:
     url = urlsplit(the_extender()["urlPrefix"])
     args = container("tfjob-extender")["args"]
-    assert args == ["serve", "--host", url.hostname, "--port", str(url.port)]
+    assert args[:5] == ["serve", "--host", url.hostname, "--port", str(url.port)]
     assert args == dockerfile_instruction("CMD")
     assert dockerfile_instruction("ENTRYPOINT") == ["tfjob-extender"]
     extender = container("tfjob-extender")
@@ -218,3 +218,31 @@ def test_nothing_points_outside_the_repository() -> None:
     for path in [*MANIFESTS.rglob("*"), *SCHEDULER_CONFIG.parent.rglob("*"), DOCKERFILE, REPO / ".dockerignore"]:
         if path.is_file():
             assert "/work/" not in path.read_text(), path
+
+
+def test_the_extender_may_do_what_the_scaler_does() -> None:
+    roles = {role["metadata"]["name"]: role for role in of_kind("ClusterRole")}
+
+    def granted(role: str, group: str, resource: str) -> set[str]:
+        return {
+            verb
+            for rule in roles[role]["rules"]
+            if group in rule["apiGroups"] and resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+
+    assert {"get", "patch"} <= granted("tfjob-extender", "kubeflow.org", "tfjobs")
+    assert "delete" in granted("tfjob-extender", "", "pods")
+    assert "create" in granted("tfjob-extender", "", "events")
+    bound = {
+        binding["roleRef"]["name"]
+        for binding in of_kind("RoleBinding")
+        if binding["metadata"]["namespace"] == "tfjob-system"
+    }
+    lease_roles = [
+        name for name in bound if {"create", "get", "update"} <= granted(name, "coordination.k8s.io", "leases")
+    ]
+    assert lease_roles, "the scaler's Lease in tfjob-system"
+    (deployment,) = of_kind("Deployment")
+    extender = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "tfjob-extender")
+    assert "--with-scaler" in extender["args"]

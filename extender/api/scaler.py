@@ -1,0 +1,54 @@
+"""HTTP for the scaler: `/debug/scaler` beside the extender's routes, or a small app of its own when the
+scaler runs alone (`/healthz`, `/debug/scaler`, `/metrics`). Read-only: every route renders state."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from extender import __version__
+from extender.scaler import ScalerLoop
+
+
+def make_scaler_router(loop: ScalerLoop, clock: Callable[[], float]) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/debug/scaler")
+    def scaler() -> dict[str, Any]:
+        return loop.render(clock())
+
+    return router
+
+
+def create_scaler_app(
+    loop: ScalerLoop,
+    registry: CollectorRegistry,
+    clock: Callable[[], float],
+    *,
+    on_start: Callable[[], None],
+    on_stop: Callable[[], None],
+) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        on_start()
+        try:
+            yield
+        finally:
+            on_stop()
+
+    app = FastAPI(title="tfjob-extender scaler", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.include_router(make_scaler_router(loop, clock))
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,138 @@
+"""Leader election through a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it.
+
+- No Lease yet: create it naming this instance (a 409 means another instance was first).
+- The Lease names this instance: renew `renewTime`.
+- It names another holder: take it over only once its record has stayed unchanged for a whole
+  `leaseDurationSeconds` of *our* monotonic clock (so clock skew between machines cannot cut a lease
+  short), or at once if the holder released it (empty `holderIdentity`).
+Every write carries the resourceVersion that was read, so of two instances racing for an expired Lease
+exactly one wins; the other gets 409 and stays a follower. A clean stop releases the Lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from extender.k8s.actuator import ApiCallError, api_call
+
+log = logging.getLogger(__name__)
+
+
+class KubeLease:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        duration_s: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.identity = identity
+        self._api = api_client
+        self._path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self._name = name
+        self._duration_s = duration_s
+        self._clock = clock
+        self._observed: tuple[str, float] = ("", 0.0)
+        self._holding = False
+
+    def holds(self) -> bool:
+        try:
+            self._holding = self._try()
+        except ApiCallError as error:
+            log.warning("lease %s: %s", self._name, error)
+            self._holding = False
+        except OSError as error:
+            log.warning("lease %s: API server unreachable: %s", self._name, error)
+            self._holding = False
+        return self._holding
+
+    def release(self) -> None:
+        if not self._holding:
+            return
+        try:
+            lease = self._call("GET", self._path)
+            if lease["spec"].get("holderIdentity") == self.identity:
+                lease["spec"]["holderIdentity"] = None
+                lease["spec"]["leaseDurationSeconds"] = 1
+                self._call("PUT", self._path, lease)
+        except (ApiCallError, OSError) as error:
+            log.warning("lease %s: could not release: %s", self._name, error)
+        self._holding = False
+
+    def _try(self) -> bool:
+        now = self._clock()
+        try:
+            lease = self._call("GET", self._path)
+        except ApiCallError as error:
+            if error.status != 404:
+                raise
+            return self._create()
+        spec: dict[str, Any] = lease.get("spec") or {}
+        version = lease["metadata"]["resourceVersion"]
+        if version != self._observed[0]:
+            self._observed = (version, now)
+        holder = spec.get("holderIdentity") or ""
+        if holder == self.identity:
+            spec["renewTime"] = _micro_time()
+            return self._write(lease)
+        duration = float(spec.get("leaseDurationSeconds") or self._duration_s)
+        if holder and now - self._observed[1] < duration:
+            return False
+        log.info("lease %s: taking over from %r", self._name, holder or "nobody")
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=self._duration_s,
+            acquireTime=_micro_time(),
+            renewTime=_micro_time(),
+            leaseTransitions=int(spec.get("leaseTransitions") or 0) + 1,
+        )
+        lease["spec"] = spec
+        return self._write(lease)
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        return api_call(self._api, method, path, body)
+
+    def _create(self) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self._name},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": self._duration_s,
+                "acquireTime": _micro_time(),
+                "renewTime": _micro_time(),
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            self._call("POST", self._collection, body)
+        except ApiCallError as error:
+            if error.status == 409:
+                return False
+            raise
+        log.info("lease %s: acquired (created)", self._name)
+        return True
+
+    def _write(self, lease: dict[str, Any]) -> bool:
+        try:
+            self._call("PUT", self._path, lease)
+        except ApiCallError as error:
+            if error.status == 409:
+                return False
+            raise
+        return True
+
+
+def _micro_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,481 @@
+"""Elastic scaling of TFJob workers: scale-out, scale-in for a waiting gang, and consolidation (pure).
+
+Three planners over one snapshot; each returns actions with their reasons and never touches the model:
+- `plan_scale_out` (KOD2 Algorithm 3): running jobs in descending rank each grow by at most
+  `scale_out_step` workers, up to their maximum, into idle capacity, nodes holding the job's PS first,
+  then nodes holding its other pods. Capacity one job takes is not offered to the next. Each new worker
+  (`<job>-worker-<index>`, a deterministic name) gets a reservation on the node it was counted on.
+- `plan_scale_in` (KOD2 Algorithm 2): for one waiting gang, running jobs in ascending rank give up at
+  most `scale_in_step` workers each, highest index first (training-operator deletes exactly the highest
+  indices when `Worker.replicas` drops), never below the job's minimum, never the PS, the chief or worker
+  0, until the dry run plans the whole gang. Jobs that rank equal to or above the gang are exempt (equal
+  weight and earlier arrival included): the same `may_preempt` rule as job-level preemption.
+- `plan_consolidation` (Voda's worker migration): a worker of a running job that sits away from every
+  PS of its job moves onto a PS node with room, at most `consolidation_budget` workers per job per
+  `consolidation_interval_s`, emptiest source node first, never making a waiting gang that fits now
+  stop fitting.
+Only TFJobs with `enableDynamicWorker: true` are scaled or migrated: without it training-operator fails
+the job when a worker terminates, and new workers would get an inconsistent TF_CONFIG. Such jobs are
+reported in `skipped` with that reason.
+
+Who shrinks a job for a waiting gang: only the preemption loop, which asks `plan_scale_in` first and
+falls back to job-level preemption (`victims.plan_preemption`) when scaling within the per-tick counts
+cannot admit the gang. The scaler loop only grows and consolidates, so two loops never shrink the same
+job for the same gang. To keep a steady cluster quiet (no grow-then-shrink flapping), a job grows or
+migrates only when it is settled (every pod bound, none pending, terminating or reserved), out of its
+cooldown, and no gang ranked above it waits for room it could ever get; growth that would stop a waiting
+gang that fits now from fitting is dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang, waiting_reason
+from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
+from extender.policy.placement import idleness
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.resources import EMPTY, Resources, describe, total
+from extender.policy.settings import PolicySettings
+from extender.policy.victims import (
+    PreemptionPlan,
+    PreemptionRefusal,
+    VictimUnit,
+    candidate_units,
+    ineligible_reason,
+)
+
+
+class ActionKind(enum.Enum):
+    SCALE_OUT = "scale-out"
+    SCALE_IN = "scale-in"
+    MIGRATE = "migrate"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingAction:
+    """One change to one TFJob, with the plan the extender steers by."""
+
+    kind: ActionKind
+    job: str
+    replicas_from: int
+    """Worker replicas before the action."""
+    replicas_to: int
+    """Worker replicas after it (unchanged for a migration)."""
+    pods: tuple[str, ...]
+    """Keys of the worker pods added (scale-out), removed (scale-in) or moved (migration)."""
+    placements: tuple[Reservation, ...]
+    """Where added or moved pods go: reservations to commit (none for a scale-in)."""
+    reason: str
+    gang: str = ""
+    """For a scale-in: the gang it makes room for."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPlan:
+    actions: tuple[ScalingAction, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(TFJob key, why it was left alone) for jobs that declare elastic bounds but may not be scaled."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """A settled, running TFJob the scaler may act on."""
+
+    job: JobView
+    rank: JobRank
+    group: str
+    workers: tuple[PodView, ...]
+    """Bound worker pods, by index."""
+    ps_nodes: frozenset[str]
+    job_nodes: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> int:
+        return self.job.replicas.get(Role.WORKER, 0)
+
+    @property
+    def worker_requests(self) -> Resources:
+        if self.workers:
+            return self.workers[0].requests
+        return self.job.role_requests.get(Role.WORKER, EMPTY)
+
+
+def plan_scale_out(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    last_action: Mapping[str, float],
+) -> ScalingPlan:
+    """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
+    capacity = cluster_capacity(snapshot)
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
+    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
+    by_name = sorted(remaining)
+    exhausted: set[Resources] = set()
+    taken: dict[str, Resources] = {}
+    actions: list[ScalingAction] = []
+    for job in running:
+        growth = min(settings.scale_out_step, job.job.max_workers - job.replicas)
+        if growth <= 0:
+            continue
+        blocker = _blocking_gang(job.rank, waiting, capacity)
+        if blocker is not None:
+            skipped.append((job.job.key, f"not scaled out: gang {blocker} ranked above it waits for room"))
+            continue
+        nodes = _place_workers(snapshot, job, growth, remaining, by_name, exhausted)
+        if not nodes:
+            continue
+        trial_taken = dict(taken)
+        for node in nodes:
+            trial_taken[node] = trial_taken.get(node, EMPTY) - job.worker_requests
+        if any(not plan_gang(snapshot, state, settings, now, freed=trial_taken).admitted for state in fitting):
+            skipped.append((job.job.key, "not scaled out: the room is needed by a waiting gang that fits now"))
+            continue
+        for node in nodes:
+            remaining[node] = remaining[node] - job.worker_requests
+        taken = trial_taken
+        actions.append(_scale_out(job, nodes, settings, now))
+    return ScalingPlan(tuple(actions), tuple(skipped))
+
+
+def plan_scale_in(
+    snapshot: ClusterSnapshot,
+    group_key: str,
+    settings: PolicySettings,
+    now: float,
+    *,
+    terminating_victims: Iterable[str] = (),
+) -> PreemptionPlan | PreemptionRefusal:
+    """Surplus workers of lower-ranked elastic jobs that let the gang of `group_key` start (KOD2 Algorithm 2).
+
+    Jobs in ascending rank give up their highest-index surplus workers, at most `scale_in_step` each,
+    until the dry run plans the whole gang; the plan stops at the first set that admits it.
+    """
+    state = gang_state(snapshot, group_key)
+    pending = [pod for members in state.members.values() for pod in members if pod.pending]
+    refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
+    if refusal is not None:
+        return PreemptionRefusal(state.key, refusal)
+    if plan_gang(snapshot, state, settings, now).admitted:
+        return PreemptionRefusal(state.key, f"gang {state.key} fits without scaling anything in")
+    capacity = cluster_capacity(snapshot)
+    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
+    units = _within_step(candidate_units(snapshot, state, preemptor, settings, now, capacity), settings)
+    chosen: list[VictimUnit] = []
+    for unit in units:
+        chosen.append(unit)
+        verdict = plan_gang(snapshot, state, settings, now, freed=_freed(chosen))
+        if verdict.admitted:
+            return _scale_in_plan(state.key, chosen, verdict)
+    return PreemptionRefusal(
+        state.key, f"gang {state.key}: scaling lower-ranked elastic jobs in by the allowed count does not make room"
+    )
+
+
+def plan_consolidation(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    last_action: Mapping[str, float],
+    last_consolidation: Mapping[str, float],
+) -> ScalingPlan:
+    """Workers to move onto their job's PS node (Voda's worker migration), within the disruption budget."""
+    if not settings.consolidation_enabled or settings.consolidation_budget <= 0:
+        return ScalingPlan()
+    capacity = cluster_capacity(snapshot)
+
+    def due(job: JobView) -> bool:
+        last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
+        return now - last >= settings.consolidation_interval_s
+
+    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, due)
+    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
+    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
+    shifted: dict[str, Resources] = {}
+    actions: list[ScalingAction] = []
+    for job in running:
+        if not job.ps_nodes:
+            continue
+        if _blocking_gang(job.rank, waiting, capacity) is not None:
+            continue
+        moves = _migrations(snapshot, job, remaining, settings.consolidation_budget)
+        if not moves:
+            continue
+        trial_shifted = dict(shifted)
+        for pod, node in moves:
+            trial_shifted[node] = trial_shifted.get(node, EMPTY) - pod.requests
+            trial_shifted[pod.node_name] = trial_shifted.get(pod.node_name, EMPTY) + pod.requests
+        if any(not plan_gang(snapshot, state, settings, now, freed=trial_shifted).admitted for state in fitting):
+            continue
+        for pod, node in moves:
+            remaining[node] = remaining[node] - pod.requests
+        shifted = trial_shifted
+        actions += [_migrate(job, pod, node, settings, now) for pod, node in moves]
+    return ScalingPlan(tuple(actions), tuple(skipped))
+
+
+# -- running jobs and waiting gangs -----------------------------------------------------------------------
+
+
+def _running_jobs(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    last_action: Mapping[str, float],
+    capacity: Resources,
+    wanted: Callable[[JobView], bool],
+) -> tuple[list[_Running], list[tuple[str, str]]]:
+    """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
+    that may not be scaled at all."""
+    running: list[_Running] = []
+    skipped: list[tuple[str, str]] = []
+    for job in snapshot.jobs.values():
+        if not job.enable_dynamic_worker:
+            if job.max_workers > job.min_workers:
+                skipped.append(
+                    (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
+                )
+            continue
+        if (
+            not wanted(job)
+            or now - max(last_action.get(job.key, float("-inf")), job.scaled_at) < settings.scale_cooldown_s
+        ):
+            continue
+        pods = [snapshot.pods[key] for key in snapshot.job_members.get(job.key, frozenset()) if key in snapshot.pods]
+        settled = _settled(snapshot, job, pods)
+        if settled is None:
+            continue
+        group, workers = settled
+        state = gang_state(snapshot, group)
+        if not is_satisfied(snapshot, state):
+            continue
+        running.append(
+            _Running(
+                job,
+                gang_rank(snapshot, group, now, settings, capacity),
+                group,
+                workers,
+                frozenset(pod.node_name for pod in pods if pod.role is Role.PS and pod.holds_node),
+                Counter(pod.node_name for pod in pods if pod.holds_node),
+            )
+        )
+    running.sort(key=lambda item: item.rank.sort_key)
+    return running, skipped
+
+
+def _may_grow(job: JobView) -> bool:
+    return job.max_workers > job.replicas.get(Role.WORKER, 0)
+
+
+def _settled(
+    snapshot: ClusterSnapshot, job: JobView, pods: Sequence[PodView]
+) -> tuple[str, tuple[PodView, ...]] | None:
+    """(PodGroup key, workers by index) when every pod of the job is bound and it runs exactly its
+    Worker replicas; None while anything is pending, terminating, reserved or missing."""
+    live = [pod for pod in pods if not pod.finished]
+    if not live or any(not pod.holds_node or pod.terminating or pod.key in snapshot.reservations for pod in live):
+        return None
+    groups = {pod.group for pod in live}
+    if len(groups) != 1 or "" in groups:
+        return None
+    workers = tuple(sorted((pod for pod in live if pod.role is Role.WORKER), key=lambda pod: pod.index))
+    if [pod.index for pod in workers] != list(range(job.replicas.get(Role.WORKER, 0))):
+        return None
+    group = groups.pop()
+    if any(held.group == group for held in snapshot.reservations.values()):
+        return None
+    return group, workers
+
+
+def _waiting_gangs(
+    snapshot: ClusterSnapshot, settings: PolicySettings, now: float, capacity: Resources
+) -> list[tuple[JobRank, GangState]]:
+    """Gangs with pending members, all members created, not yet satisfied: the `rank_gangs_checked`
+    highest-ranked. Only gangs with a pending member are ranked (a steady cluster has none)."""
+    waiting: list[tuple[JobRank, GangState]] = []
+    seen: set[str] = set()
+    for group, members in snapshot.group_members.items():
+        if group in seen or not any((pod := snapshot.pods.get(key)) is not None and pod.pending for key in members):
+            continue
+        state = gang_state(snapshot, group)
+        seen.update(state.members)
+        if waiting_reason(state) is None and not is_satisfied(snapshot, state):
+            waiting.append((gang_rank(snapshot, group, now, settings, capacity), state))
+    waiting.sort(key=lambda item: item[0].sort_key)
+    return waiting[: settings.rank_gangs_checked]
+
+
+def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
+    """A waiting gang ranked above the job that the whole cluster could hold: growing the job would only
+    hand the preemption loop workers to take back."""
+    for other, state in waiting:
+        first = other.starving if other.starving != rank.starving and other.priority == rank.priority else None
+        if not (first if first is not None else other.outranks(rank)):
+            continue
+        demand = total(pod.requests for members in state.members.values() for pod in members if pod.pending)
+        if demand.fits_in(capacity):
+            return state.key
+    return None
+
+
+# -- scale-out ------------------------------------------------------------------------------------------
+
+
+def _place_workers(
+    snapshot: ClusterSnapshot,
+    job: _Running,
+    growth: int,
+    remaining: Mapping[str, Resources],
+    by_name: Sequence[str],
+    exhausted: set[Resources],
+) -> list[str]:
+    """Nodes for up to `growth` new workers: PS nodes first, then nodes holding more of the job, then the
+    rest by name. `remaining` is only read; a request that fit on no node at all is added to `exhausted`
+    (capacity only shrinks during a plan, so later jobs asking for the same skip the scan)."""
+    request = job.worker_requests
+    if request.is_empty() or request in exhausted:
+        return []
+    template = job.workers[0] if job.workers else None
+    preferred = sorted(job.job_nodes, key=lambda node: (node not in job.ps_nodes, -job.job_nodes[node], node))
+    nodes: list[str] = []
+    fitted_anywhere = False
+    for node in (*preferred, *by_name):
+        if len(nodes) >= growth:
+            break
+        if (
+            node not in remaining
+            or node in nodes
+            or (template is not None and not template.selects(snapshot.nodes[node].node))
+        ):
+            continue
+        free = remaining[node]
+        while len(nodes) < growth and request.fits_in(free):
+            free = free - request
+            nodes.append(node)
+            fitted_anywhere = True
+    if not fitted_anywhere and template is not None and not template.node_selector:
+        exhausted.add(request)
+    return nodes
+
+
+def _scale_out(job: _Running, nodes: Sequence[str], settings: PolicySettings, now: float) -> ScalingAction:
+    first = job.replicas
+    pods = tuple(f"{job.job.key}-worker-{first + offset}" for offset in range(len(nodes)))
+    placements = tuple(
+        Reservation(pod, job.group, node, job.worker_requests, now + settings.default_plan_timeout_s)
+        for pod, node in zip(pods, nodes, strict=True)
+    )
+    where = ", ".join(f"{node} ×{count}" for node, count in sorted(Counter(nodes).items()))
+    reason = (
+        f"scale {job.job.key} out from {first} to {first + len(nodes)} workers (max {job.job.max_workers}) "
+        f"into idle capacity on {where}"
+    )
+    return ScalingAction(ActionKind.SCALE_OUT, job.job.key, first, first + len(nodes), pods, placements, reason)
+
+
+# -- scale-in -------------------------------------------------------------------------------------------
+
+
+def _within_step(units: Sequence[VictimUnit], settings: PolicySettings) -> list[VictimUnit]:
+    """Surplus units only, at most `scale_in_step` per job, each job's highest indices first; never worker 0."""
+    taken: Counter[str] = Counter()
+    kept: list[VictimUnit] = []
+    for unit in units:
+        if not unit.is_surplus or taken[unit.job] >= settings.scale_in_step or (unit.scale_to or 0) < 1:
+            continue
+        if any(pod.role is not Role.WORKER for pod in unit.pods):
+            continue
+        taken[unit.job] += 1
+        kept.append(unit)
+    return kept
+
+
+def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
+    freed: dict[str, Resources] = {}
+    for unit in chosen:
+        for pod in unit.pods:
+            freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
+    return freed
+
+
+def _scale_in_plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
+    scale_ins: dict[str, int] = {}
+    for unit in chosen:
+        scale_to = unit.scale_to or 0
+        scale_ins[unit.job] = min(scale_ins.get(unit.job, scale_to), scale_to)
+    victims = tuple(pod for unit in chosen for pod in unit.pods)
+    parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
+    reason = f"scaling in for gang {gang} (KOD2 scale-in): {'; '.join(parts)} ({len(victims)} pods)"
+    return PreemptionPlan(gang, victims, scale_ins, (), verdict, reason)
+
+
+def scale_in_actions(plan: PreemptionPlan, snapshot: ClusterSnapshot) -> list[ScalingAction]:
+    """The scale-ins of a preemption plan as scaling actions (for reporting and the simulator)."""
+    actions = []
+    for job, replicas in sorted(plan.scale_ins.items()):
+        view = snapshot.jobs.get(job)
+        before = view.replicas.get(Role.WORKER, 0) if view is not None else replicas
+        pods = tuple(pod.key for pod in plan.victims if pod.job == job)
+        actions.append(ScalingAction(ActionKind.SCALE_IN, job, before, replicas, pods, (), plan.reason, plan.gang))
+    return actions
+
+
+# -- consolidation --------------------------------------------------------------------------------------
+
+
+def _migrations(
+    snapshot: ClusterSnapshot, job: _Running, available: Mapping[str, Resources], budget: int
+) -> list[tuple[PodView, str]]:
+    """Workers away from every PS node, from the node holding fewest of the job's pods first, each onto
+    the PS node with room (most room first); never worker 0. `available` is only read."""
+    movable = [pod for pod in job.workers if pod.node_name not in job.ps_nodes and pod.index > 0]
+    if not movable:
+        return []
+    movable.sort(key=lambda pod: (job.job_nodes.get(pod.node_name, 0), pod.node_name, -pod.index))
+    remaining = {node: available[node] for node in job.ps_nodes if node in available}
+    moves: list[tuple[PodView, str]] = []
+    for pod in movable:
+        if len(moves) >= budget:
+            break
+        targets = [
+            node
+            for node in job.ps_nodes
+            if node in remaining and pod.requests.fits_in(remaining[node]) and pod.selects(snapshot.nodes[node].node)
+        ]
+        if not targets:
+            continue
+        target = min(
+            targets, key=lambda node: (-idleness(remaining[node], snapshot.nodes[node].node.allocatable), node)
+        )
+        remaining[target] = remaining[target] - pod.requests
+        moves.append((pod, target))
+    return moves
+
+
+def _migrate(job: _Running, pod: PodView, node: str, settings: PolicySettings, now: float) -> ScalingAction:
+    reservation = Reservation(pod.key, job.group, node, pod.requests, now + settings.default_plan_timeout_s)
+    reason = (
+        f"move {pod.name} of {job.job.key} from {pod.node_name} to its PS node {node} "
+        f"({describe(pod.requests)} free there): fewer nodes, PS traffic kept local"
+    )
+    return ScalingAction(
+        ActionKind.MIGRATE, job.job.key, job.replicas, job.replicas, (pod.key,), (reservation,), reason
+    )
+
+
+__all__ = [
+    "ActionKind",
+    "ScalingAction",
+    "ScalingPlan",
+    "plan_consolidation",
+    "plan_scale_in",
+    "plan_scale_out",
+    "scale_in_actions",
+]

@@ -1,0 +1,316 @@
+"""The scaler loop: grows running elastic TFJobs into idle capacity and consolidates them onto their PS.
+
+Level-triggered: every `interval_s` the active instance plans from a fresh snapshot with the pure planners
+(`policy.scaling`) and carries the actions out through a `ScalingActuator`:
+- scale-out: the new workers' reservations are committed first (the extender steers the pods, whose
+  names are deterministic, to the nodes counted on), then the Worker replicas are raised, conditioned on
+  the count planned from; if that count changed meanwhile the step is dropped and its plan released;
+- migration: the worker pod is deleted (only that UID); once it is gone, the PS node is reserved for its
+  replacement (training-operator recreates every index below `replicas` under the same name). A pod
+  that becomes terminating voids its own reservation, hence the order. While a migration is in flight
+  the loop polls its settlement every `settle_poll_s`.
+A model unchanged since a plan that found nothing to do is not planned again for `replan_unchanged_s`
+(a steady cluster costs next to nothing); any change to the model plans at the next tick.
+Scale-in for a waiting gang is not done here: the preemption loop is the one place that shrinks a job
+for a gang (through `policy.scaling.plan_scale_in`), so two loops never act on one job for one gang.
+The plan also goes on the TFJob (annotation `tfjob-extender.io/worker-plan`, in the same patch as the
+replicas), from which the preemption loop of an extender in another process reserves it.
+Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; followers idle. Cooldowns
+come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
+action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
+`records` (served at `/debug/scaler`) and a Prometheus counter; jobs left alone get one Event per reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from extender.actuator import ScalingActuator
+from extender.leadership import AlwaysLeader, LeaderElector
+from extender.policy.model import ClusterSnapshot, Reservation
+from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
+from extender.policy.settings import PolicySettings
+from extender.state.convert import (
+    CONSOLIDATED_AT_ANNOTATION,
+    SCALED_AT_ANNOTATION,
+    WORKER_PLAN_ANNOTATION,
+    worker_plan_annotation,
+)
+from extender.state.store import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalerRecord:
+    """One action the scaler carried out (or tried), as `/debug/scaler` shows it."""
+
+    at: float
+    kind: str
+    job: str
+    replicas_from: int
+    replicas_to: int
+    pods: tuple[str, ...]
+    plan: tuple[tuple[str, str], ...]
+    """(pod, node) the extender is told to steer to."""
+    reason: str
+    outcome: str
+    """`done`, or why it was not applied."""
+
+    def render(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "kind": self.kind,
+            "job": self.job,
+            "replicasFrom": self.replicas_from,
+            "replicasTo": self.replicas_to,
+            "pods": list(self.pods),
+            "plan": [{"pod": pod, "node": node} for pod, node in self.plan],
+            "reason": self.reason,
+            "outcome": self.outcome,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A worker deleted to be recreated on `target.node`."""
+
+    old_uid: str
+    target: Reservation
+    started: float
+
+
+class ScalerMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.actions = Counter(
+            "tfjob_extender_scaler_actions_total",
+            "Scaler actions by kind (scale-out, migrate) and outcome (done, stale, failed).",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+        self.skipped = Counter(
+            "tfjob_extender_scaler_jobs_left_alone_total",
+            "Elastic TFJobs reported as left alone (once per job and reason).",
+            registry=registry,
+        )
+        self.conflicts = Counter(
+            "tfjob_extender_scaler_conflicts_total",
+            "TFJob writes refused with 409 Conflict and retried.",
+            registry=registry,
+        )
+        self.ticks = Counter("tfjob_extender_scaler_ticks_total", "Scaler ticks by role.", ["role"], registry=registry)
+        self.leader = Gauge(
+            "tfjob_extender_scaler_leader", "1 while this instance holds the scaler lease.", registry=registry
+        )
+
+
+@dataclass
+class ScalerLoop:
+    state: ClusterState
+    actuator: ScalingActuator
+    settings: PolicySettings
+    clock: Callable[[], float]
+    leader: LeaderElector = field(default_factory=AlwaysLeader)
+    metrics: ScalerMetrics = field(default_factory=lambda: ScalerMetrics(CollectorRegistry()))
+    interval_s: float = 2.0
+    """Seconds between ticks."""
+    settle_poll_s: float = 0.2
+    """Seconds between checks of in-flight migrations (to reserve the PS node as soon as the old pod is gone)."""
+    replan_unchanged_s: float = 10.0
+    """Seconds after which a model that has not changed since a plan with no actions is planned again
+    (cooldowns end and waits age with the clock alone); at most the scale cooldown."""
+    records: deque[ScalerRecord] = field(default_factory=lambda: deque(maxlen=256))
+    left_alone: dict[str, str] = field(default_factory=dict)
+    """TFJob → why the scaler left it alone at the last tick."""
+    leading: bool = False
+    last_action: dict[str, float] = field(default_factory=dict)
+    last_consolidation: dict[str, float] = field(default_factory=dict)
+    migrations: dict[str, Migration] = field(default_factory=dict)
+    _reported: set[tuple[str, str]] = field(default_factory=set)
+    _quiet: tuple[int, float] = (-1, 0.0)
+    """(model generation, time) of the last plan that found nothing to do."""
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="scaler-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.leader.release()
+
+    def _run(self) -> None:
+        next_tick = self.clock()
+        while not self._stop.wait(self.settle_poll_s if self.migrations else min(self.interval_s, 0.5)):
+            if not self.state.is_synced():
+                continue
+            try:
+                now = self.clock()
+                if now >= next_tick:
+                    next_tick = now + self.interval_s
+                    self.tick(now)
+                elif self.migrations:
+                    self.settle_migrations(self.state.snapshot(), now)
+            except Exception:
+                log.exception("scaler tick failed")
+
+    def tick(self, now: float) -> list[ScalerRecord]:
+        """One pass on a fresh snapshot; returns the actions carried out (none unless leading)."""
+        self.leading = self.leader.holds()
+        self.metrics.leader.set(1 if self.leading else 0)
+        self.metrics.ticks.labels("leader" if self.leading else "follower").inc()
+        if not self.leading:
+            return []
+        self.state.release_expired(now)
+        self.settle_migrations(self.state.snapshot(), now)
+        snapshot = self.state.snapshot()
+        generation, at = self._quiet
+        if snapshot.generation == generation and now - at < min(
+            self.replan_unchanged_s, self.settings.scale_cooldown_s
+        ):
+            return []
+        cooldowns = self._cooldowns(snapshot)
+        done: list[ScalerRecord] = []
+        grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
+        self._report_left_alone(grow.skipped)
+        for action in grow.actions:
+            done.append(self._scale_out(action, now))
+            cooldowns[action.job] = now
+        moves = plan_consolidation(self.state.snapshot(), self.settings, now, cooldowns, self.last_consolidation)
+        for action in moves.actions:
+            done.append(self._migrate(action, snapshot, now))
+        self.records.extend(done)
+        self._quiet = (-1, 0.0) if done else (self.state.snapshot().generation, now)
+        return done
+
+    def settle_migrations(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Reserve the target for each migrated worker once its old pod is gone; forget settled ones."""
+        for key, migration in list(self.migrations.items()):
+            pod = snapshot.pods.get(key)
+            if pod is not None and pod.uid == migration.old_uid:
+                continue
+            if pod is not None and pod.holds_node:
+                log.info("migrated %s now runs on %s (planned %s)", key, pod.node_name, migration.target.node)
+                del self.migrations[key]
+                continue
+            if now - migration.started > self.settings.default_plan_timeout_s:
+                del self.migrations[key]
+                continue
+            if key not in snapshot.reservations:
+                expires = now + self.settings.default_plan_timeout_s
+                self.state.commit_plan(reserve=[replace(migration.target, expires_at=expires)])
+
+    def render(self, now: float) -> dict[str, Any]:
+        """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
+        snapshot = self.state.snapshot()
+        cooldowns = self._cooldowns(snapshot)
+        return {
+            "identity": self.leader.identity,
+            "leading": self.leading,
+            "settings": {
+                "intervalSeconds": self.interval_s,
+                "scaleOutStep": self.settings.scale_out_step,
+                "scaleInStep": self.settings.scale_in_step,
+                "cooldownSeconds": self.settings.scale_cooldown_s,
+                "consolidation": self.settings.consolidation_enabled,
+                "consolidationBudget": self.settings.consolidation_budget,
+                "consolidationIntervalSeconds": self.settings.consolidation_interval_s,
+            },
+            "actions": [record.render() for record in tuple(self.records)],
+            "leftAlone": dict(sorted(self.left_alone.items())),
+            "coolingDown": {
+                job: round(at + self.settings.scale_cooldown_s - now, 1)
+                for job, at in sorted(cooldowns.items())
+                if at + self.settings.scale_cooldown_s > now
+            },
+            "migrating": {key: m.target.node for key, m in sorted(dict(self.migrations).items())},
+        }
+
+    def _cooldowns(self, snapshot: ClusterSnapshot) -> dict[str, float]:
+        """Last action per job: ours, and scale-ins the preemption loop carried out in this model."""
+        last = dict(self.last_action)
+        for record in snapshot.preemptions.values():
+            for job in record.scaled_in:
+                last[job] = max(last.get(job, record.at), record.at)
+        return last
+
+    def _scale_out(self, action: ScalingAction, now: float) -> ScalerRecord:
+        group = action.placements[0].group if action.placements else ""
+        self.state.commit_plan(reserve=action.placements)
+        outcome = "done"
+        try:
+            annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
+            resize = self.actuator.resize_workers(
+                action.job, action.replicas_from, action.replicas_to, annotations, action.reason
+            )
+            self.metrics.conflicts.inc(resize.conflicts)
+            if not resize.applied:
+                outcome = f"stale: the job has {resize.observed} workers now, planned from {action.replicas_from}"
+        except Exception as error:
+            log.exception("scale-out of %s failed", action.job)
+            outcome = f"failed: {error}"
+        if outcome != "done":
+            self.state.commit_plan(release_groups=[group] if group else ())
+        else:
+            self.last_action[action.job] = now
+            self.actuator.record_event("TFJob", action.job, "ScaledOut", action.reason)
+        return self._record(action, now, outcome)
+
+    def _migrate(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
+        pod = snapshot.pods.get(action.pods[0])
+        outcome = "done"
+        try:
+            if pod is None or not self.actuator.restart_pod(pod, action.reason):
+                outcome = "stale: the pod is already gone"
+            else:
+                self.migrations[pod.key] = Migration(pod.uid, action.placements[0], now)
+                annotations = {
+                    CONSOLIDATED_AT_ANNOTATION: f"{now:.3f}",
+                    WORKER_PLAN_ANNOTATION: _plan_annotation(action),
+                }
+                self.actuator.annotate_job(action.job, annotations)
+        except Exception as error:
+            log.exception("migration of %s failed", action.pods[0])
+            outcome = f"failed: {error}"
+        if outcome == "done":
+            self.last_consolidation[action.job] = now
+            self.last_action[action.job] = now
+            self.actuator.record_event("TFJob", action.job, "WorkerMigrated", action.reason)
+        return self._record(action, now, outcome)
+
+    def _record(self, action: ScalingAction, now: float, outcome: str) -> ScalerRecord:
+        kind = action.kind.value
+        self.metrics.actions.labels(kind, outcome.split(":")[0]).inc()
+        log.info("%s %s: %s (%s)", kind, action.job, action.reason, outcome)
+        plan = tuple((r.pod, r.node) for r in action.placements)
+        return ScalerRecord(
+            now, kind, action.job, action.replicas_from, action.replicas_to, action.pods, plan, action.reason, outcome
+        )
+
+    def _report_left_alone(self, skipped: tuple[tuple[str, str], ...]) -> None:
+        self.left_alone = dict(skipped)
+        for job, reason in skipped:
+            if (job, reason) in self._reported:
+                continue
+            self._reported.add((job, reason))
+            self.metrics.skipped.inc()
+            self.actuator.record_event("TFJob", job, "NotScaled", reason)
+
+
+def _plan_annotation(action: ScalingAction) -> str:
+    """The action's placements as the TFJob annotation an extender in another process steers by."""
+    expires = max((r.expires_at for r in action.placements), default=0.0)
+    return worker_plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
+
+
+__all__ = ["ActionKind", "Migration", "ScalerLoop", "ScalerMetrics", "ScalerRecord"]

@@ -1,0 +1,52 @@
+"""`/debug/scaler` and the scaler's metrics, beside the extender's routes and on the scaler's own app."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from extender.actuator import RecordingActuator
+from extender.api.app import create_app, make_service
+from extender.api.scaler import create_scaler_app, make_scaler_router
+from extender.config import Settings
+from extender.policy.settings import PolicySettings
+from extender.scaler import ScalerLoop, ScalerMetrics
+from tests.builders import cluster
+from tests.unit.policy.test_scaling import NOW, nodes, running
+
+
+def scaler_over_a_growing_job() -> ScalerLoop:
+    state = cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    return ScalerLoop(state, RecordingActuator(), PolicySettings(), lambda: NOW)
+
+
+def test_debug_scaler_beside_the_extender_shows_what_why_and_the_plan() -> None:
+    loop = scaler_over_a_growing_job()
+    service = make_service(Settings(), loop.state, lambda: NOW)
+    loop.metrics = ScalerMetrics(service.metrics.registry)
+    loop.tick(NOW)
+    app = create_app(service, routers=[make_scaler_router(loop, lambda: NOW)])
+    with TestClient(app) as client:
+        body = client.get("/debug/scaler").json()
+        metrics = client.get("/metrics").text
+    (action,) = body["actions"]
+    assert action["kind"] == "scale-out" and action["job"] == "default/a" and action["outcome"] == "done"
+    assert (action["replicasFrom"], action["replicasTo"]) == (2, 4)
+    assert action["plan"] == [
+        {"pod": "default/a-worker-2", "node": "node-0"},
+        {"pod": "default/a-worker-3", "node": "node-0"},
+    ]
+    assert "idle capacity" in action["reason"]
+    assert body["leading"] is True and body["coolingDown"] == {"default/a": 30.0}
+    assert 'tfjob_extender_scaler_actions_total{kind="scale-out",outcome="done"} 1.0' in metrics
+
+
+def test_the_standalone_scaler_app_serves_health_debug_and_metrics() -> None:
+    loop = scaler_over_a_growing_job()
+    registry = CollectorRegistry()
+    loop.metrics = ScalerMetrics(registry)
+    app = create_scaler_app(loop, registry, lambda: NOW, on_start=lambda: None, on_stop=lambda: None)
+    with TestClient(app) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/debug/scaler").json()["actions"] == []
+        assert "tfjob_extender_scaler_leader" in client.get("/metrics").text
