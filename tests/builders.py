@@ -190,4 +190,11 @@ def snapshot(*objects: Obj) -> ClusterSnapshot:
 def _kind(obj: Obj) -> Kind:
     if obj["kind"] == "PodGroup":
         return Kind.PODGROUP_SIGS if obj["apiVersion"].startswith("scheduling.sigs.k8s.io") else Kind.PODGROUP
-    return {"Node": Kind.NODE, "Pod": Kind.POD, "TFJob": Kind.TFJOB, "PriorityClass": Kind.PRIORITY_CLASS}[obj["kind"]]
+    kinds = {
+        "Node": Kind.NODE,
+        "Pod": Kind.POD,
+        "TFJob": Kind.TFJOB,
+        "PriorityClass": Kind.PRIORITY_CLASS,
+        "ClusterNetworkTopology": Kind.NETWORK_TOPOLOGY,
+    }
+    return kinds[obj["kind"]]
