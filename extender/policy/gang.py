@@ -22,12 +22,12 @@ from extender.policy.resources import EMPTY, Resources, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
     GatherOutcome,
-    build_tree,
     gather,
     must_gather_depth,
     offer_slots,
     place_in_index_order,
     shapes_of,
+    tree_of,
 )
 
 
@@ -190,7 +190,7 @@ def _gathered(
     """The gang placed inside one network domain: the placement, where it went, and why it cannot go
     anywhere (empty when it could)."""
     layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
-    tree = build_tree(snapshot.nodes, layers)
+    tree = tree_of(snapshot, layers)
     rules = [rule for group in state.groups for rule in group.gather]
     must_depth = must_gather_depth(tree, rules)
     if isinstance(must_depth, str):

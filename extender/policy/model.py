@@ -77,6 +77,18 @@ class GatherRule:
     strategy: Gather
 
 
+class NodeLabelsEpoch:
+    """Stands for one state of the set of nodes and their labels: the model replaces it whenever a node is
+    added, removed or relabelled. What derives from node labels alone (the network-topology tree) is kept
+    in `derived`, keyed by what else it depends on, and shared by every snapshot of the same epoch — a
+    memo of pure functions, never state a decision depends on."""
+
+    __slots__ = ("derived",)
+
+    def __init__(self) -> None:
+        self.derived: dict[object, object] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class NodeView:
     name: str
@@ -287,6 +299,7 @@ class ClusterSnapshot:
     """Gang key → the last preemption carried out for it."""
     network_topology: tuple[NetworkLayer, ...] | None = None
     """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
+    node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""
@@ -315,6 +328,7 @@ __all__ = [
     "GroupView",
     "JobView",
     "NetworkLayer",
+    "NodeLabelsEpoch",
     "NodeState",
     "NodeView",
     "PodView",

@@ -33,7 +33,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from extender.policy.model import CLUSTER_LAYER, NODE_LAYER, Gather, GatherRule, NetworkLayer, NodeState, PodView
+from extender.policy.model import (
+    CLUSTER_LAYER,
+    NODE_LAYER,
+    ClusterSnapshot,
+    Gather,
+    GatherRule,
+    NetworkLayer,
+    NodeState,
+    PodView,
+)
 from extender.policy.placement import Placement, PlacementUnit, role_order
 from extender.policy.resources import CPU, GPU, MEMORY, Resources
 
@@ -104,20 +113,36 @@ class GatherOutcome:
     """Members already run in more than one domain of the deciding layer."""
 
 
+def tree_of(snapshot: ClusterSnapshot, layers: tuple[NetworkLayer, ...]) -> TopologyTree:
+    """The domain tree of the snapshot's nodes under `layers`, built once per node-labels epoch."""
+    memo = snapshot.node_labels_epoch.derived
+    key = ("network-topology-tree", layers)
+    tree = memo.get(key)
+    if not isinstance(tree, TopologyTree):
+        tree = memo[key] = build_tree(snapshot.nodes, layers)
+    return tree
+
+
 def build_tree(nodes: Mapping[str, NodeState], layers: Sequence[NetworkLayer]) -> TopologyTree:
     """The domain tree of `nodes` under `layers` (top first)."""
     root = Domain(CLUSTER_LAYER, "", 0, None)
     levels: list[list[Domain]] = [[root], *([] for _ in layers), []]
     leaves: dict[str, Domain] = {}
     node_depth = len(layers) + 1
+    keyed = [(depth, layer.name, layer.label_keys) for depth, layer in enumerate(layers, 1)]
     for name, state in nodes.items():
         labels = state.node.labels
         parent = root
-        for depth, layer in enumerate(layers, 1):
-            value = next((labels[key] for key in layer.label_keys if labels.get(key)), name)
+        for depth, layer, keys in keyed:
+            value = name
+            for key in keys:
+                found = labels.get(key)
+                if found:
+                    value = found
+                    break
             domain = parent.children.get(value)
             if domain is None:
-                domain = parent.children[value] = Domain(layer.name, value, depth, parent)
+                domain = parent.children[value] = Domain(layer, value, depth, parent)
                 levels[depth].append(domain)
             parent = domain
         leaf = parent.children[name] = leaves[name] = Domain(NODE_LAYER, name, node_depth, parent)
@@ -149,9 +174,10 @@ def shapes_of(pods: Sequence[PodView], allowed: Mapping[str, frozenset[str]]) ->
 
 
 def offer_slots(tree: TopologyTree, free: Mapping[str, Resources], shapes: Sequence[Shape]) -> dict[Domain, Offer]:
-    """Every domain's offer for the gang of `shapes`, computed bottom-up."""
+    """Every domain's offer for the gang of `shapes`, computed bottom-up. Nodes with the same free amounts
+    (and the same shapes allowed on them) offer the same, so each such offer is computed once."""
     offers: dict[Domain, Offer] = {}
-    memo: dict[tuple[Resources, tuple[bool, ...]], Offer] = {}
+    memo: dict[tuple[tuple[tuple[str, int], ...], tuple[bool, ...]], Offer] = {}
     restricted = any(shape.allowed is not None for shape in shapes)
     nothing: Offer = (0,) * (len(shapes) + 1)
     for name, leaf in tree.leaves.items():
@@ -160,7 +186,7 @@ def offer_slots(tree: TopologyTree, free: Mapping[str, Resources], shapes: Seque
             offers[leaf] = nothing
             continue
         mask = tuple(s.allowed is None or name in s.allowed for s in shapes) if restricted else ()
-        key = (available, mask)
+        key = (tuple(available.amounts.items()), mask)
         offer = memo.get(key)
         if offer is None:
             offer = memo[key] = _node_offer(available, shapes, mask)
@@ -215,10 +241,12 @@ def gather(
     its own too); `anchors`: nodes the gang's members already run on, which the domain must contain.
     """
     required = tuple(shape.count if whole else 0 for shape in shapes)
+    anchored = _anchor_domains(tree, anchors)
+    holding = _holding(tree, offers, needed, required, anchored)
     ancestry: dict[Domain, tuple[int, ...]] = {}
     failed: dict[Domain, Placement] = {}
     for depth in range(len(tree.levels) - 1, must_depth - 1, -1):
-        candidates = [domain for domain in _eligible(tree, depth, anchors) if _holds(offers[domain], needed, required)]
+        candidates = holding[depth]
         if not candidates:
             continue
         rank = _ranking(offers, ancestry)
@@ -228,8 +256,8 @@ def gather(
             if held:
                 return GatherOutcome(placement, True, domain, offers[domain][0], len(tree.levels[depth]))
             failed[domain] = placement
-    level = _eligible(tree, must_depth, anchors)
-    roomiest = max(level or tree.levels[must_depth], key=lambda domain: (offers[domain][0], domain.name))
+    level = tree.levels[must_depth] if anchored is None else anchored[must_depth]
+    roomiest = min(level or tree.levels[must_depth], key=lambda domain: (-offers[domain][0], domain.name))
     placement = Placement({}, ())
     if must_depth == 0:
         placement = failed.get(roomiest) or trial(walk(roomiest, offers, free))[0]
@@ -238,12 +266,37 @@ def gather(
     )
 
 
-def _eligible(tree: TopologyTree, depth: int, anchors: Collection[str]) -> list[Domain]:
-    """The domains of `depth` that contain every anchor node."""
-    if not anchors:
-        return list(tree.levels[depth])
-    found = {_ancestor(tree.leaves[node], depth) for node in anchors if node in tree.leaves}
-    return list(found) if len(found) == 1 else []
+def _anchor_domains(tree: TopologyTree, anchors: Collection[str]) -> list[list[Domain]] | None:
+    """Per depth, the one domain holding every anchor node (an empty list where they are apart); None
+    when there are no anchors."""
+    leaves = [tree.leaves[node] for node in anchors if node in tree.leaves]
+    if not leaves:
+        return None
+    found = [{_ancestor(leaf, depth) for leaf in leaves} for depth in range(len(tree.levels))]
+    return [list(domains) if len(domains) == 1 else [] for domains in found]
+
+
+def _holding(
+    tree: TopologyTree,
+    offers: Mapping[Domain, Offer],
+    needed: int,
+    required: tuple[int, ...],
+    anchored: list[list[Domain]] | None,
+) -> list[list[Domain]]:
+    """Per depth, the domains whose offer can hold the gang and that contain every anchor. Found from the
+    top: offers add up, so a domain can only hold the gang if its parent can."""
+    level = [tree.root]
+    holding: list[list[Domain]] = []
+    for depth in range(len(tree.levels)):
+        if depth:
+            level = [child for domain in level for child in domain.children.values()]
+        level = [
+            domain
+            for domain in level
+            if _holds(offers[domain], needed, required) and (anchored is None or domain in anchored[depth])
+        ]
+        holding.append(level)
+    return holding
 
 
 def _ancestor(domain: Domain, depth: int) -> Domain:

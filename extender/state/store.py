@@ -24,6 +24,7 @@ from extender.policy.model import (
     GroupView,
     JobView,
     NetworkLayer,
+    NodeLabelsEpoch,
     NodeState,
     NodeView,
     PodView,
@@ -65,6 +66,7 @@ class ClusterState:
         self._failed_plans: CowMap[str, FailedPlan] = CowMap()
         self._preemptions: CowMap[str, PreemptionRecord] = CowMap()
         self._network_topology: tuple[NetworkLayer, ...] | None = None
+        self._labels_epoch = NodeLabelsEpoch()
         self._expiries: list[tuple[float, str]] = []
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
@@ -174,6 +176,7 @@ class ClusterState:
                     priority_classes=self._priority_classes.freeze(),
                     preemptions=self._preemptions.freeze(),
                     network_topology=self._network_topology,
+                    node_labels_epoch=self._labels_epoch,
                 )
             return self._snapshot
 
@@ -248,6 +251,8 @@ class ClusterState:
 
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)
+        if view is None or old is None or old.labels != view.labels:
+            self._labels_epoch = NodeLabelsEpoch()
         if view is None:
             self._node_views.pop(name, None)
             self._nodes.delete(name)
