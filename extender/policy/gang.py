@@ -188,7 +188,8 @@ def _gathered(
     settings: PolicySettings,
 ) -> tuple[Placement, str, str]:
     """The gang placed inside one network domain: the placement, where it went, and why it cannot go
-    anywhere (empty when it could)."""
+    anywhere (empty when it could). A domain that takes every pending member is looked for first; only
+    when there is none, one that takes what each group's minimum still needs."""
     layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
     tree = tree_of(snapshot, layers)
     rules = [rule for group in state.groups for rule in group.gather]
@@ -202,27 +203,35 @@ def _gathered(
     needed = sum(max(count, 0) for count in required.values())
     by_index = any(pod.topology_index is not None for pod in pods)
 
-    def trial(order: Sequence[str]) -> tuple[Placement, bool]:
-        nodes = {node: free[node] for node in order}
-        if by_index:
-            placement = place_in_index_order(units, nodes, order)
-        else:
-            placement = place_units(units, nodes, allocatable, node_order=order)
-        placed = Counter(unit.key for unit in units for pod in unit.pods if pod.key in placement.assignments)
-        return placement, all(placed[group] >= count for group, count in required.items())
-
     anchors = {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
-    outcome = gather(
-        tree,
-        offers,
-        shapes,
-        needed=needed,
-        whole=needed == len(pods),
-        must_depth=must_depth,
-        anchors=anchors,
-        free=free,
-        trial=trial,
-    )
+
+    def attempt(every_pod: bool) -> GatherOutcome:
+        def trial(order: Sequence[str]) -> tuple[Placement, bool]:
+            nodes = {node: free[node] for node in order}
+            if by_index:
+                placement = place_in_index_order(units, nodes, order)
+            else:
+                placement = place_units(units, nodes, allocatable, node_order=order)
+            if every_pod:
+                return placement, not placement.unplaced
+            placed = Counter(unit.key for unit in units for pod in unit.pods if pod.key in placement.assignments)
+            return placement, all(placed[group] >= count for group, count in required.items())
+
+        return gather(
+            tree,
+            offers,
+            shapes,
+            needed=len(pods) if every_pod else needed,
+            whole=every_pod,
+            must_depth=must_depth,
+            anchors=anchors,
+            free=free,
+            trial=trial,
+        )
+
+    outcome = attempt(every_pod=True)
+    if not outcome.held and needed < len(pods):
+        outcome = attempt(every_pod=False)
     if outcome.held:
         return outcome.placement, _where(outcome), ""
     if must_depth == 0:

@@ -8,10 +8,11 @@ so two blocks of the same name under different spines stay apart.
 
 The gather (Koordinator's topology gather, made exact for gangs whose pods differ):
 1. Offer slots, bottom-up. A node offers as many of the gang's pending pods as fit on its free capacity
-   alone, smallest first (for pods that differ in one resource, the most that fit); a domain offers the
-   sum over its nodes. Pods are counted by shape (requests and the nodes they may use), so a PS and its
-   workers count as what they are, not as copies of one representative pod; a domain must also offer
-   enough slots for each shape on its own.
+   alone, smallest first (for pods that differ in one resource, the most that fit), and then as many more
+   of its smallest pods as the room left takes, so the tightest domain is the one left with least room;
+   a domain offers the sum over its nodes. Pods are counted by shape (requests and the nodes they may
+   use), so a PS and its workers count as what they are, not as copies of one representative pod; a
+   domain must also offer enough slots for each shape on its own.
 2. Candidates, from the node layer up to the MustGather layer (or the cluster): the domains that offer at
    least the slots the gang needs and hold every node its members already run on. Within a layer the
    tightest goes first: fewest offer slots, then the tightest parent, then the name (bin-packing).
@@ -198,18 +199,23 @@ def offer_slots(tree: TopologyTree, free: Mapping[str, Resources], shapes: Seque
 
 
 def _node_offer(available: Resources, shapes: Sequence[Shape], mask: tuple[bool, ...]) -> Offer:
+    """Slots of one node: each shape's count taken smallest first while it fits, then the room left in
+    units of the smallest shape; and how many of each shape would fit alone."""
+    usable = [not mask or mask[i] for i in range(len(shapes))]
     alone = [
-        min(shape.count, _fit_count(shape.requests.amounts, available.amounts)) if not mask or mask[i] else 0
-        for i, shape in enumerate(shapes)
+        _fit_count(shape.requests.amounts, available.amounts) if usable[i] else 0 for i, shape in enumerate(shapes)
     ]
     left = dict(available.amounts)
     total = 0
     for i, shape in enumerate(shapes):
-        taken = min(alone[i], _fit_count(shape.requests.amounts, left))
+        taken = min(shape.count, alone[i], _fit_count(shape.requests.amounts, left))
         if taken:
             for name, amount in shape.requests.amounts.items():
                 left[name] = left.get(name, 0) - amount * taken
             total += taken
+    smallest = next((shape for i, shape in enumerate(shapes) if usable[i]), None)
+    if smallest is not None:
+        total += _fit_count(smallest.requests.amounts, left)
     return (total, *alone)
 
 
