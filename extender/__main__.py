@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from extender.config import Settings
+from extender.policy.model import NetworkLayer
 from extender.state.manifests import SnapshotFileError
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
@@ -43,8 +44,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULTS.policy.starvation_limit_s,
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
     )
+    serve.add_argument(
+        "--network-topology",
+        type=network_layers,
+        default=DEFAULTS.policy.network_topology,
+        metavar="LAYER=LABEL,...",
+        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
+        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
+
+
+def network_layers(text: str) -> tuple[NetworkLayer, ...]:
+    """`SpineLayer=network.topology.nvidia.com/spine,BlockLayer=...`: layer=label pairs, top first."""
+    layers = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, label = item.partition("=")
+        if not name or not label:
+            raise argparse.ArgumentTypeError(f"{item!r} is not LAYER=LABEL")
+        layers.append(NetworkLayer(name, (label,)))
+    return tuple(layers)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -55,7 +75,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         port=args.port,
         kubeconfig=args.kubeconfig,
         cluster_snapshot=args.cluster_snapshot,
-        policy=replace(DEFAULTS.policy, scheduler_name=args.scheduler_name, starvation_limit_s=args.starvation_limit_s),
+        policy=replace(
+            DEFAULTS.policy,
+            scheduler_name=args.scheduler_name,
+            starvation_limit_s=args.starvation_limit_s,
+            network_topology=args.network_topology,
+        ),
     )
 
 

@@ -7,8 +7,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from extender.__main__ import parse_args, settings_from
 from extender.api.app import create_app, make_service
 from extender.config import Settings
+from extender.policy.model import NetworkLayer
+from extender.policy.settings import DEFAULT_NETWORK_TOPOLOGY
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_network_topology, make_node, make_pod, make_podgroup
@@ -93,3 +96,15 @@ def test_a_bad_query_is_answered_with_the_reason(
     response = topology_client.get("/debug/topology", params=params)
     assert response.status_code == status
     assert response.json() == {"error": error}
+
+
+def test_the_command_line_sets_the_fallback_layers() -> None:
+    args = parse_args(["serve", "--network-topology", "SpineLayer=spine, RackLayer=rack"])
+    assert settings_from(args).policy.network_topology == (
+        NetworkLayer("SpineLayer", ("spine",)),
+        NetworkLayer("RackLayer", ("rack",)),
+    )
+    assert settings_from(parse_args(["serve", "--network-topology", ""])).policy.network_topology == ()
+    assert settings_from(parse_args(["serve"])).policy.network_topology == DEFAULT_NETWORK_TOPOLOGY
+    with pytest.raises(SystemExit):
+        parse_args(["serve", "--network-topology", "SpineLayer"])

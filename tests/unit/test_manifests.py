@@ -218,3 +218,25 @@ def test_nothing_points_outside_the_repository() -> None:
     for path in [*MANIFESTS.rglob("*"), *SCHEDULER_CONFIG.parent.rglob("*"), DOCKERFILE, REPO / ".dockerignore"]:
         if path.is_file():
             assert "/work/" not in path.read_text(), path
+
+
+def test_the_network_topology_crd_is_installed_and_readable() -> None:
+    (crd,) = documents(MANIFESTS / "crds" / "clusternetworktopologies.scheduling.koordinator.sh.yaml")
+    assert crd["metadata"]["name"] == "clusternetworktopologies.scheduling.koordinator.sh"
+    assert (crd["spec"]["group"], crd["spec"]["scope"]) == ("scheduling.koordinator.sh", "Cluster")
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"]) == ("ClusterNetworkTopology", "clusternetworktopologies")
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] is True and version["storage"] is True
+    entry = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["networkTopologySpec"]["items"]
+    assert set(entry["properties"]) == {"topologyLayer", "parentTopologyLayer", "labelKey"}
+    (role,) = [r for r in of_kind("ClusterRole") if r["metadata"]["name"] == "tfjob-extender"]
+    assert {
+        "apiGroups": ["scheduling.koordinator.sh"],
+        "resources": ["clusternetworktopologies"],
+        "verbs": [
+            "get",
+            "list",
+            "watch",
+        ],
+    } in role["rules"]
