@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.policy.gang import gang_state
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.model import NODE_LAYER, ClusterSnapshot, PodView
 from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources, describe, to_base_units, total
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import Domain, offer_slots, shapes_of, tree_of
@@ -42,12 +42,12 @@ def render_topology(
     counts: dict[Domain, int] = {}
     for level in reversed(tree.levels):
         for domain in level:
-            if domain.children:
-                capacity[domain] = total(capacity[child] for child in domain.children.values())
-                counts[domain] = sum(counts[child] for child in domain.children.values())
-            else:
+            if domain.layer == NODE_LAYER:
                 capacity[domain] = free.get(domain.name, EMPTY)
                 counts[domain] = 1
+            else:
+                capacity[domain] = total(capacity[child] for child in domain.children.values())
+                counts[domain] = sum(counts[child] for child in domain.children.values())
 
     def render(domain: Domain) -> dict[str, Any]:
         rendered: dict[str, Any] = {

@@ -194,7 +194,8 @@ def offer_slots(tree: TopologyTree, free: Mapping[str, Resources], shapes: Seque
         offers[leaf] = offer
     for level in reversed(tree.levels[:-1]):
         for domain in level:
-            offers[domain] = tuple(map(sum, zip(*(offers[child] for child in domain.children.values()), strict=False)))
+            children = (offers[child] for child in domain.children.values())
+            offers[domain] = tuple(map(sum, zip(nothing, *children, strict=True)))
     return offers
 
 
@@ -263,7 +264,7 @@ def gather(
                 return GatherOutcome(placement, True, domain, offers[domain][0], len(tree.levels[depth]))
             failed[domain] = placement
     level = tree.levels[must_depth] if anchored is None else anchored[must_depth]
-    roomiest = min(level or tree.levels[must_depth], key=lambda domain: (-offers[domain][0], domain.name))
+    roomiest = min(level or tree.levels[must_depth] or [tree.root], key=lambda d: (-offers[d][0], d.name))
     placement = Placement({}, ())
     if must_depth == 0:
         placement = failed.get(roomiest) or trial(walk(roomiest, offers, free))[0]
@@ -336,7 +337,7 @@ def walk(domain: Domain, offers: Mapping[Domain, Offer], free: Mapping[str, Reso
     stack = [domain]
     while stack:
         current = stack.pop()
-        if not current.children:
+        if current.layer == NODE_LAYER:
             if current.name in free:
                 nodes.append(current.name)
             continue

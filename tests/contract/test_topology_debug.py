@@ -83,6 +83,12 @@ def test_the_cluster_network_topology_replaces_the_settings(
     assert [(s["name"], s["nodes"]) for s in body["tree"]["children"]] == [("s1", 4), ("s2", 4)]
 
 
+def test_a_cluster_without_nodes_is_a_bare_root() -> None:
+    with TestClient(create_app(make_service(Settings(), cluster(), Clock()))) as client:
+        tree = client.get("/debug/topology").json()["tree"]
+    assert tree == {"layer": "ClusterTopologyLayer", "name": "", "nodes": 0, "free": "nothing", "offerSlots": 0}
+
+
 @pytest.mark.parametrize(
     ("params", "status", "error"),
     [

@@ -325,6 +325,13 @@ def test_nodes_without_labels_are_domains_of_their_own() -> None:
     assert "spread over the whole cluster" in why
 
 
+@pytest.mark.parametrize("gather", [{"BlockLayer": "MustGather"}, PREFER_ALL], ids=["MustGather", "PreferGather"])
+def test_a_cluster_without_nodes_admits_nothing(gather: dict[str, str]) -> None:
+    admitted, why, _ = plan(*gang(2, gather))
+    assert not admitted
+    assert "2 pods" in why
+
+
 def test_through_filter_the_member_is_steered_into_the_chosen_block() -> None:
     loop = Loop(*nodes(), *busy({"node-3": 2}), *gang(6, {"BlockLayer": "MustGather"}))
     decision = loop.filter("g-0")
