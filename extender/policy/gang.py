@@ -22,8 +22,10 @@ from extender.policy.resources import EMPTY, Resources, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
     GatherOutcome,
+    anchored_domain,
     gather,
     must_gather_depth,
+    nodes_under,
     offer_slots,
     place_in_index_order,
     shapes_of,
@@ -237,6 +239,24 @@ def _gathered(
     if must_depth == 0:
         return outcome.placement, "", ""
     return outcome.placement, "", _must_gather_reason(state, pods, needed, tree.layers[must_depth], outcome)
+
+
+def must_gather_domain(
+    snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings
+) -> tuple[str, frozenset[str]] | None:
+    """For a gang with a MustGather rule whose members run: the domain of that layer they run in (its label
+    and nodes), which later members must join too; None for any other gang."""
+    rules = [rule for group in state.groups for rule in group.gather]
+    if not rules:
+        return None
+    layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
+    tree = tree_of(snapshot, layers)
+    must_depth = must_gather_depth(tree, rules)
+    if isinstance(must_depth, str) or must_depth == 0:
+        return None
+    anchors = {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
+    domain = anchored_domain(tree, must_depth, anchors)
+    return None if domain is None else (domain.label, nodes_under(domain))
 
 
 def _where(outcome: GatherOutcome) -> str:

@@ -346,6 +346,24 @@ def walk(domain: Domain, offers: Mapping[Domain, Offer], free: Mapping[str, Reso
     return nodes
 
 
+def nodes_under(domain: Domain) -> frozenset[str]:
+    """The names of every node in `domain`."""
+    nodes: list[str] = []
+    stack = [domain]
+    while stack:
+        current = stack.pop()
+        if current.layer == NODE_LAYER:
+            nodes.append(current.name)
+        stack.extend(current.children.values())
+    return frozenset(nodes)
+
+
+def anchored_domain(tree: TopologyTree, depth: int, anchors: Collection[str]) -> Domain | None:
+    """The domain of `depth` holding every anchor node, or None when they are apart or there are none."""
+    found = _anchor_domains(tree, anchors)
+    return found[depth][0] if found is not None and found[depth] else None
+
+
 def place_in_index_order(
     units: Sequence[PlacementUnit], free: Mapping[str, Resources], order: Sequence[str]
 ) -> Placement:

@@ -341,6 +341,27 @@ def test_through_filter_the_member_is_steered_into_the_chosen_block() -> None:
     assert "in BlockLayer b2" in decision.summary
 
 
+@pytest.mark.parametrize(
+    ("gather", "feasible"),
+    [
+        pytest.param({"BlockLayer": "MustGather"}, ("node-3", "node-4"), id="MustGather: only its block"),
+        pytest.param({"BlockLayer": "PreferGather"}, tuple(LAYOUT), id="PreferGather: anywhere"),
+    ],
+)
+def test_a_late_member_of_a_running_gang_joins_its_must_gather_domain(
+    gather: dict[str, str], feasible: tuple[str, ...]
+) -> None:
+    # minMember 2 is met by the two members on node-3 (b2); a third, surplus member arrives
+    running = [make_pod(f"g-{i}", group="g", legacy_group=True, node="node-3", phase="Running") for i in range(2)]
+    late = make_pod("g-2", group="g", legacy_group=True)
+    loop = Loop(*nodes(), *running, late, make_podgroup("g", min_member=2, legacy=True, gather=gather))
+    decision = loop.filter("g-2")
+    assert decision.feasible == feasible
+    if len(feasible) == 2:
+        assert decision.unresolvable["node-1"] == "gang default/g must gather in BlockLayer b2"
+        assert decision.summary == "8/8 nodes fit 1 CPU, 1 GiB; 2 inside BlockLayer b2"
+
+
 # -- the tree ------------------------------------------------------------------------------------------------
 
 
