@@ -16,12 +16,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.policy.model import ClusterSnapshot, FailedPlan, GroupView, PodView, Reservation, Role
+from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation, Role
 from extender.policy.placement import Placement, PlacementUnit, place_units
 from extender.policy.resources import EMPTY, Resources, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
     GatherOutcome,
+    TopologyTree,
     anchored_domain,
     gather,
     must_gather_depth,
@@ -145,9 +146,8 @@ def plan_gang(
         group.key: group.min_member - _already_placed(state.members[group.key], own_reservations)
         for group in state.groups
     }
-    rules = tuple(rule for group in state.groups for rule in group.gather)
     where = refusal = ""
-    if rules and any(count > 0 for count in required.values()):
+    if _rules(state) and any(count > 0 for count in required.values()):
         placement, where, refusal = _gathered(snapshot, state, units, free, allocatable, required, settings)
     else:
         placement = place_units(units, free, allocatable)
@@ -192,10 +192,8 @@ def _gathered(
     """The gang placed inside one network domain: the placement, where it went, and why it cannot go
     anywhere (empty when it could). A domain that takes every pending member is looked for first; only
     when there is none, one that takes what each group's minimum still needs."""
-    layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
-    tree = tree_of(snapshot, layers)
-    rules = [rule for group in state.groups for rule in group.gather]
-    must_depth = must_gather_depth(tree, rules)
+    tree = _tree(snapshot, settings)
+    must_depth = must_gather_depth(tree, _rules(state))
     if isinstance(must_depth, str):
         return Placement({}, ()), "", f"gang {state.key}: {must_depth}"
     pods = [pod for unit in units for pod in unit.pods]
@@ -204,8 +202,7 @@ def _gathered(
     offers = offer_slots(tree, free, shapes)
     needed = sum(max(count, 0) for count in required.values())
     by_index = any(pod.topology_index is not None for pod in pods)
-
-    anchors = {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
+    anchors = _running_on(state)
 
     def attempt(every_pod: bool) -> GatherOutcome:
         def trial(order: Sequence[str]) -> tuple[Placement, bool]:
@@ -246,17 +243,29 @@ def must_gather_domain(
 ) -> tuple[str, frozenset[str]] | None:
     """For a gang with a MustGather rule whose members run: the domain of that layer they run in (its label
     and nodes), which later members must join too; None for any other gang."""
-    rules = [rule for group in state.groups for rule in group.gather]
+    rules = _rules(state)
     if not rules:
         return None
-    layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
-    tree = tree_of(snapshot, layers)
+    tree = _tree(snapshot, settings)
     must_depth = must_gather_depth(tree, rules)
     if isinstance(must_depth, str) or must_depth == 0:
         return None
-    anchors = {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
-    domain = anchored_domain(tree, must_depth, anchors)
+    domain = anchored_domain(tree, must_depth, _running_on(state))
     return None if domain is None else (domain.label, nodes_under(domain))
+
+
+def _rules(state: GangState) -> list[GatherRule]:
+    return [rule for group in state.groups for rule in group.gather]
+
+
+def _tree(snapshot: ClusterSnapshot, settings: PolicySettings) -> TopologyTree:
+    """The network topology of the ClusterNetworkTopology `default`, or of the settings."""
+    layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
+    return tree_of(snapshot, layers)
+
+
+def _running_on(state: GangState) -> set[str]:
+    return {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
 
 
 def _where(outcome: GatherOutcome) -> str:
