@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from extender.config import ScalerSettings, Settings
+from extender.policy.model import NetworkLayer
 from extender.sim import cli as sim_cli
 from extender.state.manifests import SnapshotFileError
 from extender.state.offline import load_snapshot_file
@@ -51,6 +52,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=float,
         default=DEFAULTS.policy.starvation_limit_s,
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
+    )
+    serve.add_argument(
+        "--network-topology",
+        type=network_layers,
+        default=DEFAULTS.policy.network_topology,
+        metavar="LAYER=LABEL,...",
+        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
+        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
@@ -98,6 +107,17 @@ def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--identity", default="", help="name in the Lease (default: host, pid, random suffix)")
 
 
+def network_layers(text: str) -> tuple[NetworkLayer, ...]:
+    """`SpineLayer=network.topology.nvidia.com/spine,BlockLayer=...`: layer=label pairs, top first."""
+    layers = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, label = item.partition("=")
+        if not name or not label:
+            raise argparse.ArgumentTypeError(f"{item!r} is not LAYER=LABEL")
+        layers.append(NetworkLayer(name, (label,)))
+    return tuple(layers)
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     from dataclasses import replace
 
@@ -116,6 +136,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             consolidation_enabled=not args.no_consolidation,
             consolidation_budget=args.consolidation_budget,
             consolidation_interval_s=args.consolidation_interval_s,
+            network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
         ),
         with_scaler=getattr(args, "with_scaler", False),
         scaler=ScalerSettings(

@@ -58,6 +58,7 @@ def make_pod(
     priority: int = 0,
     uid: str | None = None,
     terminating: bool = False,
+    annotations: dict[str, str] | None = None,
 ) -> Obj:
     labels: dict[str, str] = {}
     meta: Obj = {
@@ -86,6 +87,8 @@ def make_pod(
         labels["training.kubeflow.org/replica-index"] = str(index)
     if terminating:
         meta["deletionTimestamp"] = "2026-03-01T10:20:00Z"
+    if annotations:
+        meta["annotations"] = dict(annotations)
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     if gpu:
         requests["nvidia.com/gpu"] = str(gpu)
@@ -108,14 +111,22 @@ def make_podgroup(
     legacy: bool = False,
     timeout_s: int | None = None,
     gang_group: list[str] | None = None,
+    gather: dict[str, str] | None = None,
 ) -> Obj:
+    """`gather`: layer → PreferGather / MustGather, written as the network-topology-spec annotation."""
     group = "scheduling.sigs.k8s.io" if legacy else "scheduling.x-k8s.io"
     spec: Obj = {"minMember": min_member}
     if timeout_s is not None:
         spec["scheduleTimeoutSeconds"] = timeout_s
     meta: Obj = {"name": name, "namespace": namespace, "creationTimestamp": "2026-03-01T10:15:00Z"}
+    annotations: dict[str, str] = {}
     if gang_group:
-        meta["annotations"] = {"gang.scheduling.koordinator.sh/groups": json.dumps(gang_group)}
+        annotations["gang.scheduling.koordinator.sh/groups"] = json.dumps(gang_group)
+    if gather:
+        rules = [{"layer": layer, "strategy": strategy} for layer, strategy in gather.items()]
+        annotations["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps({"gatherStrategy": rules})
+    if annotations:
+        meta["annotations"] = annotations
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
@@ -171,6 +182,26 @@ def tfjob_pods(
     return pods
 
 
+def make_network_topology(layers: dict[str, str], *, name: str = "default") -> Obj:
+    """A ClusterNetworkTopology: `layers` maps layer name → node label key, top layer first."""
+    spec: list[Obj] = []
+    parent = ""
+    for layer, key in [*layers.items(), ("NodeTopologyLayer", "")]:
+        entry: Obj = {"topologyLayer": layer}
+        if parent:
+            entry["parentTopologyLayer"] = parent
+        if key:
+            entry["labelKey"] = [key]
+        spec.append(entry)
+        parent = layer
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "ClusterNetworkTopology",
+        "metadata": {"name": name},
+        "spec": {"networkTopologySpec": spec},
+    }
+
+
 def cluster(*objects: Obj) -> ClusterState:
     """A synced model holding `objects`."""
     state = ClusterState()
@@ -190,4 +221,11 @@ def snapshot(*objects: Obj) -> ClusterSnapshot:
 def _kind(obj: Obj) -> Kind:
     if obj["kind"] == "PodGroup":
         return Kind.PODGROUP_SIGS if obj["apiVersion"].startswith("scheduling.sigs.k8s.io") else Kind.PODGROUP
-    return {"Node": Kind.NODE, "Pod": Kind.POD, "TFJob": Kind.TFJOB, "PriorityClass": Kind.PRIORITY_CLASS}[obj["kind"]]
+    kinds = {
+        "Node": Kind.NODE,
+        "Pod": Kind.POD,
+        "TFJob": Kind.TFJOB,
+        "PriorityClass": Kind.PRIORITY_CLASS,
+        "ClusterNetworkTopology": Kind.NETWORK_TOPOLOGY,
+    }
+    return kinds[obj["kind"]]

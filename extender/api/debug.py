@@ -13,6 +13,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
 from extender.policy.jobstates import job_states
@@ -136,6 +137,23 @@ def make_router(service: Service) -> APIRouter:
                 for _, r in sorted(snapshot.preemptions.items())
             ],
         }
+
+    @router.get("/debug/topology")
+    def topology(
+        gang: str | None = None,
+        cpu: str | None = None,
+        memory: str | None = None,
+        gpu: str | None = None,
+        depth: int | None = None,
+    ) -> JSONResponse:
+        shape = {name: value for name, value in (("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpu)) if value}
+        try:
+            body = render_topology(
+                service.state.snapshot(), service.settings.policy, gang=gang, requests=shape or None, depth=depth
+            )
+        except TopologyQueryError as error:
+            return JSONResponse({"error": str(error)}, status_code=404 if gang else 400)
+        return JSONResponse(body)
 
     @router.get("/debug/decisions")
     def decisions(pod: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -7,7 +7,8 @@ For a gang member:
    that node, plan the whole gang again with this pod pinned to what is offered.
    If a member has vanished since the plan was made, the plan is released and the pod waits.
 2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
-   scale-out pods join a running gang without a barrier).
+   scale-out pods join a running gang without a barrier), inside the domain its members run in when the
+   gang must gather in one network domain.
 3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
    A plan that would delay a higher-ranked waiting gang (or take capacity held for a starving one) is
    not reserved: the gang yields (see `admission`).
@@ -21,10 +22,12 @@ from collections.abc import Sequence
 from extender.policy.admission import held_back_by
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
+    GangState,
     GangVerdict,
     gang_state,
     is_satisfied,
     membership_generation,
+    must_gather_domain,
     plan_gang,
     waiting_reason,
 )
@@ -65,8 +68,31 @@ def filter_pod(
         return _admit(snapshot, pod, candidates, settings, now, replanning=True)
     state = gang_state(snapshot, pod.group)
     if is_satisfied(snapshot, state):
-        return fit_filter(snapshot, pod, candidates)
+        return _inside_gathered_domain(snapshot, state, fit_filter(snapshot, pod, candidates), settings)
     return _admit(snapshot, pod, candidates, settings, now, replanning=False)
+
+
+def _inside_gathered_domain(
+    snapshot: ClusterSnapshot, state: GangState, decision: FilterDecision, settings: PolicySettings
+) -> FilterDecision:
+    """A late member of a MustGather gang may only join the domain the gang runs in."""
+    domain = must_gather_domain(snapshot, state, settings)
+    if domain is None:
+        return decision
+    label, nodes = domain
+    reason = f"gang {state.key} must gather in {label}"
+    outside = {name: reason for name in decision.feasible if name not in nodes}
+    if not outside:
+        return decision
+    feasible = tuple(name for name in decision.feasible if name in nodes)
+    summary = f"{decision.summary}; {len(feasible)} inside {label}"
+    return FilterDecision(
+        "fit" if feasible else "no-fit",
+        summary,
+        feasible,
+        decision.failed,
+        {**decision.unresolvable, **outside},
+    )
 
 
 def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str]) -> FilterDecision:

@@ -6,6 +6,8 @@ reservations count as used) and succeeds only when every group reaches its `minM
 that are bound, already reserved, or placed by this plan. The result is either a set of reservations to
 commit or a `FailedPlan` that records the model generations it was tried on: until capacity grows or
 membership changes, the same gang is answered from that record without planning again.
+A gang whose PodGroups carry network-topology gather rules is placed inside one network domain (see
+`topology`); any other gang is placed on the whole cluster, as before.
 """
 
 from __future__ import annotations
@@ -14,10 +16,22 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.policy.model import ClusterSnapshot, FailedPlan, GroupView, PodView, Reservation, Role
-from extender.policy.placement import PlacementUnit, place_units
+from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation, Role
+from extender.policy.placement import Placement, PlacementUnit, place_units
 from extender.policy.resources import EMPTY, Resources, describe, smallest
 from extender.policy.settings import PolicySettings
+from extender.policy.topology import (
+    GatherOutcome,
+    TopologyTree,
+    anchored_domain,
+    gather,
+    must_gather_depth,
+    nodes_under,
+    offer_slots,
+    place_in_index_order,
+    shapes_of,
+    tree_of,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,18 +146,22 @@ def plan_gang(
     smallest_pod = smallest(pod.requests for pods in pending.values() for pod in pods)
     free, allocatable = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
     units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
-    placement = place_units(units, free, allocatable)
+    required = {
+        group.key: group.min_member - _already_placed(state.members[group.key], own_reservations)
+        for group in state.groups
+    }
+    where = refusal = ""
+    if _rules(state) and any(count > 0 for count in required.values()):
+        placement, where, refusal = _gathered(snapshot, state, units, free, allocatable, required, settings)
+    else:
+        placement = place_units(units, free, allocatable)
     placed_by_group = Counter(
         group for group, pods in pending.items() for pod in pods if pod.key in placement.assignments
     )
-    short = [
-        group
-        for group in state.groups
-        if _already_placed(state.members[group.key], own_reservations) + placed_by_group[group.key] < group.min_member
-    ]
+    short = [group for group in state.groups if placed_by_group[group.key] < required[group.key]]
     needed = sum(len(pods) for pods in pending.values())
     if short:
-        reason = _no_fit_reason(state, pending, len(placement.assignments))
+        reason = refusal or _no_fit_reason(state, pending, len(placement.assignments))
         failed = FailedPlan(
             state.key,
             reason,
@@ -162,8 +180,115 @@ def plan_gang(
         if pod.key in placement.assignments
     )
     used = len({r.node for r in reservations})
-    reason = f"gang {state.key}: planned {len(reservations)} pods on {used} node(s)"
+    reason = f"gang {state.key}: planned {len(reservations)} pods on {used} node(s){where}"
     return GangVerdict(state.key, True, reason, reservations=reservations)
+
+
+def _gathered(
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    units: Sequence[PlacementUnit],
+    free: Mapping[str, Resources],
+    allocatable: Mapping[str, Resources],
+    required: Mapping[str, int],
+    settings: PolicySettings,
+) -> tuple[Placement, str, str]:
+    """The gang placed inside one network domain: the placement, where it went, and why it cannot go
+    anywhere (empty when it could). A domain that takes every pending member is looked for first; only
+    when there is none, one that takes what each group's minimum still needs."""
+    tree = _tree(snapshot, settings)
+    must_depth = must_gather_depth(tree, _rules(state))
+    if isinstance(must_depth, str):
+        return Placement({}, ()), "", f"gang {state.key}: {must_depth}"
+    pods = [pod for unit in units for pod in unit.pods]
+    allowed = {key: nodes for unit in units for key, nodes in unit.allowed.items()}
+    shapes = shapes_of(pods, allowed)
+    offers = offer_slots(tree, free, shapes)
+    needed = sum(max(count, 0) for count in required.values())
+    by_index = any(pod.topology_index is not None for pod in pods)
+    anchors = _running_on(state)
+
+    def attempt(every_pod: bool) -> GatherOutcome:
+        def trial(order: Sequence[str]) -> tuple[Placement, bool]:
+            nodes = {node: free[node] for node in order}
+            if by_index:
+                placement = place_in_index_order(units, nodes, order)
+            else:
+                placement = place_units(units, nodes, allocatable, node_order=order)
+            if every_pod:
+                return placement, not placement.unplaced
+            placed = Counter(unit.key for unit in units for pod in unit.pods if pod.key in placement.assignments)
+            return placement, all(placed[group] >= count for group, count in required.items())
+
+        return gather(
+            tree,
+            offers,
+            shapes,
+            needed=len(pods) if every_pod else needed,
+            whole=every_pod,
+            must_depth=must_depth,
+            anchors=anchors,
+            free=free,
+            trial=trial,
+        )
+
+    outcome = attempt(every_pod=True)
+    if not outcome.held and needed < len(pods):
+        outcome = attempt(every_pod=False)
+    if outcome.held:
+        return outcome.placement, _where(outcome), ""
+    if must_depth == 0:
+        return outcome.placement, "", ""
+    return outcome.placement, "", _must_gather_reason(state, pods, needed, tree.layers[must_depth], outcome)
+
+
+def must_gather_domain(
+    snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings
+) -> tuple[str, frozenset[str]] | None:
+    """For a gang with a MustGather rule whose members run: the domain of that layer they run in (its label
+    and nodes), which later members must join too; None for any other gang."""
+    rules = _rules(state)
+    if not rules:
+        return None
+    tree = _tree(snapshot, settings)
+    must_depth = must_gather_depth(tree, rules)
+    if isinstance(must_depth, str) or must_depth == 0:
+        return None
+    domain = anchored_domain(tree, must_depth, _running_on(state))
+    return None if domain is None else (domain.label, nodes_under(domain))
+
+
+def _rules(state: GangState) -> list[GatherRule]:
+    return [rule for group in state.groups for rule in group.gather]
+
+
+def _tree(snapshot: ClusterSnapshot, settings: PolicySettings) -> TopologyTree:
+    """The network topology of the ClusterNetworkTopology `default`, or of the settings."""
+    layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
+    return tree_of(snapshot, layers)
+
+
+def _running_on(state: GangState) -> set[str]:
+    return {pod.node_name for members in state.members.values() for pod in members if pod.holds_node}
+
+
+def _where(outcome: GatherOutcome) -> str:
+    domain = outcome.domain
+    if domain.depth == 0:
+        return ", spread over the whole cluster: no single network domain holds the gang"
+    return f" in {domain.label} (offers {outcome.offered} slots)"
+
+
+def _must_gather_reason(
+    state: GangState, pods: Sequence[PodView], needed: int, layer: str, outcome: GatherOutcome
+) -> str:
+    head = f"gang {state.key} must gather in one {layer}: needs {needed} pods ({describe_pods(pods)})"
+    if outcome.anchored_apart:
+        return f"{head}, but its running members already span several {layer} domains"
+    return (
+        f"{head}; no {layer} domain can hold them (the roomiest of {outcome.domains_at_layer}, "
+        f"{outcome.domain.name}, offers {outcome.offered} slots)"
+    )
 
 
 def _already_placed(members: Sequence[PodView], replanned: set[str]) -> int:

@@ -46,6 +46,48 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
 """The resources whose free share measures how idle a node is."""
 
+CLUSTER_LAYER = "ClusterTopologyLayer"
+"""The built-in top network layer: one domain, the whole cluster."""
+NODE_LAYER = "NodeTopologyLayer"
+"""The built-in bottom network layer: one domain per node."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkLayer:
+    """One configured layer of the cluster's network topology (e.g. spine, block, accelerator island)."""
+
+    name: str
+    """The layer's name as gather rules spell it, e.g. `BlockLayer`."""
+    label_keys: tuple[str, ...]
+    """Node label keys naming the node's domain in this layer; the first one a node carries counts."""
+
+
+class Gather(enum.Enum):
+    """How strictly a gang keeps inside one domain of a layer."""
+
+    PREFER = "PreferGather"
+    MUST = "MustGather"
+
+
+@dataclass(frozen=True, slots=True)
+class GatherRule:
+    """One entry of a PodGroup's network-topology spec."""
+
+    layer: str
+    strategy: Gather
+
+
+class NodeLabelsEpoch:
+    """Stands for one state of the set of nodes and their labels: the model replaces it whenever a node is
+    added, removed or relabelled. What derives from node labels alone (the network-topology tree) is kept
+    in `derived`, keyed by what else it depends on, and shared by every snapshot of the same epoch — a
+    memo of pure functions, never state a decision depends on."""
+
+    __slots__ = ("derived",)
+
+    def __init__(self) -> None:
+        self.derived: dict[object, object] = {}
+
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
@@ -78,6 +120,8 @@ class PodView:
     """Creation time, seconds since the epoch."""
     node_selector: tuple[tuple[str, str], ...] = ()
     """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
+    topology_index: int | None = None
+    """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
 
     @property
     def key(self) -> str:
@@ -115,6 +159,8 @@ class GroupView:
     """Keys of every PodGroup that must start together with this one (itself included), sorted."""
     min_resources: Resources = EMPTY
     created: float = 0.0
+    gather: tuple[GatherRule, ...] = ()
+    """The network-topology gather rules of the gang (empty: placement ignores the network topology)."""
 
     @property
     def key(self) -> str:
@@ -261,6 +307,9 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
     preemptions: Mapping[str, PreemptionRecord] = field(default_factory=empty_frozen_map)
     """Gang key → the last preemption carried out for it."""
+    network_topology: tuple[NetworkLayer, ...] | None = None
+    """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
+    node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""
@@ -284,8 +333,12 @@ __all__ = [
     "ClusterSnapshot",
     "FailedPlan",
     "FrozenMap",
+    "Gather",
+    "GatherRule",
     "GroupView",
     "JobView",
+    "NetworkLayer",
+    "NodeLabelsEpoch",
     "NodeState",
     "NodeView",
     "PodView",

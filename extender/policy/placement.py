@@ -5,7 +5,8 @@ For each unit (one PodGroup's pending members), in order of decreasing demand:
    already running the job's PS, then one running other pods of the job, then the tightest fit (the
    least capacity left idle, so large holes stay free for large gangs), then the name.
 2. Otherwise use as few nodes as possible: visit nodes holding the job's PS first, then the idlest nodes
-   first, and on each node place pods in role order (PS, chief, workers, evaluators) while they fit.
+   first (or the caller's node order, e.g. a walk of a network domain), and on each node place pods in
+   role order (PS, chief, workers, evaluators) while they fit.
    The PS lands on the first (idlest) node and as many of its workers as fit land beside it.
 Pods that fit nowhere are returned unplaced. Capacity taken by one unit is not offered to the next.
 The function is pure: it works on its own copy of `free` and returns the assignment.
@@ -71,8 +72,12 @@ def place_units(
     units: Sequence[PlacementUnit],
     free: Mapping[str, Resources],
     allocatable: Mapping[str, Resources],
+    *,
+    node_order: Sequence[str] | None = None,
 ) -> Placement:
-    """Place every unit's pods on `free` capacity (a per-node map of schedulable nodes only)."""
+    """Place every unit's pods on `free` capacity (a per-node map of schedulable nodes only).
+
+    `node_order` (the nodes of `free`) replaces idlest-first as the order a unit spreads in."""
     remaining = dict(free)
     assignments: dict[str, str] = {}
     unplaced: list[PodView] = []
@@ -87,7 +92,7 @@ def place_units(
                 assignments[pod.key] = node
                 remaining[node] = remaining[node] - pod.requests
             continue
-        unplaced.extend(_spread(unit, pods, remaining, allocatable, assignments))
+        unplaced.extend(_spread(unit, pods, remaining, allocatable, assignments, node_order))
     return Placement(assignments, tuple(unplaced))
 
 
@@ -124,15 +129,19 @@ def _spread(
     free: dict[str, Resources],
     allocatable: Mapping[str, Resources],
     assignments: dict[str, str],
+    node_order: Sequence[str] | None,
 ) -> list[PodView]:
-    order = sorted(
-        free,
-        key=lambda node: (
-            0 if node in unit.ps_nodes else 1,
-            -idleness(free[node], allocatable[node]),
-            node,
-        ),
-    )
+    if node_order is not None:
+        order = sorted(node_order, key=lambda node: 0 if node in unit.ps_nodes else 1)
+    else:
+        order = sorted(
+            free,
+            key=lambda node: (
+                0 if node in unit.ps_nodes else 1,
+                -idleness(free[node], allocatable[node]),
+                node,
+            ),
+        )
     waiting = list(pods)
     for node in order:
         if not waiting:

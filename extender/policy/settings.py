@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from extender.policy.model import NetworkLayer
+
+DEFAULT_NETWORK_TOPOLOGY = (
+    NetworkLayer("SpineLayer", ("network.topology.nvidia.com/spine",)),
+    NetworkLayer("BlockLayer", ("network.topology.nvidia.com/block",)),
+    NetworkLayer("AcceleratorLayer", ("network.topology.nvidia.com/accelerator",)),
+)
+"""Spine → block → accelerator island → node, with the labels NVIDIA's topograph puts on nodes."""
+
 
 @dataclass(frozen=True, slots=True)
 class PolicySettings:
@@ -88,3 +97,8 @@ class PolicySettings:
 
     consolidation_interval_s: float = 60.0
     """Seconds between two consolidation rounds of the same TFJob."""
+
+    network_topology: tuple[NetworkLayer, ...] = DEFAULT_NETWORK_TOPOLOGY
+    """The network layers (top first, the node layer implied) used when the cluster has no
+    ClusterNetworkTopology named `default`. Only gangs whose PodGroups carry a network-topology spec are
+    placed by them; a node without a layer's label is a domain of its own in that layer."""

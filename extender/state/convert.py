@@ -12,7 +12,18 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from extender.policy.model import GroupView, JobView, NodeView, PodView, Role
+from extender.policy.model import (
+    CLUSTER_LAYER,
+    NODE_LAYER,
+    Gather,
+    GatherRule,
+    GroupView,
+    JobView,
+    NetworkLayer,
+    NodeView,
+    PodView,
+    Role,
+)
 from extender.policy.resources import PODS, QuantityError, Resources
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -20,6 +31,12 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABELS = ("pod-group.scheduling.sigs.k8s.io", "pod-group.scheduling.sigs.k8s.io/name")
 """The `scheduling.sigs.k8s.io` dialect's labels, as Koordinator reads them."""
 GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
+NETWORK_TOPOLOGY_SPEC_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-spec"
+"""On a PodGroup: `{"gatherStrategy": [{"layer": ..., "strategy": "PreferGather" | "MustGather"}]}`."""
+NETWORK_TOPOLOGY_INDEX_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-index"
+"""On a gang member: its rank in the gang's collective operations (an integer)."""
+NETWORK_TOPOLOGY_NAME = "default"
+"""The one ClusterNetworkTopology object that configures the layers."""
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 ANNOTATION_PREFIX = "tfjob-extender.io/"
 MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
@@ -156,7 +173,19 @@ def pod_view(obj: Json) -> PodView:
         index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
         created=_created(obj),
         node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
+        topology_index=_topology_index(obj, (meta.get("annotations") or {}).get(NETWORK_TOPOLOGY_INDEX_ANNOTATION)),
     )
+
+
+def _topology_index(obj: Json, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError as error:
+        raise ConversionError(
+            f"{identity(obj)}: annotation {NETWORK_TOPOLOGY_INDEX_ANNOTATION}={value!r} is not an integer"
+        ) from error
 
 
 def _role(obj: Json, value: str) -> Role:
@@ -198,16 +227,42 @@ def group_view(obj: Json, api_group: str) -> GroupView:
     namespace = meta.get("namespace") or "default"
     key = f"{namespace}/{meta.get('name')}"
     timeout = spec.get("scheduleTimeoutSeconds")
+    annotations = meta.get("annotations") or {}
     return GroupView(
         namespace=namespace,
         name=str(meta.get("name") or object_key(obj)),
         min_member=max(1, _number(obj, spec.get("minMember") or 1, "spec.minMember", int)),
         api_group=api_group,
         schedule_timeout_s=_number(obj, timeout, "spec.scheduleTimeoutSeconds", float) if timeout else None,
-        gang_group=_gang_group(obj, key, (meta.get("annotations") or {}).get(GANG_GROUPS_ANNOTATION)),
+        gang_group=_gang_group(obj, key, annotations.get(GANG_GROUPS_ANNOTATION)),
         min_resources=_resources(obj, spec.get("minResources"), "spec.minResources"),
         created=_created(obj),
+        gather=_gather_rules(obj, annotations.get(NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
     )
+
+
+def _gather_rules(obj: Json, annotation: str | None) -> tuple[GatherRule, ...]:
+    if not annotation:
+        return ()
+    where = f"{identity(obj)}: annotation {NETWORK_TOPOLOGY_SPEC_ANNOTATION}"
+    try:
+        spec = json.loads(annotation)
+    except json.JSONDecodeError as error:
+        raise ConversionError(f"{where} is not JSON") from error
+    rules = spec.get("gatherStrategy") if isinstance(spec, dict) else None
+    if not isinstance(rules, list):
+        raise ConversionError(f'{where} must be an object with a "gatherStrategy" list')
+    strategies = {gather.value.lower(): gather for gather in Gather}
+    parsed = []
+    for rule in rules:
+        layer = rule.get("layer") if isinstance(rule, dict) else None
+        strategy = strategies.get(str(rule.get("strategy", "")).lower()) if isinstance(rule, dict) else None
+        if not isinstance(layer, str) or not layer or strategy is None:
+            raise ConversionError(
+                f'{where}: each gatherStrategy entry needs a "layer" and a "strategy" of PreferGather or MustGather'
+            )
+        parsed.append(GatherRule(layer, strategy))
+    return tuple(parsed)
 
 
 def _gang_group(obj: Json, key: str, annotation: str | None) -> tuple[str, ...]:
@@ -289,3 +344,35 @@ def _workers(obj: Json, annotations: Mapping[str, str], annotation: str, default
 
 def priority_class_value(obj: Json) -> int:
     return _number(obj, obj.get("value") or 0, "value", int)
+
+
+def network_layers(obj: Json) -> tuple[NetworkLayer, ...]:
+    """The layers of a ClusterNetworkTopology, top first, without the built-in cluster and node layers.
+
+    `spec.networkTopologySpec` lists layers with their parent; the chain is followed from the node layer
+    (or, when that is not listed, the one layer no other names as parent) up to the top.
+    """
+    where = f"{identity(obj)}: spec.networkTopologySpec"
+    entries = (obj.get("spec") or {}).get("networkTopologySpec")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and e.get("topologyLayer") for e in entries):
+        raise ConversionError(f"{where} must be a list of entries with a topologyLayer")
+    parents = {str(e["topologyLayer"]): str(e.get("parentTopologyLayer") or "") for e in entries}
+    keys = {str(e["topologyLayer"]): tuple(str(k) for k in e.get("labelKey") or []) for e in entries}
+    if len(parents) != len(entries):
+        raise ConversionError(f"{where} lists a layer twice")
+    bottoms = [NODE_LAYER] if NODE_LAYER in parents else sorted(set(parents) - set(parents.values()))
+    if len(bottoms) != 1:
+        raise ConversionError(f"{where} must form one chain of layers down to {NODE_LAYER}")
+    chain: list[str] = []
+    layer = parents[bottoms[0]] if bottoms[0] == NODE_LAYER else bottoms[0]
+    while layer and layer != CLUSTER_LAYER:
+        if layer in chain or layer not in parents:
+            raise ConversionError(f"{where}: layer {layer!r} is {'in a cycle' if layer in chain else 'not defined'}")
+        if not keys[layer]:
+            raise ConversionError(f"{where}: layer {layer!r} has no labelKey")
+        chain.append(layer)
+        layer = parents[layer]
+    stray = set(parents) - set(chain) - {NODE_LAYER}
+    if stray:
+        raise ConversionError(f"{where}: layers {sorted(stray)} are not on the chain down to {NODE_LAYER}")
+    return tuple(NetworkLayer(name, keys[name]) for name in reversed(chain))

@@ -21,6 +21,8 @@ class Kind(enum.Enum):
     """`scheduling.sigs.k8s.io/v1alpha1`, the dialect Koordinator documents."""
     TFJOB = "TFJob"
     PRIORITY_CLASS = "PriorityClass"
+    NETWORK_TOPOLOGY = "ClusterNetworkTopology"
+    """`scheduling.koordinator.sh/v1alpha1`: the network layers; only the object named `default` counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(Kind.PODGROUP_SIGS, "scheduling.sigs.k8s.io/v1alpha1", "podgroups", namespaced=True, optional=True),
     ResourceType(Kind.TFJOB, "kubeflow.org/v1", "tfjobs", namespaced=True, optional=True),
     ResourceType(Kind.PRIORITY_CLASS, "scheduling.k8s.io/v1", "priorityclasses", namespaced=False, optional=False),
+    ResourceType(
+        Kind.NETWORK_TOPOLOGY,
+        "scheduling.koordinator.sh/v1alpha1",
+        "clusternetworktopologies",
+        namespaced=False,
+        optional=True,
+    ),
 )
 
 BY_KIND: dict[Kind, ResourceType] = {rt.kind: rt for rt in RESOURCE_TYPES}

@@ -1,7 +1,8 @@
 """The model written back out as minimal Kubernetes manifests, and snapshot files read back in.
 
-`dump_state` turns a snapshot into a `kind: List` holding one manifest per node, pod, PodGroup, TFJob and
-PriorityClass — only the fields the model reads, so the dump is small — plus the reservations ledger.
+`dump_state` turns a snapshot into a `kind: List` holding one manifest per node, pod, PodGroup, TFJob,
+PriorityClass and the ClusterNetworkTopology — only the fields the model reads, so the dump is small —
+plus the reservations ledger.
 `load_objects` reads such a dump, or any YAML / JSON file of Kubernetes objects (several documents, or a
 `kind: List` as `kubectl get -o yaml` prints it), and sorts the objects into model kinds. Reading a dump
 back gives the same snapshot views: the round trip is exact.
@@ -17,7 +18,17 @@ from typing import Any
 
 import yaml
 
-from extender.policy.model import ClusterSnapshot, GroupView, JobView, NodeView, PodView, Reservation, Role
+from extender.policy.model import (
+    NODE_LAYER,
+    ClusterSnapshot,
+    GroupView,
+    JobView,
+    NetworkLayer,
+    NodeView,
+    PodView,
+    Reservation,
+    Role,
+)
 from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert
 from extender.state.kinds import BY_KIND, Kind, kind_of_manifest
@@ -78,12 +89,14 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         labels[convert.REPLICA_TYPE_LABEL] = pod.role.value
     if pod.role is not Role.NONE or pod.index:
         labels[convert.REPLICA_INDEX_LABEL] = str(pod.index)
+    index = pod.topology_index
     meta = _meta(
         pod.name,
         pod.namespace,
         pod.created,
         uid=pod.uid,
         labels=labels,
+        annotations={convert.NETWORK_TOPOLOGY_INDEX_ANNOTATION: str(index)} if index is not None else {},
         ownerReferences=owners,
         deletionTimestamp=_time(pod.created or 1.0) if pod.terminating else None,
     )
@@ -103,6 +116,9 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
 
 def group_manifest(group: GroupView) -> dict[str, Any]:
     annotations = {convert.GANG_GROUPS_ANNOTATION: json.dumps(list(group.gang_group))} if group.gang_group else {}
+    if group.gather:
+        rules = [{"layer": rule.layer, "strategy": rule.strategy.value} for rule in group.gather]
+        annotations[convert.NETWORK_TOPOLOGY_SPEC_ANNOTATION] = json.dumps({"gatherStrategy": rules})
     spec: dict[str, Any] = {"minMember": group.min_member}
     if group.schedule_timeout_s:
         spec["scheduleTimeoutSeconds"] = int(group.schedule_timeout_s)
@@ -163,6 +179,26 @@ def job_manifest(job: JobView) -> dict[str, Any]:
     }
 
 
+def network_topology_manifest(layers: tuple[NetworkLayer, ...]) -> dict[str, Any]:
+    """The ClusterNetworkTopology `default` declaring `layers` (top first) above the node layer."""
+    spec: list[dict[str, Any]] = []
+    parent = ""
+    for layer in (*layers, NetworkLayer(NODE_LAYER, ())):
+        entry: dict[str, Any] = {"topologyLayer": layer.name}
+        if parent:
+            entry["parentTopologyLayer"] = parent
+        if layer.label_keys:
+            entry["labelKey"] = list(layer.label_keys)
+        spec.append(entry)
+        parent = layer.name
+    return {
+        "apiVersion": BY_KIND[Kind.NETWORK_TOPOLOGY].api_version,
+        "kind": "ClusterNetworkTopology",
+        "metadata": {"name": convert.NETWORK_TOPOLOGY_NAME},
+        "spec": {"networkTopologySpec": spec},
+    }
+
+
 def reservation_record(reservation: Reservation) -> dict[str, Any]:
     return {
         "pod": reservation.pod,
@@ -183,6 +219,8 @@ def dump_state(snapshot: ClusterSnapshot) -> dict[str, Any]:
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
         for name, value in sorted(snapshot.priority_classes.items())
     ]
+    if snapshot.network_topology is not None:
+        items.append(network_topology_manifest(snapshot.network_topology))
     return {
         "apiVersion": "v1",
         "kind": "List",

@@ -23,6 +23,8 @@ from extender.policy.model import (
     FailedPlan,
     GroupView,
     JobView,
+    NetworkLayer,
+    NodeLabelsEpoch,
     NodeState,
     NodeView,
     PodView,
@@ -63,6 +65,8 @@ class ClusterState:
         self._reserved_by_node: CowMap[str, Resources] = CowMap()
         self._failed_plans: CowMap[str, FailedPlan] = CowMap()
         self._preemptions: CowMap[str, PreemptionRecord] = CowMap()
+        self._network_topology: tuple[NetworkLayer, ...] | None = None
+        self._labels_epoch = NodeLabelsEpoch()
         self._expiries: list[tuple[float, str]] = []
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
@@ -171,6 +175,8 @@ class ClusterState:
                     failed_plans=self._failed_plans.freeze(),
                     priority_classes=self._priority_classes.freeze(),
                     preemptions=self._preemptions.freeze(),
+                    network_topology=self._network_topology,
+                    node_labels_epoch=self._labels_epoch,
                 )
             return self._snapshot
 
@@ -215,6 +221,8 @@ class ClusterState:
         elif kind is Kind.TFJOB:
             self._jobs.set(key, convert.job_view(obj))
             self._changed()
+        elif kind is Kind.NETWORK_TOPOLOGY:
+            self._set_network_topology(key, convert.network_layers(obj))
         else:
             self._priority_classes.set(key, convert.priority_class_value(obj))
             self._changed()
@@ -229,12 +237,22 @@ class ClusterState:
         elif kind is Kind.TFJOB:
             self._jobs.delete(key)
             self._changed()
+        elif kind is Kind.NETWORK_TOPOLOGY:
+            self._set_network_topology(key, None)
         else:
             self._priority_classes.delete(key)
             self._changed()
 
+    def _set_network_topology(self, name: str, layers: tuple[NetworkLayer, ...] | None) -> None:
+        """Only the object named `default` configures the layers; a change may let a failed plan succeed."""
+        if name == convert.NETWORK_TOPOLOGY_NAME:
+            self._network_topology = layers
+            self._changed(capacity=True)
+
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)
+        if view is None or old is None or old.labels != view.labels:
+            self._labels_epoch = NodeLabelsEpoch()
         if view is None:
             self._node_views.pop(name, None)
             self._nodes.delete(name)

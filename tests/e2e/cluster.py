@@ -1,10 +1,11 @@
 """A real, local Kubernetes control plane for end-to-end tests and the live demo.
 
 `LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
-ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and both
-PodGroup CRDs (`manifests/crds/`), kwok (fake nodes whose pods run and complete on cue), the extender under test, a
-kube-scheduler with the repo's `scheduler-config/` (profile `tfjob-scheduler` calling the extender), and
-optionally training-operator with `--gang-scheduler-name=tfjob-scheduler`. Binaries come from
+ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the
+CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
+and complete on cue), the extender under test, a kube-scheduler with the repo's `scheduler-config/`
+(profile `tfjob-scheduler` calling the extender), and optionally training-operator with
+`--gang-scheduler-name=tfjob-scheduler`. Binaries come from
 `hack/build-control-plane.sh` (built once, cached outside the repo). Every process logs into the run
 directory; `stop()` ends exactly the processes it started, in reverse order.
 """
@@ -273,7 +274,7 @@ class LocalControlPlane:
         wait_until("namespace default", lambda: self.get("/api/v1/namespaces/default"), 60)
 
     def _install_crds(self) -> None:
-        podgroups = [yaml.safe_load(path.read_text()) for path in sorted(PODGROUP_CRDS.glob("podgroups.*.yaml"))]
+        podgroups = [yaml.safe_load(path.read_text()) for path in sorted(PODGROUP_CRDS.glob("*.yaml"))]
         tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
         crds = [*podgroups, tfjobs]
         path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -44,10 +44,13 @@ class Scene:
         self.nodes: list[str] = []
         plane.create_namespace(name)
 
-    def add_nodes(self, count: int, *, cpu: str = "4", memory: str = "16Gi", gpu: int = 0) -> list[str]:
+    def add_nodes(
+        self, count: int, *, cpu: str = "4", memory: str = "16Gi", gpu: int = 0, labels: dict[str, str] | None = None
+    ) -> list[str]:
         names = [f"{self.namespace}-n{len(self.nodes) + i}" for i in range(count)]
         for name in names:
-            self.plane.create_node(name, cpu=cpu, memory=memory, gpu=gpu, labels={"e2e-scene": self.namespace})
+            node_labels = {**(labels or {}), "e2e-scene": self.namespace}
+            self.plane.create_node(name, cpu=cpu, memory=memory, gpu=gpu, labels=node_labels)
         self.nodes += names
         self.plane.wait_nodes_ready(names)
         return names

@@ -246,3 +246,25 @@ def test_the_extender_may_do_what_the_scaler_does() -> None:
     (deployment,) = of_kind("Deployment")
     extender = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "tfjob-extender")
     assert "--with-scaler" in extender["args"]
+
+
+def test_the_network_topology_crd_is_installed_and_readable() -> None:
+    (crd,) = documents(MANIFESTS / "crds" / "clusternetworktopologies.scheduling.koordinator.sh.yaml")
+    assert crd["metadata"]["name"] == "clusternetworktopologies.scheduling.koordinator.sh"
+    assert (crd["spec"]["group"], crd["spec"]["scope"]) == ("scheduling.koordinator.sh", "Cluster")
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"]) == ("ClusterNetworkTopology", "clusternetworktopologies")
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] is True and version["storage"] is True
+    entry = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["networkTopologySpec"]["items"]
+    assert set(entry["properties"]) == {"topologyLayer", "parentTopologyLayer", "labelKey"}
+    (role,) = [r for r in of_kind("ClusterRole") if r["metadata"]["name"] == "tfjob-extender"]
+    assert {
+        "apiGroups": ["scheduling.koordinator.sh"],
+        "resources": ["clusternetworktopologies"],
+        "verbs": [
+            "get",
+            "list",
+            "watch",
+        ],
+    } in role["rules"]
