@@ -22,32 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from extender.policy.model import ClusterSnapshot
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
-from tests.builders import make_node, make_pod, make_podgroup, snapshot
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_772_359_300.0
 SETTINGS = PolicySettings()
 
 
 def tfjob(name: str, workers: int, *, elastic: bool) -> dict[str, Any]:
-    container = {"name": "tensorflow", "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}}
-    replica = {"template": {"spec": {"containers": [container]}}}
-    annotations = (
-        {"tfjob-extender.io/min-workers": "2", "tfjob-extender.io/max-workers": str(workers)} if elastic else {}
+    return make_sized_tfjob(
+        name, workers=workers, cpu="4", memory="16Gi", min_workers=2 if elastic else None, dynamic=elastic
     )
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": annotations,
-            "creationTimestamp": "2026-03-01T10:00:00Z",
-        },
-        "spec": {
-            "enableDynamicWorker": elastic,
-            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
-        },
-    }
 
 
 def full_cluster(nodes: int, *, elastic: bool) -> list[dict[str, Any]]:

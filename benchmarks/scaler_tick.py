@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from extender.policy.model import ClusterSnapshot
 from extender.policy.scaling import plan_consolidation, plan_scale_in, plan_scale_out
 from extender.policy.settings import PolicySettings
-from tests.builders import make_node, make_pod, make_podgroup, snapshot
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_772_359_300.0
 SETTINGS = PolicySettings()
@@ -31,22 +31,7 @@ T = TypeVar("T")
 
 
 def tfjob(name: str, workers: int) -> dict[str, Any]:
-    container = {"name": "tensorflow", "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}}
-    replica = {"template": {"spec": {"containers": [container]}}}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": {"tfjob-extender.io/min-workers": "2", "tfjob-extender.io/max-workers": "7"},
-            "creationTimestamp": "2026-03-01T10:00:00Z",
-        },
-        "spec": {
-            "enableDynamicWorker": True,
-            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
-        },
-    }
+    return make_sized_tfjob(name, workers=workers, cpu="4", memory="16Gi", min_workers=2, max_workers=7)
 
 
 def cluster(nodes: int, workers: int) -> list[dict[str, Any]]:

@@ -130,6 +130,41 @@ def make_podgroup(
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
+def make_sized_tfjob(
+    name: str,
+    *,
+    workers: int,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    min_workers: int | None = None,
+    max_workers: int | None = None,
+    dynamic: bool = True,
+    created: str = "2026-03-01T10:00:00Z",
+) -> Obj:
+    """A TFJob of 1 PS + `workers` whose replica templates request `cpu` and `memory` per pod; elastic
+    between `min_workers` and `max_workers` (default: `workers`) when `min_workers` is given."""
+    replica: Obj = {
+        "template": {
+            "spec": {"containers": [{"name": "tensorflow", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+        }
+    }
+    annotations = {}
+    if min_workers is not None:
+        annotations = {
+            "tfjob-extender.io/min-workers": str(min_workers),
+            "tfjob-extender.io/max-workers": str(workers if max_workers is None else max_workers),
+        }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations, "creationTimestamp": created},
+        "spec": {
+            "enableDynamicWorker": dynamic,
+            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
+        },
+    }
+
+
 def make_tfjob(name: str, *, ps: int = 1, workers: int = 2, namespace: str = "default", dynamic: bool = False) -> Obj:
     return {
         "apiVersion": "kubeflow.org/v1",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +18,7 @@ from extender.policy.scaling import (
 )
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, PreemptionRefusal
-from tests.builders import Obj, make_node, make_pod, make_podgroup, snapshot
+from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_772_363_100.0
 """2026-03-01T11:05:00Z: five minutes after the waiting gangs arrived (none is starving)."""
@@ -37,28 +36,15 @@ def elastic_job(
     cpu: str = "1",
     created: str = "2026-03-01T10:00:00Z",
 ) -> Obj:
-    replica: dict[str, Any] = {
-        "template": {
-            "spec": {"containers": [{"name": "tensorflow", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
-        }
-    }
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": {
-                "tfjob-extender.io/min-workers": str(min_workers),
-                "tfjob-extender.io/max-workers": str(max_workers),
-            },
-            "creationTimestamp": created,
-        },
-        "spec": {
-            "enableDynamicWorker": dynamic,
-            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
-        },
-    }
+    return make_sized_tfjob(
+        name,
+        workers=workers,
+        cpu=cpu,
+        min_workers=min_workers,
+        max_workers=max_workers,
+        dynamic=dynamic,
+        created=created,
+    )
 
 
 def running(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,35 +9,14 @@ from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.ranking import gang_rank
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, PreemptionRefusal, may_preempt, plan_preemption
-from tests.builders import Obj, make_node, make_pod, make_podgroup, snapshot
+from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_800_000_000.0
 SETTINGS = PolicySettings()
 
 
 def job(name: str, *, workers: int, min_workers: int | None = None, dynamic: bool = True) -> Obj:
-    annotations = {}
-    if min_workers is not None:
-        annotations = {"tfjob-extender.io/min-workers": str(min_workers), "tfjob-extender.io/max-workers": str(workers)}
-    replica: dict[str, Any] = {
-        "template": {
-            "spec": {"containers": [{"name": "tensorflow", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
-        }
-    }
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": annotations,
-            "creationTimestamp": "2026-03-01T10:00:00Z",
-        },
-        "spec": {
-            "enableDynamicWorker": dynamic,
-            "tfReplicaSpecs": {"PS": {"replicas": 1, **replica}, "Worker": {"replicas": workers, **replica}},
-        },
-    }
+    return make_sized_tfjob(name, workers=workers, min_workers=min_workers, dynamic=dynamic)
 
 
 def running(
