@@ -44,9 +44,7 @@ from extender.policy.victims import (
     PreemptionPlan,
     PreemptionRefusal,
     VictimUnit,
-    candidate_units,
-    freed_by,
-    ineligible_reason,
+    open_search,
     victims_of,
 )
 
@@ -159,21 +157,15 @@ def plan_scale_in(
     Jobs in ascending rank give up their highest-index surplus workers, at most `scale_in_step` each,
     until the dry run plans the whole gang; the plan stops at the first set that admits it.
     """
-    state = gang_state(snapshot, group_key)
-    pending = [pod for members in state.members.values() for pod in members if pod.pending]
-    refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
-    if refusal is not None:
-        return PreemptionRefusal(state.key, refusal)
-    if plan_gang(snapshot, state, settings, now).admitted:
-        return PreemptionRefusal(state.key, f"gang {state.key} fits without scaling anything in")
-    capacity = cluster_capacity(snapshot)
-    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
-    units = _within_step(candidate_units(snapshot, state, preemptor, settings, now, capacity), settings)
+    search = open_search(snapshot, group_key, settings, now, terminating_victims, doing="scaling anything in")
+    if isinstance(search, PreemptionRefusal):
+        return search
+    state = search.state
     chosen: list[VictimUnit] = []
-    for unit in units:
+    for unit in _within_step(search.units, settings):
         chosen.append(unit)
-        verdict = plan_gang(snapshot, state, settings, now, freed=freed_by(chosen))
-        if verdict.admitted:
+        verdict = search.dry_run(chosen)
+        if verdict is not None and verdict.admitted:
             return _scale_in_plan(state.key, chosen, verdict)
     return PreemptionRefusal(
         state.key, f"gang {state.key}: scaling lower-ranked elastic jobs in by the allowed count does not make room"

@@ -82,37 +82,14 @@ def plan_preemption(
     terminating_victims: Iterable[str] = (),
 ) -> Decision:
     """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none."""
-    state = gang_state(snapshot, group_key)
-    pending = [pod for members in state.members.values() for pod in members if pod.pending]
-    refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
-    if refusal is not None:
-        return PreemptionRefusal(state.key, refusal)
-    if plan_gang(snapshot, state, settings, now).admitted:
-        return PreemptionRefusal(state.key, f"gang {state.key} fits without preemption")
-    capacity = cluster_capacity(snapshot)
-    needs = still_needed(state)
-    demand = least_demand(needs)
-    if not demand.fits_in(capacity):
-        missing = describe(demand.shortfall(capacity))
-        return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
-    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
-    units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
-    hopeless = _hopeless(snapshot, needs, demand, units)
+    search = open_search(snapshot, group_key, settings, now, terminating_victims, doing="preemption")
+    if isinstance(search, PreemptionRefusal):
+        return search
+    state, units = search.state, search.units
+    hopeless = _hopeless(snapshot, search.needs, search.demand, units)
     if hopeless is not None:
         return PreemptionRefusal(state.key, f"gang {state.key}: {hopeless}")
-
-    roomy = roomy_nodes(snapshot, pending)
-    room = total(snapshot.nodes[name].available for name in roomy) + total(
-        snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
-    )
-
-    def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
-        """The gang's plan with `chosen` gone, or None when their requests plus the room already free
-        cannot cover the least the gang needs (no plan could succeed: the prefix-sum cut)."""
-        if not demand.fits_in(room + total(pod.requests for pod in victims_of(chosen))):
-            return None
-        return plan_gang(snapshot, state, settings, now, freed=freed_by(chosen), nodes=roomy)
-
+    dry_run = search.dry_run
     chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
     if chosen is None:
         return PreemptionRefusal(
@@ -121,6 +98,65 @@ def plan_preemption(
     verdict = dry_run(chosen)
     assert verdict is not None and verdict.admitted, "a chosen victim set always passed its dry run"
     return _plan(state.key, chosen, verdict)
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A gang that may take room from lower-ranked work, and what a search for victims needs to know."""
+
+    snapshot: ClusterSnapshot
+    state: GangState
+    settings: PolicySettings
+    now: float
+    units: tuple[VictimUnit, ...]
+    """Every unit the gang may take, cheapest first (see `candidate_units`)."""
+    needs: tuple[tuple[int, tuple[PodView, ...]], ...]
+    demand: Resources
+    """The least any admitting plan places (`least_demand`)."""
+    roomy: frozenset[str]
+    """Nodes with room for the smallest pending member before anything is freed."""
+    room: Resources
+    """Free capacity on `roomy` plus the gang's own reservations."""
+
+    def dry_run(self, chosen: Sequence[VictimUnit]) -> GangVerdict | None:
+        """The gang's plan with `chosen` gone, or None when their requests plus the room already free
+        cannot cover the least the gang needs (no plan could succeed: the prefix-sum cut)."""
+        if not self.demand.fits_in(self.room + total(pod.requests for pod in victims_of(chosen))):
+            return None
+        return plan_gang(self.snapshot, self.state, self.settings, self.now, freed=freed_by(chosen), nodes=self.roomy)
+
+
+def open_search(
+    snapshot: ClusterSnapshot,
+    group_key: str,
+    settings: PolicySettings,
+    now: float,
+    terminating_victims: Iterable[str],
+    *,
+    doing: str,
+) -> Search | PreemptionRefusal:
+    """Everything a victim search for the gang of `group_key` starts from, or why there is nothing to
+    search: the gang may not preempt, fits already, or is larger than the whole cluster."""
+    state = gang_state(snapshot, group_key)
+    pending = [pod for members in state.members.values() for pod in members if pod.pending]
+    refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
+    if refusal is not None:
+        return PreemptionRefusal(state.key, refusal)
+    if plan_gang(snapshot, state, settings, now).admitted:
+        return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
+    capacity = cluster_capacity(snapshot)
+    needs = still_needed(state)
+    demand = least_demand(needs)
+    if not demand.fits_in(capacity):
+        missing = describe(demand.shortfall(capacity))
+        return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
+    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
+    units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
+    roomy = roomy_nodes(snapshot, pending)
+    room = total(snapshot.nodes[name].available for name in roomy) + total(
+        snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
+    )
+    return Search(snapshot, state, settings, now, tuple(units), tuple(needs), demand, roomy, room)
 
 
 def candidate_units(
