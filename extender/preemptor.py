@@ -51,6 +51,10 @@ class PreemptionLoop:
     """Waiting gangs, highest rank first, tried for preemption in one tick."""
     job_states: dict[str, JobState] = field(default_factory=dict)
     history: list[PreemptionRecord] = field(default_factory=list)
+    refused: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Gang → (model generation, the gang's aged weight) of its last refused dry run. The same model and the
+    same weight give the same refusal (running victim gangs do not age), so that gang is skipped for free
+    until either changes: a large waiting gang does not cost a full dry run every tick."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -87,7 +91,10 @@ class PreemptionLoop:
 
     def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionPlan | None:
         tried = 0
-        for rank in rank_gangs(snapshot, now, self.settings):
+        ranks = rank_gangs(snapshot, now, self.settings)
+        live = {rank.subject for rank in ranks}
+        self.refused = {gang: memo for gang, memo in self.refused.items() if gang in live}
+        for rank in ranks:
             if tried >= self.max_gangs_per_tick:
                 break
             group = rank.subject.split(",")[0]
@@ -95,6 +102,8 @@ class PreemptionLoop:
             pending = any(pod.pending for members in state.members.values() for pod in members)
             held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
             if not pending or held or waiting_reason(state) is not None:
+                continue
+            if self.refused.get(state.key) == (snapshot.generation, rank.weight):
                 continue
             tried += 1
             if plan_gang(snapshot, state, self.settings, now).admitted:
@@ -106,6 +115,7 @@ class PreemptionLoop:
                 decision = plan_preemption(snapshot, group, self.settings, now, terminating_victims=terminating)
             if isinstance(decision, PreemptionPlan):
                 return decision
+            self.refused[state.key] = (snapshot.generation, rank.weight)
             log.debug("no preemption for %s: %s", state.key, decision.reason)
         return None
 

@@ -45,7 +45,9 @@ from extender.policy.victims import (
     PreemptionRefusal,
     VictimUnit,
     candidate_units,
+    freed_by,
     ineligible_reason,
+    victims_of,
 )
 
 
@@ -170,7 +172,7 @@ def plan_scale_in(
     chosen: list[VictimUnit] = []
     for unit in units:
         chosen.append(unit)
-        verdict = plan_gang(snapshot, state, settings, now, freed=_freed(chosen))
+        verdict = plan_gang(snapshot, state, settings, now, freed=freed_by(chosen))
         if verdict.admitted:
             return _scale_in_plan(state.key, chosen, verdict)
     return PreemptionRefusal(
@@ -397,20 +399,12 @@ def _within_step(units: Sequence[VictimUnit], settings: PolicySettings) -> list[
     return kept
 
 
-def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
-    freed: dict[str, Resources] = {}
-    for unit in chosen:
-        for pod in unit.pods:
-            freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
-    return freed
-
-
 def _scale_in_plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
     scale_ins: dict[str, int] = {}
     for unit in chosen:
         scale_to = unit.scale_to or 0
         scale_ins[unit.job] = min(scale_ins.get(unit.job, scale_to), scale_to)
-    victims = tuple(pod for unit in chosen for pod in unit.pods)
+    victims = victims_of(chosen)
     parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
     reason = f"scaling in for gang {gang} (KOD2 scale-in): {'; '.join(parts)} ({len(victims)} pods)"
     return PreemptionPlan(gang, victims, scale_ins, (), verdict, reason)

@@ -109,9 +109,9 @@ def plan_preemption(
     def dry_run(chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
         cannot cover the least the gang needs (no plan could succeed: the prefix-sum cut)."""
-        if not demand.fits_in(room + total(pod.requests for pod in _victims(chosen))):
+        if not demand.fits_in(room + total(pod.requests for pod in victims_of(chosen))):
             return None
-        return plan_gang(snapshot, state, settings, now, freed=_freed(chosen), nodes=roomy)
+        return plan_gang(snapshot, state, settings, now, freed=freed_by(chosen), nodes=roomy)
 
     chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
     if chosen is None:
@@ -203,11 +203,11 @@ def _surplus_units(
     return units
 
 
-def _freed(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
+def freed_by(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
     """Node → what the chosen units free there, each pod counted once (a job's surplus units and its
     whole-gang unit share pods)."""
     freed: dict[str, Resources] = {}
-    for pod in _victims(chosen):
+    for pod in victims_of(chosen):
         freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
     return freed
 
@@ -261,7 +261,7 @@ def _hopeless(
     units: Sequence[VictimUnit],
 ) -> str | None:
     """Prefix-sum pruning: what all candidates together could free, in total and per node."""
-    freeable = _freed(units)
+    freeable = freed_by(units)
     reachable = [
         state.available + freeable.get(name, EMPTY) for name, state in snapshot.nodes.items() if state.node.schedulable
     ]
@@ -306,7 +306,7 @@ def _one_subject(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUni
         options.append(_hand_back(group, dry_run) if surplus else group)
     if not options:
         return None
-    return min(options, key=lambda chosen: (len(_victims(chosen)), _ascending(chosen[0].rank)))
+    return min(options, key=lambda chosen: (len(victims_of(chosen)), _ascending(chosen[0].rank)))
 
 
 def _accumulate(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUnit] | None:
@@ -333,7 +333,7 @@ def _hand_back(chosen: list[VictimUnit], dry_run: DryRun) -> list[VictimUnit]:
     return kept
 
 
-def _victims(chosen: Sequence[VictimUnit]) -> tuple[PodView, ...]:
+def victims_of(chosen: Sequence[VictimUnit]) -> tuple[PodView, ...]:
     """The pods the units remove, each once, in the order the units were chosen."""
     return tuple({pod.key: pod for unit in chosen for pod in unit.pods}.values())
 
@@ -349,7 +349,7 @@ def _plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> Pree
     for subject in evicted:
         for job in {unit.job for unit in chosen if unit.subject == subject and unit.job}:
             scale_ins.pop(job, None)
-    victims = _victims(chosen)
+    victims = victims_of(chosen)
     parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
     parts += [f"evict {subject}" for subject in evicted]
     reason = f"preempting for gang {gang}: {'; '.join(parts)} ({len(victims)} pods)"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from extender import preemptor
 from extender.actuator import RecordingActuator
+from extender.policy import victims
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
-from tests.builders import cluster
+from extender.state.kinds import Kind
+from tests.builders import cluster, make_node
 from tests.unit.policy.test_victims import NAMES, NOW, nodes, running, waiting
 
 SETTINGS = PolicySettings()
@@ -61,3 +68,27 @@ def test_nothing_happens_when_every_gang_fits() -> None:
     loop, actuator = loop_over(*nodes(3), *waiting("small", pods=2))
     assert loop.tick(NOW) is None
     assert actuator.scaled == [] and actuator.evicted == []
+
+
+def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a high-priority gang that only a higher-priority job could make room for: every search is refused
+    loop, actuator = loop_over(
+        *nodes(3),
+        *running("vip", workers=11, nodes=NAMES, priority=1000, dynamic=False),
+        *waiting("urgent", pods=4),
+    )
+    searches: list[str] = []
+    real = victims.plan_preemption
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        searches.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(preemptor, "plan_preemption", counted)  # the loop's own reference
+    assert loop.tick(NOW) is None
+    assert loop.tick(NOW + 2) is None
+    assert searches == ["default/urgent"], "the same model and weight give the same refusal"
+    loop.state.apply(Kind.NODE, "ADDED", make_node("node-3", cpu="1", memory="64Gi"))
+    assert loop.tick(NOW + 4) is None
+    assert searches == ["default/urgent", "default/urgent"], "a changed model is searched again"
+    assert actuator.evicted == [] and actuator.scaled == []
