@@ -60,6 +60,8 @@ class SimJob:
     """Current `Worker.replicas`."""
     pods: dict[str, SimPod] = field(default_factory=dict)
     finished: bool = False
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations written on the TFJob after submission (the scaler's cooldown stamps and worker plan)."""
 
     def bound(self, role: Role) -> list[SimPod]:
         return [p for p in self.pods.values() if p.role is role and p.bound]
@@ -160,6 +162,12 @@ class SimCluster:
             if index not in present:
                 self._create(job, Role.WORKER, index, now)
 
+    def annotate(self, name: str, annotations: dict[str, str], now: float) -> None:
+        """Add annotations to the TFJob (a merge patch of `metadata.annotations`)."""
+        job = self.jobs[name]
+        job.annotations.update(annotations)
+        self._feed(Kind.TFJOB, "MODIFIED", self._tfjob_object(job, now))
+
     def shrink(self, keys: list[str]) -> None:
         """Remove these workers and lower the replicas to match (a job-level operator picks any worker)."""
         for key in keys:
@@ -247,12 +255,10 @@ class SimCluster:
 
     def _tfjob_object(self, job: SimJob, now: float) -> dict[str, Any]:
         spec = job.spec
-        annotations = {}
+        annotations = dict(job.annotations)
         if job.elastic:
-            annotations = {
-                convert.MIN_WORKERS_ANNOTATION: str(spec.min_workers),
-                convert.MAX_WORKERS_ANNOTATION: str(spec.max_workers),
-            }
+            annotations[convert.MIN_WORKERS_ANNOTATION] = str(spec.min_workers)
+            annotations[convert.MAX_WORKERS_ANNOTATION] = str(spec.max_workers)
         replica_specs = {
             "PS": {"replicas": spec.ps, "template": _template(spec.requests(Role.PS))},
             "Worker": {"replicas": job.workers, "template": _template(spec.requests(Role.WORKER))},

@@ -1,7 +1,8 @@
 """The virtual clock: advance from event to event, let the policy act, integrate progress and utilisation.
 
 Events are job arrivals, job completions (remaining samples / current rate), the end of a job's start-up,
-and — while pods are pending — the policy's periodic step. Between two events every rate is constant, so
+and — while pods are pending, or for a policy that grows running jobs while any job trains — the policy's
+periodic step. Between two events every rate is constant, so
 progress, attained service and busy cores are integrated exactly. A job trains only once it is runnable
 (every PS bound, and all its workers — or, for an elastic job, at least its minimum) and `startup_s` has
 passed since it became so; losing a PS or falling below its worker minimum stops it, and the next start
@@ -99,7 +100,8 @@ class Simulation:
                 ),
             )
             pending = any(True for _ in self.cluster.pending_pods())
-            t_tick = max(last_step + self.policy.tick_s, now) if pending else INF
+            growing = self.policy.steps_while_running and bool(rates)
+            t_tick = max(last_step + self.policy.tick_s, now) if pending or growing else INF
             if t_natural == INF and (t_tick == INF or quiet >= 3):
                 now = self._resolve_stall(now)
                 last_step = now

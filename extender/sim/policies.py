@@ -4,20 +4,23 @@ A policy submits each arriving job to the simulated API server (as a gang or not
 at every step, makes its scheduling moves on the `SimCluster`. "Ours" runs the service's own pieces on the
 model the service uses: kube-scheduler (emulated) calls `filter_pod` / `prioritize_pod` on a
 `ClusterState` snapshot and commits plans with `commit_plan`, exactly as the HTTP verbs do; the job-level
-`PreemptionLoop` ticks with an actuator that changes the simulated cluster; an elastic scaler, when one
-is given, is one more pluggable step that returns Worker-replica patches. The baselines that place whole
-jobs themselves live in `baselines`.
+`PreemptionLoop` ticks with an actuator that changes the simulated cluster, and so does the service's
+`ScalerLoop` (scale-out into idle capacity, consolidation onto the PS), driven tick by tick on the
+virtual clock instead of from its thread. The baselines that place whole jobs themselves live in
+`baselines`.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from extender.actuator import Resize
 from extender.policy import PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.preemptor import PreemptionLoop
+from extender.scaler import ScalerLoop
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
@@ -50,6 +53,8 @@ class Policy:
     """Keep the extender's `ClusterState` up to date (only needed by the real extender code)."""
     tick_s = 10.0
     """Seconds between steps while work is pending."""
+    steps_while_running = False
+    """Also step every `tick_s` while any job trains and nothing is pending (a policy that grows jobs)."""
 
     def __init__(self) -> None:
         self.preemptions = 0
@@ -118,13 +123,17 @@ class ModelExtender:
 
 @dataclass
 class SimActuator:
-    """The Actuator protocol on the simulated cluster: a replica patch goes through training-operator's
-    reconcile, an eviction deletes the pod (training-operator recreates it pending)."""
+    """The `ScalingActuator` protocol on the simulated cluster: a replica patch goes through
+    training-operator's reconcile (highest indices deleted, missing ones created pending), an eviction or
+    a restart deletes the pod (training-operator recreates it pending), annotations land on the TFJob the
+    model reads. Wall-clock times in annotations are the model's (`EPOCH` + virtual time)."""
 
     cluster: SimCluster
     now: float = 0.0
     scaled: int = 0
+    """Worker-replica changes carried out (scale-in and scale-out)."""
     evicted: int = 0
+    restarted: int = 0
     events: list[tuple[str, str, str]] = field(default_factory=list)
 
     def scale_workers(self, job: str, replicas: int, reason: str) -> None:
@@ -139,24 +148,46 @@ class SimActuator:
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((key, reason, message))
 
+    def resize_workers(
+        self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str
+    ) -> Resize:
+        name = job.split("/", 1)[1]
+        observed = self.cluster.jobs[name].workers
+        if observed != expected or self.cluster.jobs[name].finished:
+            return Resize(False, observed)
+        self.scaled += 1
+        self.cluster.annotate(name, dict(annotations), self.now)
+        self.cluster.set_workers(name, replicas, self.now)
+        return Resize(True, observed)
 
-ScalerStep = Callable[[ClusterSnapshot, float], Sequence[tuple[str, int]]]
-"""An elastic scaler as one step: (snapshot, wall-clock now) → TFJob key and the Worker replicas to set."""
+    def restart_pod(self, pod: PodView, reason: str) -> bool:
+        current = self.cluster.pods.get(pod.key)
+        if current is None or current.uid != pod.uid:
+            return False
+        self.restarted += 1
+        self.cluster.delete_pod(pod.key, self.now)
+        return True
+
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        self.cluster.annotate(job.split("/", 1)[1], dict(annotations), self.now)
 
 
 class Ours(Policy):
-    """The extender: gang admission, co-location, KOD2 weights with aging, job-level preemption."""
+    """The extender: gang admission, co-location, KOD2 weights with aging, job-level preemption, and the
+    elastic scaler (scale-out and consolidation) unless `scaler=False`."""
 
     name = "ours"
     gang = True
     elastic = True
     feed_model = True
     tick_s = 2.0
+    """The preemption loop's and the scaler loop's tick (`ScalerSettings.interval_s`)."""
 
-    def __init__(self, settings: PolicySettings | None = None, scaler: ScalerStep | None = None) -> None:
+    def __init__(self, settings: PolicySettings | None = None, *, scaler: bool = True) -> None:
         super().__init__()
         self.settings = settings or PolicySettings()
-        self.scaler = scaler
+        self.with_scaler = scaler
+        self.steps_while_running = scaler
 
     def attach(self, cluster: SimCluster, rng: random.Random, progress: Mapping[str, JobProgress]) -> None:
         super().attach(cluster, rng, progress)
@@ -165,16 +196,26 @@ class Ours(Policy):
         self.kube = KubeScheduler(cluster, rng, self.extender)
         self.actuator = SimActuator(cluster)
         self.now = 0.0
-        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, clock=lambda: EPOCH + self.now)
+        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, clock=self._wall)
+        self.scaler = (
+            ScalerLoop(cluster.model, self.actuator, self.settings, self._wall, interval_s=self.tick_s)
+            if self.with_scaler
+            else None
+        )
+
+    def _wall(self) -> float:
+        return EPOCH + self.now
 
     def step(self, now: float) -> None:
         self.now = self.actuator.now = now
+        wall = EPOCH + now
         self.kube.cycle(now)
-        if self.loop.tick(EPOCH + now) is not None:
+        if self.loop.tick(wall) is not None:
             self.kube.cycle(now)
-        if self.scaler is not None and self.cluster.model is not None:
-            for job, replicas in self.scaler(self.cluster.model.snapshot(), EPOCH + now):
-                self.actuator.scale_workers(job, replicas, "scaler")
+        if self.scaler is not None and self.scaler.tick(wall):
+            # The service polls in-flight migrations every 0.2 s; here the old pod is gone at once, so its
+            # replacement's reservation is committed before kube-scheduler sees the pod.
+            self.scaler.settle_migrations(self.scaler.state.snapshot(), wall)
             self.kube.cycle(now)
         self.preemptions = len(self.loop.history)
-        self.scale_actions = self.actuator.scaled
+        self.scale_actions = self.actuator.scaled + self.actuator.restarted

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from extender.policy.model import ClusterSnapshot, Role
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
 from extender.sim.policies import Ours
@@ -101,27 +101,29 @@ def test_simulate_command_writes_report_and_table(tmp_path: Path) -> None:
     assert "| ours " in (tmp_path / "table.md").read_text()
 
 
-def test_a_scaler_is_one_pluggable_step_whose_patches_reach_the_cluster() -> None:
-    """A scaler returns Worker-replica patches; they go through the actuator and training-operator."""
-    calls: list[float] = []
-
-    def grow_everything(snapshot: ClusterSnapshot, now: float) -> list[tuple[str, int]]:
-        calls.append(now)
-        return [
-            (key, job.max_workers)
-            for key, job in sorted(snapshot.jobs.items())
-            if job.replicas[Role.WORKER] < job.max_workers
-        ]
-
-    policy = Ours(scaler=grow_everything)
-    result = Simulation(kod2(1), policy).run()
-    assert calls
-    assert policy.scale_actions > 0
-    assert report.metrics(result)["completed_jobs"] == 10
+def test_ours_grows_an_elastic_job_into_idle_capacity_through_the_real_scaler() -> None:
+    """One elastic job submitted at 1 worker (max 3) on an otherwise empty node: the service's `ScalerLoop`
+    scales it out, the new workers land where it planned them, and it never exceeds its maximum."""
+    elastic = replace(job("grow", 0.0, workers=1, worker_cpu="2", epochs=0.5), min_workers=1, max_workers=3)
+    elastic = replace(elastic, elastic=True)
+    trace = Workload("tiny", (NodeSpec("node-0", "8", "16Gi"),), (elastic,))
+    policy = Ours()
+    result = Simulation(trace, policy).run()
+    assert policy.scaler is not None
+    grown = [r for r in policy.scaler.records if r.kind == "scale-out" and r.outcome == "done"]
+    assert result.scale_actions > 0
+    assert grown
+    assert grown[0].replicas_from == 1
+    assert max(r.replicas_to for r in grown) == 3
+    assert ("sim/grow", "ScaledOut") in {(key, reason) for key, reason, _ in policy.actuator.events}
+    assert report.metrics(result)["completed_jobs"] == 1
+    static = Simulation(trace, Ours(scaler=False)).run()
+    assert static.scale_actions == 0
+    assert report.metrics(result)["avg_jct_s"] < report.metrics(static)["avg_jct_s"]
 
 
 def test_a_debug_state_dump_replays_its_nodes_and_tfjobs(tmp_path: Path) -> None:
-    policy = Ours()
+    policy = Ours(scaler=False)
     simulation = Simulation(kod2(1), policy)
     for spec in kod2(1).jobs[:4]:
         policy.submit(spec, spec.arrival_s)
