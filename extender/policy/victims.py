@@ -4,7 +4,10 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
 - the surplus workers of an elastic TFJob (`enableDynamicWorker` and more workers than its minimum), one
   worker per unit, highest index first — training-operator deletes exactly the highest indices when
   `Worker.replicas` is lowered, so a job is only ever scaled in by a suffix of its indices;
-- a whole lower-ranked gang (every PodGroup of its GangGroup), never part of one;
+- a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one. Within one
+  PriorityClass weight never evicts: training-operator marks a TFJob Failed, for good, once it sees one
+  of its pods deleted without `enableDynamicWorker`, so a weight-based eviction would kill a running job
+  only to start a slightly heavier one sooner. Weight alone may only shrink elastic surplus;
 - a lower-priority pod that belongs to no gang.
 The PS, and any worker a job needs to stay at its minimum, are never taken alone; jobs that rank equal
 to or above the preemptor are never touched — equal meaning the same PriorityClass and weight, whatever
@@ -167,7 +170,8 @@ def candidate_units(
     now: float,
     capacity: Resources,
 ) -> list[VictimUnit]:
-    """Every unit the preemptor may take, cheapest first: surplus workers, then whole gangs, then pods."""
+    """Every unit the preemptor may take, cheapest first: surplus workers, then whole gangs of a lower
+    PriorityClass, then lower-priority pods without a gang."""
     own = set(state.members)
     surplus: list[VictimUnit] = []
     whole: list[VictimUnit] = []
@@ -184,7 +188,8 @@ def candidate_units(
         if not may_preempt(preemptor, rank):
             continue
         surplus += _surplus_units(snapshot, victim.key, bound, rank)
-        whole.append(VictimUnit(victim.key, bound[0].job, bound, rank))
+        if rank.priority < preemptor.priority:
+            whole.append(VictimUnit(victim.key, bound[0].job, bound, rank))
     loose = [
         VictimUnit(pod.key, pod.job, (pod,), _pod_rank(pod, settings))
         for node in snapshot.nodes.values()

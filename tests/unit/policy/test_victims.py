@@ -113,6 +113,19 @@ def test_at_equal_priority_a_heavier_gang_scales_in_a_lighter_elastic_job() -> N
     assert decision.scale_ins == {"default/light": 9}
 
 
+def test_at_equal_priority_weight_never_evicts_a_running_gang() -> None:
+    # the same cluster with a non-elastic light job: training-operator would fail it for good if its pods
+    # were deleted, so the heavier gang waits instead of evicting it
+    snap = snapshot(
+        *nodes(3),
+        *running("light", workers=11, nodes=NAMES, priority=100, dynamic=False),
+        *waiting("heavy", pods=2, priority=100),
+    )
+    assert gang_rank(snap, "default/heavy", NOW, SETTINGS).outranks(gang_rank(snap, "default/light", NOW, SETTINGS))
+    decision = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
+    assert isinstance(decision, PreemptionRefusal), decision
+
+
 def test_preemption_policy_never_is_respected() -> None:
     snap = snapshot(
         *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("polite", pods=4, policy="Never")
