@@ -32,6 +32,15 @@ def create_app(
     routers: Sequence[APIRouter] = (),
 ) -> verbs.VerbGateway:
     """The extender's ASGI application: the verbs in front, the debug routes (and any `routers`) behind them."""
+    app = lifecycle_app("tfjob-extender", on_start, on_stop)
+    app.include_router(debug.make_router(service))
+    for router in routers:
+        app.include_router(router)
+    return verbs.VerbGateway(service, app)
+
+
+def lifecycle_app(title: str, on_start: Callable[[], None], on_stop: Callable[[], None]) -> FastAPI:
+    """A bare FastAPI app (no docs routes) that calls `on_start` when serving begins and `on_stop` when it ends."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -41,8 +50,4 @@ def create_app(
         finally:
             on_stop()
 
-    app = FastAPI(title="tfjob-extender", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.include_router(debug.make_router(service))
-    for router in routers:
-        app.include_router(router)
-    return verbs.VerbGateway(service, app)
+    return FastAPI(title=title, version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)

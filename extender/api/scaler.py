@@ -3,14 +3,13 @@ scaler runs alone (`/healthz`, `/debug/scaler`, `/metrics`). Read-only: every ro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from extender import __version__
+from extender.api.app import lifecycle_app
 from extender.scaler import ScalerLoop
 
 
@@ -32,15 +31,7 @@ def create_scaler_app(
     on_start: Callable[[], None],
     on_stop: Callable[[], None],
 ) -> FastAPI:
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        on_start()
-        try:
-            yield
-        finally:
-            on_stop()
-
-    app = FastAPI(title="tfjob-extender scaler", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = lifecycle_app("tfjob-extender scaler", on_start, on_stop)
     app.include_router(make_scaler_router(loop, clock))
 
     @app.get("/healthz")
