@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from extender.policy.model import ClusterSnapshot
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import PreemptionPlan, plan_preemption
-from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 
 NOW = 1_772_359_300.0
 SETTINGS = PolicySettings()
@@ -41,25 +41,7 @@ def full_cluster(nodes: int, *, elastic: bool) -> list[dict[str, Any]]:
         node = f"node-{n:05d}"
         objects.append(make_node(node, cpu="32", memory="128Gi"))
         name = f"job-{n:05d}"
-        objects.append(
-            make_pod(
-                f"{name}-ps-0", job=name, role="ps", group=name, node=node, phase="Running", cpu="4", memory="16Gi"
-            )
-        )
-        objects += [
-            make_pod(
-                f"{name}-worker-{i}",
-                job=name,
-                role="worker",
-                index=i,
-                group=name,
-                node=node,
-                phase="Running",
-                cpu="4",
-                memory="16Gi",
-            )
-            for i in range(7)
-        ]
+        objects += running_job_pods(name, node=node, workers=7, cpu="4", memory="16Gi")
         objects += [make_podgroup(name, min_member=3 if elastic else 8), tfjob(name, 7, elastic=elastic)]
     return objects
 

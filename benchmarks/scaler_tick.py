@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from extender.policy.model import ClusterSnapshot
 from extender.policy.scaling import plan_consolidation, plan_scale_in, plan_scale_out
 from extender.policy.settings import PolicySettings
-from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 
 NOW = 1_772_359_300.0
 SETTINGS = PolicySettings()
@@ -39,25 +39,7 @@ def cluster(nodes: int, workers: int) -> list[dict[str, Any]]:
     for n in range(nodes):
         node, name = f"node-{n:05d}", f"job-{n:05d}"
         objects.append(make_node(node, cpu="32", memory="128Gi"))
-        objects.append(
-            make_pod(
-                f"{name}-ps-0", job=name, role="ps", group=name, node=node, phase="Running", cpu="4", memory="16Gi"
-            )
-        )
-        objects += [
-            make_pod(
-                f"{name}-worker-{i}",
-                job=name,
-                role="worker",
-                index=i,
-                group=name,
-                node=node,
-                phase="Running",
-                cpu="4",
-                memory="16Gi",
-            )
-            for i in range(workers)
-        ]
+        objects += running_job_pods(name, node=node, workers=workers, cpu="4", memory="16Gi")
         objects += [make_podgroup(name, min_member=1 + workers), tfjob(name, workers)]
     return objects
 

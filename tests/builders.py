@@ -130,6 +130,28 @@ def make_podgroup(
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
+def running_job_pods(name: str, *, node: str, workers: int, cpu: str, memory: str) -> list[Obj]:
+    """The PS and `workers` workers of the TFJob `name`, all Running on `node`, in PodGroup `name`."""
+    pods = [
+        make_pod(f"{name}-ps-0", job=name, role="ps", group=name, node=node, phase="Running", cpu=cpu, memory=memory)
+    ]
+    pods += [
+        make_pod(
+            f"{name}-worker-{i}",
+            job=name,
+            role="worker",
+            index=i,
+            group=name,
+            node=node,
+            phase="Running",
+            cpu=cpu,
+            memory=memory,
+        )
+        for i in range(workers)
+    ]
+    return pods
+
+
 def make_sized_tfjob(
     name: str,
     *,
