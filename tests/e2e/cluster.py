@@ -41,7 +41,9 @@ KWOK_STAGES = REPO / "hack" / "kwok-stages.yaml"
 SCHEDULER_CONFIG = REPO / "scheduler-config" / "kube-scheduler-config.yaml"
 PODGROUP_CRDS = REPO / "manifests" / "crds"
 SCHEDULER_NAME = "tfjob-scheduler"
-OPERATOR_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
+"""Where training-operator reads its webhook certificate, under its TMPDIR (one per control plane, so two
+control planes on one machine never serve each other's certificate)."""
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
@@ -353,7 +355,7 @@ class LocalControlPlane:
                 f"--health-probe-bind-address=127.0.0.1:{probe}",
                 f"--webhook-server-port={free_port()}",
             ],
-            env={"TMPDIR": "/tmp"},
+            env={"TMPDIR": str(self.run_dir)},
         )
 
         def filled_secret() -> dict[str, str] | None:
@@ -361,9 +363,10 @@ class LocalControlPlane:
             return data if "tls.crt" in data and "tls.key" in data else None
 
         data = wait_until("training-operator's webhook certificate", filled_secret, 90)
-        OPERATOR_CERT_DIR.mkdir(parents=True, exist_ok=True)
+        cert_dir = self.run_dir / OPERATOR_CERT_SUBDIR
+        cert_dir.mkdir(parents=True, exist_ok=True)
         for name in ("tls.crt", "tls.key"):
-            (OPERATOR_CERT_DIR / name).write_bytes(base64.b64decode(data[name]))
+            (cert_dir / name).write_bytes(base64.b64decode(data[name]))
         wait_until("training-operator /readyz", lambda: self._http_ok(f"http://127.0.0.1:{probe}/readyz"), 120)
 
     # -- processes --------------------------------------------------------------------------------------
