@@ -27,14 +27,17 @@ POLICIES: dict[str, Callable[[], policies.Policy]] = {
 }
 
 
+SCENARIOS = ("kod2", "pai", "gpu-gangs")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--scenario", choices=["kod2", "pai"], help="a built-in workload")
+    source.add_argument("--scenario", choices=SCENARIOS, help="a built-in workload")
     source.add_argument("--trace", type=Path, help="a trace file (JSON: nodes and jobs, see extender/sim/workload.py)")
     source.add_argument("--cluster-snapshot", type=Path, help="replay the nodes and TFJobs of a /debug/state dump")
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload generator and tie-breaks")
-    parser.add_argument("--jobs", type=int, default=200, help="jobs in the pai scenario (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=32, help="nodes in the pai scenario (default %(default)s)")
+    parser.add_argument("--jobs", type=int, help="jobs in a generated scenario (default: pai 200, gpu-gangs 100)")
+    parser.add_argument("--nodes", type=int, help="nodes in a generated scenario (default: pai 32, gpu-gangs 8)")
     parser.add_argument(
         "--policy", action="append", choices=sorted(POLICIES), help="policies to compare (repeatable; default: all)"
     )
@@ -49,7 +52,9 @@ def build_workload(args: argparse.Namespace) -> workload.Workload:
         return workload.from_snapshot(args.cluster_snapshot)
     if args.scenario == "kod2":
         return workload.kod2(args.seed)
-    return workload.pai_like(args.seed, jobs=args.jobs, nodes=args.nodes)
+    if args.scenario == "gpu-gangs":
+        return workload.gpu_gangs(args.seed, jobs=args.jobs or 100, nodes=args.nodes or 8)
+    return workload.pai_like(args.seed, jobs=args.jobs or 200, nodes=args.nodes or 32)
 
 
 def run(args: argparse.Namespace) -> int:

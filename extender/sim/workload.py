@@ -213,6 +213,71 @@ def pai_like(seed: int = 1, jobs: int = 200, nodes: int = 32, mean_interarrival_
     return Workload(f"pai-{jobs}x{nodes}", node_specs, tuple(specs), nic_gbps=PAI_NIC_GBPS)
 
 
+GPU_GANG_WORKER_COUNTS: Mapping[int, float] = {1: 0.35, 2: 0.2, 3: 0.04, 4: 0.2, 5: 0.03, 6: 0.05, 7: 0.03, 8: 0.1}
+"""Share of jobs per worker count (one GPU each) in the rigid GPU-gang scenario: mostly 1, 2 and 4 GPUs, a
+tenth at 8, the powers of two dominating as in the Philly and Helios GPU-count histograms (shape chosen,
+not fitted)."""
+GPU_GANG_NIC_GBPS = 25.0
+GPU_GANG_OFFERED_LOAD = 1.2
+"""GPU-seconds asked per GPU-second the cluster has, over the arrival window, at `--load 1`: the queue grows
+while jobs arrive and drains after."""
+
+
+def gpu_gangs(seed: int = 1, jobs: int = 100, nodes: int = 8, load: float = 1.0) -> Workload:
+    """Contended rigid GPU gangs, shaped like a converted GPU trace (Philly, Helios): 4-GPU nodes (32 cores,
+    192 GiB); each job one CPU PS (2 cores, 8 GiB) and 1–8 workers of one GPU (4 cores, 16 GiB), rigid
+    (`elastic: false`, min = max = submitted); a few minutes long at its submitted size, light-tailed
+    (60 s plus a gamma(2, 100 s) draw, at most 15 minutes); Poisson arrivals at `GPU_GANG_OFFERED_LOAD`
+    × `load` of the GPUs."""
+    rng = random.Random(seed)
+    node_specs = tuple(NodeSpec(f"node-{i:02d}", "32", "192Gi", 4) for i in range(nodes))
+    hardware = HardwareProfile(nic_bytes_s=GPU_GANG_NIC_GBPS * 1e9 / 8)
+    counts, shares = zip(*GPU_GANG_WORKER_COUNTS.items(), strict=True)
+    drafts = []
+    for index in range(jobs):
+        workers = rng.choices(counts, shares)[0]
+        spec = JobSpec(
+            name=f"gang-{index:03d}",
+            arrival_s=0.0,
+            model=rng.choice(list(MODELS)),
+            batch=rng.choice((32, 64, 128, 256)),
+            epochs=1.0,
+            ps=1,
+            workers=workers,
+            min_workers=workers,
+            max_workers=workers,
+            ps_cpu="2",
+            ps_memory="8Gi",
+            worker_cpu="4",
+            worker_memory="16Gi",
+            worker_gpu=1,
+            elastic=False,
+        )
+        run_s = min(900.0, 60.0 + rng.gammavariate(2.0, 100.0))
+        drafts.append((_with_run_time(spec, run_s, hardware), run_s))
+    gpu_seconds = sum(spec.workers * run_s for spec, run_s in drafts)
+    mean_gap = gpu_seconds / (nodes * 4 * GPU_GANG_OFFERED_LOAD * load) / jobs
+    specs = []
+    clock = 0.0
+    for spec, _ in drafts:
+        clock += rng.expovariate(1.0 / mean_gap)
+        specs.append(_replace(spec, arrival_s=round(clock, 1)))
+    return Workload(f"gpu-gangs-{jobs}x{nodes}", node_specs, tuple(specs), nic_gbps=GPU_GANG_NIC_GBPS)
+
+
+def _with_run_time(spec: JobSpec, run_s: float, hardware: HardwareProfile) -> JobSpec:
+    """`spec` with the work it trains in `run_s` seconds at its submitted size on one node (traces record
+    durations, not work)."""
+    rate = job_rate(
+        MODELS[spec.model],
+        spec.batch,
+        [Task("n", spec.requests(Role.PS))] * spec.ps,
+        [Task("n", spec.requests(Role.WORKER))] * spec.workers,
+        hardware,
+    ).samples_s
+    return _replace(spec, epochs=round(run_s * rate / CIFAR10_TRAIN_SAMPLES, 3))
+
+
 def from_snapshot(path: Path, default_model: str = "resnet50", default_batch: int = 64) -> Workload:
     """Nodes and TFJobs of a `/debug/state` dump (or any manifest file), replayed from time 0 in creation order.
 
