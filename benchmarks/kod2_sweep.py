@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     lines = [
-        "| model | batch | avg JCT ours / default | CPU util ours vs default | avg JCT ours / KOD2 | deadlocked |",
+        "| model | batch | avg JCT ours / default | CPU util ours vs default | avg JCT ours / KOD2 | censored |",
         "|---|---|---|---|---|---|",
     ]
     best_jct = (float("inf"), "")
@@ -46,7 +46,7 @@ def main() -> None:
             best_cpu = max(best_cpu, (cpu_gain, name))
             lines.append(
                 f"| {model} | {batch} | {vs_default:.2f} | {cpu_gain:+.0%} | {vs_kod2:.2f} | "
-                f"{m['default']['deadlocked_jobs']} |"
+                f"{m['default']['censored_jobs']} |"
             )
     lines.append("")
     lines.append(f"Best JCT cell: {best_jct[1]}, ours at {best_jct[0]:.2f}× the default (−{1 - best_jct[0]:.0%}).")

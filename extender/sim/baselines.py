@@ -1,21 +1,28 @@
 """Baselines that place whole jobs: gang-FIFO coscheduling, KOD2 as published, Tiresias 2D-LAS, Optimus.
 
 Each one decides on the same `SimCluster` as the other policies and binds pods itself (KOD2 writes
-`nodeName`; the others stand in for a scheduler that places a gang at once):
-- `GangFifo` — scheduler-plugins Coscheduling: gangs in PodGroup creation order, all or nothing, each pod
-  scored like kube-scheduler's default profile; a gang that does not fit is skipped, not waited for.
+`nodeName`; the others stand in for a scheduler that places a gang at once). Every one gets the same
+jobs; only KOD2 and Optimus change worker counts (`resizes`):
+- `GangFifo` — scheduler-plugins Coscheduling: gangs in PodGroup creation order; a gang starts when its
+  minMember (every PS and its minimum of workers) can be placed, each pod scored like kube-scheduler's
+  default profile, and its other members then join one by one as room frees; a gang that does not fit
+  is skipped, not waited for.
 - `Kod2` — Algorithms 1–3 of the paper: weights ω = sigmoid(min workers / (CPU share + memory share)), the
   top waiting job starts (or scales running jobs in) only if it weighs at least as much as every running
   job, otherwise waiting jobs start by weight where they fit; jobs waiting beyond STARVELIMIT get the top
   weight; every step scales running jobs out onto idle capacity, heaviest first. Tasks go on one node
   when they fit there, otherwise PS and workers together on the idlest nodes (§4.1).
 - `Tiresias` — discretised two-dimensional least-attained-service: two queues split at a threshold of
-  attained service (node share × seconds), FIFO inside a queue, preemptive; jobs run at their requested
-  size, consolidated; a preempted job restarts from its checkpoint.
-- `Optimus` — greedy allocation by marginal gain: every job gets one worker, then workers go one at a time
-  to the job whose remaining time drops most per unit of resource (estimated with the simulator's own
-  throughput model, i.e. a perfect speed model), up to its max workers; reallocation happens when jobs
-  arrive or finish, and a resized job restarts from its checkpoint.
+  attained service (node share × seconds), FIFO inside a queue; jobs run at their submitted size,
+  consolidated. A waiting job starts where it fits in what is really free; only when it cannot does it
+  preempt running jobs of lower queues (lowest first, the fewest that make room), never its own queue's;
+  a preempted job restarts from its checkpoint.
+- `Optimus` — greedy allocation by marginal gain: every job first gets its least size (the minimum of an
+  elastic job, all the workers of a rigid one; running jobs first, then by arrival), then workers go one
+  at a time to the elastic job whose remaining time drops most per unit of resource, up to its maximum.
+  Remaining time is estimated with the simulator's own throughput model, i.e. a perfect speed model (an
+  oracle Optimus does not have). Reallocation happens when jobs arrive or finish and every 10 minutes; a
+  resized job restarts from its checkpoint. Rigid jobs are never resized.
 """
 
 from __future__ import annotations
@@ -78,8 +85,9 @@ def pack(cluster: SimCluster, free: Free, pods: Sequence[SimPod]) -> dict[str, s
     return plan
 
 
-def spread(cluster: SimCluster, free: Free, pods: Sequence[SimPod]) -> dict[str, str] | None:
-    """Each pod where kube-scheduler's LeastAllocated + BalancedAllocation would put it (ties by name)."""
+def spread(cluster: SimCluster, free: Free, pods: Sequence[SimPod], *, partial: bool = False) -> dict[str, str] | None:
+    """Each pod where kube-scheduler's LeastAllocated + BalancedAllocation would put it (ties by name); None
+    when some pod fits nowhere, unless `partial`, which leaves such pods out."""
     trial = dict(free)
     plan: dict[str, str] = {}
     for pod in sorted(pods, key=lambda p: (p.created, p.key)):
@@ -91,6 +99,8 @@ def spread(cluster: SimCluster, free: Free, pods: Sequence[SimPod]) -> dict[str,
             if best is None or (score, node) > best:
                 best = (score, node)
         if best is None:
+            if partial:
+                continue
             return None
         plan[pod.key] = best[1]
         trial[best[1]] = trial[best[1]] - pod.requests
@@ -126,16 +136,33 @@ class GangFifo(Policy):
 
     def step(self, now: float) -> None:
         for job in _active(self.cluster):
-            if _running(job):
+            pending = job.pending()
+            if not pending:
                 continue
-            plan = spread(self.cluster, current_free(self.cluster), list(job.pods.values()))
-            if plan is not None:
-                bind_all(self.cluster, plan)
+            free = current_free(self.cluster)
+            if _running(job):
+                bind_all(self.cluster, spread(self.cluster, free, pending, partial=True) or {})
+                continue
+            minimum = _minimum_members(job)
+            plan = spread(self.cluster, free, minimum)
+            if plan is None:
+                continue
+            rest = [pod for pod in pending if pod.key not in plan]
+            plan.update(spread(self.cluster, free, rest, partial=True) or {})
+            bind_all(self.cluster, plan)
+
+
+def _minimum_members(job: SimJob) -> list[SimPod]:
+    """The pods a PodGroup's minMember counts first: every PS, then workers by index up to the minimum."""
+    needed = job.spec.min_workers if job.elastic else job.workers
+    ps = [pod for pod in job.pods.values() if pod.role is Role.PS]
+    workers = sorted((pod for pod in job.pods.values() if pod.role is Role.WORKER), key=lambda pod: pod.index)
+    return ps + workers[:needed]
 
 
 class Kod2(Policy):
     name = "kod2"
-    elastic = True
+    resizes = True
     starve_limit_s = 600.0
     """STARVELIMIT (the paper gives no value; the extender's default)."""
 
@@ -265,45 +292,59 @@ class Tiresias(Policy):
         """Attained service (node share × s) separating the two queues; default: the workload's median
         nominal job service, as Tiresias derives thresholds from the cluster's job history."""
 
+    def queue(self, job: SimJob) -> int:
+        """0 (high) below the service threshold, 1 (low) at or above it."""
+        assert self.threshold is not None
+        return int(self.progress[job.spec.name].service >= self.threshold)
+
     def step(self, now: float) -> None:
         if self.threshold is None:
             self.threshold = statistics.median(_nominal_service(self.cluster, p.spec) for p in self.progress.values())
-        threshold = self.threshold
         jobs = _active(self.cluster)
-        order = sorted(jobs, key=lambda j: (self.progress[j.spec.name].service >= threshold, j.spec.arrival_s))
-        free = dict(self.cluster.nodes.items())
-        keep: list[SimJob] = []
-        start: list[tuple[SimJob, dict[str, str]]] = []
+        order = sorted(jobs, key=lambda j: (self.queue(j), j.spec.arrival_s, j.spec.name))
+        free = current_free(self.cluster)
         for job in order:
             if _running(job):
-                usage = [(p.node, p.requests) for p in job.pods.values() if p.node]
-                if all(r.fits_in(free[n]) for n, r in _by_node(usage).items()):
-                    for node, requests in _by_node(usage).items():
-                        free[node] = free[node] - requests
-                    keep.append(job)
                 continue
+            plan = pack(self.cluster, free, list(job.pods.values()))
+            if plan is None:
+                victims = self._victims(job, order, free)
+                if not victims:
+                    continue
+                for victim in victims:
+                    self.cluster.restart_job(victim.spec.name, now)
+                    self.preemptions += 1
+                free = current_free(self.cluster)
+                plan = pack(self.cluster, free, list(job.pods.values()))
+                assert plan is not None, "the victims were chosen so that the job fits"
+            bind_all(self.cluster, plan)
+
+    def _victims(self, job: SimJob, order: Sequence[SimJob], free: Free) -> list[SimJob]:
+        """The fewest running jobs of lower queues (lowest first) whose restart lets `job` be placed whole,
+        or none when even all of them would not: a job never preempts its own queue or a higher one."""
+        lower = [j for j in reversed(order) if _running(j) and self.queue(j) > self.queue(job)]
+        pods = list(job.pods.values())
+
+        def fits(chosen: Sequence[SimJob]) -> bool:
             trial = dict(free)
-            plan = pack(self.cluster, trial, list(job.pods.values()))
-            if plan is not None:
-                free = trial
-                start.append((job, plan))
-        kept = {j.spec.name for j in keep}
-        for job in jobs:
-            if _running(job) and job.spec.name not in kept:
-                self.cluster.restart_job(job.spec.name, now)
-                self.preemptions += 1
-        live = current_free(self.cluster)
-        for job, _ in start:
-            plan = pack(self.cluster, live, list(job.pods.values()))
-            if plan is not None:
-                bind_all(self.cluster, plan)
+            for victim in chosen:
+                for pod in victim.pods.values():
+                    if pod.node:
+                        trial[pod.node] = trial[pod.node] + pod.requests
+            return pack(self.cluster, trial, pods) is not None
 
-
-def _by_node(usage: Sequence[tuple[str, Resources]]) -> dict[str, Resources]:
-    merged: dict[str, Resources] = {}
-    for node, requests in usage:
-        merged[node] = merged.get(node, Resources()) + requests
-    return merged
+        chosen: list[SimJob] = []
+        for victim in lower:
+            chosen.append(victim)
+            if fits(chosen):
+                break
+        else:
+            return []
+        for victim in reversed(list(chosen)):
+            trial = [other for other in chosen if other is not victim]
+            if trial and fits(trial):
+                chosen = trial
+        return chosen
 
 
 def _nominal_service(cluster: SimCluster, spec: JobSpec) -> float:
@@ -318,7 +359,7 @@ def _nominal_service(cluster: SimCluster, spec: JobSpec) -> float:
 
 class Optimus(Policy):
     name = "optimus"
-    elastic = True
+    resizes = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -365,16 +406,20 @@ class Optimus(Policy):
         return left / max(rate, 1e-9)
 
     def _allocate(self, jobs: Sequence[SimJob]) -> dict[str, int]:
-        """Worker counts: one each in arrival order while resources last, then by marginal gain."""
+        """Worker counts. First every job's least size while resources last — running jobs first (so a
+        running job is never resized below its minimum nor taken to zero), then waiting ones in arrival
+        order: the minimum of an elastic job, all the workers of a rigid one. Then workers one at a time to
+        the elastic job whose remaining time falls most per node share, up to its maximum."""
         free = self.cluster.capacity()
         target: dict[str, int] = {}
-        for job in jobs:
+        for job in sorted(jobs, key=lambda j: (not _running(j), j.spec.arrival_s, j.spec.name)):
             spec = job.spec
-            base = spec.requests(Role.PS).scaled(spec.ps) + spec.requests(Role.WORKER)
+            least = spec.min_workers if job.elastic else job.workers
+            base = spec.requests(Role.PS).scaled(spec.ps) + spec.requests(Role.WORKER).scaled(least)
             if base.fits_in(free):
                 free = free - base
-                target[spec.name] = 1
-        specs = {j.spec.name: j.spec for j in jobs if j.spec.name in target}
+                target[spec.name] = least
+        specs = {j.spec.name: j.spec for j in jobs if j.spec.name in target and j.elastic}
         while True:
             best: tuple[float, str] | None = None
             for name, spec in specs.items():

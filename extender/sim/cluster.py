@@ -115,8 +115,10 @@ class SimCluster:
 
     # -- writes -----------------------------------------------------------------------------------------
 
-    def submit(self, spec: JobSpec, now: float, *, gang: bool, elastic: bool) -> SimJob:
-        job = SimJob(spec, elastic and spec.elastic, spec.workers)
+    def submit(self, spec: JobSpec, now: float, *, gang: bool) -> SimJob:
+        """Create the TFJob (elastic exactly when the spec says so, whatever the policy), its PodGroup when
+        `gang`, and its pods, pending."""
+        job = SimJob(spec, spec.elastic, spec.workers)
         self.jobs[spec.name] = job
         self._feed(Kind.TFJOB, "ADDED", self._tfjob_object(job, now))
         if gang:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.policy.model import Role
-from extender.policy.resources import CPU, GPU
+from extender.policy.resources import CPU, GPU, Resources
 from extender.sim.cluster import SimCluster, SimJob
 from extender.sim.policies import JobProgress, Policy
 from extender.sim.throughput import MODELS, HardwareProfile, Rate, Task, job_rate
@@ -45,6 +45,8 @@ class RunResult:
     gpu_capacity: float
     preemptions: int
     scale_actions: int
+    resizes: bool = False
+    """The policy changes worker counts of elastic jobs (the others run them at their submitted size)."""
     steps: int = 0
     extras: dict[str, float] = field(default_factory=dict)
 
@@ -79,6 +81,7 @@ class Simulation:
         self.cpu_busy = 0.0
         self.gpu_busy = 0.0
         self.steps = 0
+        self._fits_checked = -1
 
     def run(self) -> RunResult:
         arrivals = sorted(self.workload.jobs, key=lambda j: (j.arrival_s, j.name))
@@ -120,6 +123,7 @@ class Simulation:
             last_step = now
             quiet = quiet + 1 if self.cluster.version == before and t_natural > now else 0
             self._update_runnable(now)
+            self._note_fits(now)
         makespan = max((p.finished or 0.0 for p in self.progress.values()), default=0.0)
         return RunResult(
             self.policy.name,
@@ -133,6 +137,7 @@ class Simulation:
             self.gpu_capacity,
             self.policy.preemptions,
             self.policy.scale_actions,
+            self.policy.resizes,
             self.steps,
         )
 
@@ -203,8 +208,23 @@ class Simulation:
             if runnable(job):
                 if progress.ready_at is None:
                     progress.ready_at = now + self.startup_s
+                if progress.placed is None:
+                    progress.placed = now
             else:
                 progress.ready_at = None
+
+    def _note_fits(self, now: float) -> None:
+        """Record, for each job not placed yet, the first step after which its minimum would fit as is."""
+        if self.cluster.version == self._fits_checked:
+            return
+        self._fits_checked = self.cluster.version
+        free = {node: self.cluster.free(node) for node in self.cluster.nodes}
+        for name, job in self.cluster.jobs.items():
+            progress = self.progress[name]
+            if job.finished or progress.placed is not None or progress.first_fit is not None:
+                continue
+            if fits(minimum_requests(job), free):
+                progress.first_fit = now
 
     def _resolve_stall(self, now: float) -> float:
         partial = [j for j in self.cluster.jobs.values() if not j.finished and any(p.node for p in j.pods.values())]
@@ -226,6 +246,23 @@ class Simulation:
         self.policy.step(later)
         self._update_runnable(later)
         return later
+
+
+def minimum_requests(job: SimJob) -> list[Resources]:
+    """What the job needs bound to train: every PS and all its workers, or for an elastic job its minimum."""
+    workers = job.spec.min_workers if job.elastic else job.workers
+    return [job.spec.requests(Role.PS)] * job.spec.ps + [job.spec.requests(Role.WORKER)] * max(workers, 1)
+
+
+def fits(requests: list[Resources], free: dict[str, Resources]) -> bool:
+    """Whether the requests fit in the free capacity, placed largest first on the first node with room."""
+    room = dict(free)
+    for request in sorted(requests, key=lambda r: (r.get(GPU), r.get(CPU)), reverse=True):
+        node = next((name for name, left in room.items() if request.fits_in(left)), None)
+        if node is None:
+            return False
+        room[node] = room[node] - request
+    return True
 
 
 def runnable(job: SimJob) -> bool:

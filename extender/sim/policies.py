@@ -1,13 +1,15 @@
 """The policies a simulation compares: ours (the extender's real code) and the default kube-scheduler.
 
-A policy submits each arriving job to the simulated API server (as a gang or not, elastic or not) and,
-at every step, makes its scheduling moves on the `SimCluster`. "Ours" runs the service's own pieces on the
-model the service uses: kube-scheduler (emulated) calls `filter_pod` / `prioritize_pod` on a
-`ClusterState` snapshot and commits plans with `commit_plan`, exactly as the HTTP verbs do; the job-level
-`PreemptionLoop` ticks with an actuator that changes the simulated cluster, and so does the service's
-`ScalerLoop` (scale-out into idle capacity, consolidation onto the PS), driven tick by tick on the
-virtual clock instead of from its thread. The baselines that place whole jobs themselves live in
-`baselines`.
+A policy submits each arriving job to the simulated API server (with a PodGroup or not) and, at every
+step, makes its scheduling moves on the `SimCluster`. Every policy gets the same jobs: an elastic job is
+submitted elastic (`enableDynamicWorker`, min/max annotations, minMember = PS + min workers) to each of
+them and trains once its minimum runs; only the policies with `resizes` change worker counts. "Ours"
+runs the service's own pieces on the model the service uses: kube-scheduler (emulated) calls
+`filter_pod` / `prioritize_pod` on a `ClusterState` snapshot and commits plans with `commit_plan`,
+exactly as the HTTP verbs do; the job-level `PreemptionLoop` ticks with an actuator that changes the
+simulated cluster, and so does the service's `ScalerLoop` (scale-out into idle capacity, consolidation
+onto the PS), driven tick by tick on the virtual clock instead of from its thread. The baselines that
+place whole jobs themselves live in `baselines`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class JobProgress:
     finished: float | None = None
     ready_at: float | None = None
     """When the job's current run finishes starting up (None while it is not runnable)."""
+    placed: float | None = None
+    """When the job first became runnable (every PS and its minimum of workers bound)."""
+    first_fit: float | None = None
+    """The first step, before it was placed, after which the job's minimum (every PS and its minimum of
+    workers) would have fit in the free capacity: from then on only the policy's choices kept it waiting."""
     deadlocked: bool = False
 
 
@@ -47,8 +54,9 @@ class Policy:
     name = "policy"
     gang = False
     """Submit a PodGroup with each TFJob (training-operator's gang scheduling)."""
-    elastic = False
-    """Submit jobs with `enableDynamicWorker` and their min/max worker bounds."""
+    resizes = False
+    """Changes the worker count of elastic jobs (scale-in, scale-out, reallocation); the others run every
+    job with the workers it was submitted with."""
     feed_model = False
     """Keep the extender's `ClusterState` up to date (only needed by the real extender code)."""
     tick_s = 10.0
@@ -69,7 +77,7 @@ class Policy:
         self.progress = progress
 
     def submit(self, spec: JobSpec, now: float) -> None:
-        self.cluster.submit(spec, now, gang=self.gang, elastic=self.elastic)
+        self.cluster.submit(spec, now, gang=self.gang)
 
     def step(self, now: float) -> None:
         raise NotImplementedError
@@ -178,7 +186,7 @@ class Ours(Policy):
 
     name = "ours"
     gang = True
-    elastic = True
+    resizes = True
     feed_model = True
     tick_s = 2.0
     """The preemption loop's and the scaler loop's tick (`ScalerSettings.interval_s`)."""

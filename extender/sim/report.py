@@ -1,8 +1,13 @@
 """Metrics per policy, `report.json`, a text table, and PNG plots (JCT distribution, utilisation over time).
 
-Job completion time (JCT) runs from submission to the last training step; averages and the 95th
-percentile cover completed jobs only — a deadlocked job has no completion time and is counted in
-`deadlocked_jobs` instead (which flatters a policy that deadlocks). Utilisation is what the jobs actually
+Job completion time (JCT) runs from submission to the last training step. A job that never completes
+(deadlocked, or left waiting) is censored: it counts in every average and percentile with its time in the
+system up to the end of the run, and `censored_jobs` says how many there are — leaving such jobs out
+would flatter the policy that strands them. Queueing runs from submission to the first training step
+(to the end of the run for a job that never trained); `max_fit_wait_s` is the longest a job stayed
+unplaced after the first step at which its minimum would have fit in the free capacity as it was (what
+a policy's order, holds and reservations cost it; the starvation bound is stated on it). Utilisation is
+what the jobs actually
 keep busy (see `throughput`), averaged over the policy's own makespan; pods of a job that cannot train
 hold their requests but use nothing. Plots need matplotlib (the `sim` extra); without it they are skipped.
 """
@@ -17,17 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from extender.sim.engine import RunResult
+from extender.sim.policies import JobProgress
 
 COLUMNS = (
     ("avg_jct_s", "avg JCT s", "{:.0f}"),
     ("p95_jct_s", "p95 JCT s", "{:.0f}"),
     ("makespan_s", "makespan s", "{:.0f}"),
     ("avg_queue_s", "avg queue s", "{:.0f}"),
+    ("max_queue_s", "max queue s", "{:.0f}"),
+    ("max_fit_wait_s", "max wait after fit s", "{:.0f}"),
     ("cpu_util_mean", "CPU util", "{:.1%}"),
     ("gpu_util_mean", "GPU util", "{:.1%}"),
-    ("deadlocked_jobs", "deadlocked", "{}"),
+    ("censored_jobs", "censored", "{}"),
     ("preemptions", "preemptions", "{}"),
     ("scale_actions", "scale actions", "{}"),
+    ("resizes", "resizes jobs", "{}"),
 )
 
 
@@ -42,31 +51,51 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def metrics(result: RunResult) -> dict[str, Any]:
-    done = [p for p in result.jobs.values() if p.finished is not None and not p.deadlocked]
-    jcts = [p.finished - p.spec.arrival_s for p in done if p.finished is not None]
-    queues = [(p.started if p.started is not None else p.spec.arrival_s) - p.spec.arrival_s for p in done]
-    span = result.makespan_s or 1.0
+    end = result.makespan_s
+    done = [p for p in result.jobs.values() if _completed(p)]
+    jcts = [(_left(p) if _completed(p) else end) - p.spec.arrival_s for p in result.jobs.values()]
+    queues = [(p.started if p.started is not None else end) - p.spec.arrival_s for p in result.jobs.values()]
+    fit_waits = [
+        (p.placed if p.placed is not None else end) - p.first_fit
+        for p in result.jobs.values()
+        if p.first_fit is not None
+    ]
+    span = end or 1.0
     return {
         "avg_jct_s": round(sum(jcts) / len(jcts), 1) if jcts else None,
         "p95_jct_s": round(percentile(jcts, 0.95), 1) if jcts else None,
         "makespan_s": round(result.makespan_s, 1),
         "avg_queue_s": round(sum(queues) / len(queues), 1) if queues else None,
+        "max_queue_s": round(max(queues), 1) if queues else None,
+        "max_fit_wait_s": round(max(fit_waits, default=0.0), 1),
         "cpu_util_mean": round(result.cpu_busy_core_s / (result.cpu_capacity * span), 4),
         "gpu_util_mean": round(result.gpu_busy_s / (result.gpu_capacity * span), 4) if result.gpu_capacity else 0.0,
-        "deadlocked_jobs": sum(p.deadlocked for p in result.jobs.values()),
+        "censored_jobs": len(result.jobs) - len(done),
         "preemptions": result.preemptions,
         "scale_actions": result.scale_actions,
+        "resizes": "yes" if result.resizes else "no",
         "completed_jobs": len(done),
         "jobs": {
             name: {
                 "arrival_s": p.spec.arrival_s,
+                "first_fit_s": None if p.first_fit is None else round(p.first_fit, 1),
+                "placed_s": None if p.placed is None else round(p.placed, 1),
                 "started_s": None if p.started is None else round(p.started, 1),
-                "finished_s": None if p.finished is None else round(p.finished, 1),
-                "deadlocked": p.deadlocked,
+                "finished_s": round(_left(p), 1) if _completed(p) else None,
+                "censored": not _completed(p),
             }
             for name, p in sorted(result.jobs.items())
         },
     }
+
+
+def _completed(progress: JobProgress) -> bool:
+    return progress.finished is not None and not progress.deadlocked
+
+
+def _left(progress: JobProgress) -> float:
+    assert progress.finished is not None
+    return progress.finished
 
 
 def table(report: dict[str, Any]) -> str:

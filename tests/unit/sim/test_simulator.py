@@ -64,7 +64,7 @@ def test_kod2_scenario_orders_the_policies() -> None:
     jct = {policy: m["avg_jct_s"] for policy, m in metrics.items()}
     assert jct["ours"] < jct["gang-fifo"] < jct["default"]  # type: ignore[operator]
     assert metrics["ours"]["cpu_util_mean"] > metrics["default"]["cpu_util_mean"]  # type: ignore[operator]
-    assert all(m["deadlocked_jobs"] == 0 for m in metrics.values())
+    assert all(m["censored_jobs"] == 0 for m in metrics.values())
     assert all(m["completed_jobs"] == 10 for m in metrics.values())
 
 
@@ -82,11 +82,11 @@ def test_per_pod_fifo_deadlocks_on_partial_placements_and_gangs_do_not() -> None
         ),
     )
     default = run(workload, "default")
-    assert default["deadlocked_jobs"] == 1
-    assert default["jobs"]["b"]["deadlocked"]  # type: ignore[index]
+    assert default["censored_jobs"] == 1
+    assert default["jobs"]["b"]["censored"]  # type: ignore[index]
     assert default["completed_jobs"] == 2
     for policy in ("ours", "gang-fifo", "kod2", "tiresias"):
-        assert run(workload, policy)["deadlocked_jobs"] == 0, policy
+        assert run(workload, policy)["censored_jobs"] == 0, policy
 
 
 def test_simulate_command_writes_report_and_table(tmp_path: Path) -> None:
