@@ -27,17 +27,27 @@ POLICIES: dict[str, Callable[[], policies.Policy]] = {
 }
 
 
-SCENARIOS = ("kod2", "pai", "gpu-gangs")
+SCENARIOS: dict[str, Callable[..., workload.Workload]] = {
+    "kod2": workload.kod2,
+    "pai": workload.pai_like,
+    "gpu-gangs": workload.gpu_gangs,
+    "heavy-tail": workload.heavy_tail,
+    "mixed": workload.mixed,
+}
+"""Built-in workloads: each takes a seed, the generated ones also `jobs` and `nodes`."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--scenario", choices=SCENARIOS, help="a built-in workload")
+    source.add_argument("--scenario", choices=sorted(SCENARIOS), help="a built-in workload")
     source.add_argument("--trace", type=Path, help="a trace file (JSON: nodes and jobs, see extender/sim/workload.py)")
     source.add_argument("--cluster-snapshot", type=Path, help="replay the nodes and TFJobs of a /debug/state dump")
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload generator and tie-breaks")
-    parser.add_argument("--jobs", type=int, help="jobs in a generated scenario (default: pai 200, gpu-gangs 100)")
-    parser.add_argument("--nodes", type=int, help="nodes in a generated scenario (default: pai 32, gpu-gangs 8)")
+    parser.add_argument("--jobs", type=int, help="jobs in a generated scenario (default: pai 200, the GPU ones 100)")
+    parser.add_argument("--nodes", type=int, help="nodes in a generated scenario (default: pai 32, the GPU ones 8)")
+    parser.add_argument(
+        "--load", type=float, default=1.0, help="compress arrivals by this factor (2: twice as fast; default 1)"
+    )
     parser.add_argument(
         "--policy", action="append", choices=sorted(POLICIES), help="policies to compare (repeatable; default: all)"
     )
@@ -47,14 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_workload(args: argparse.Namespace) -> workload.Workload:
     if args.trace is not None:
-        return workload.load_trace(args.trace)
-    if args.cluster_snapshot is not None:
-        return workload.from_snapshot(args.cluster_snapshot)
-    if args.scenario == "kod2":
-        return workload.kod2(args.seed)
-    if args.scenario == "gpu-gangs":
-        return workload.gpu_gangs(args.seed, jobs=args.jobs or 100, nodes=args.nodes or 8)
-    return workload.pai_like(args.seed, jobs=args.jobs or 200, nodes=args.nodes or 32)
+        built = workload.load_trace(args.trace)
+    elif args.cluster_snapshot is not None:
+        built = workload.from_snapshot(args.cluster_snapshot)
+    else:
+        built = scenario(args.scenario, args.seed, jobs=args.jobs, nodes=args.nodes)
+    return workload.with_load(built, args.load)
+
+
+def scenario(name: str, seed: int, *, jobs: int | None = None, nodes: int | None = None) -> workload.Workload:
+    """A built-in workload; `jobs` and `nodes` resize a generated one (the KOD2 experiment is fixed)."""
+    sizes = {key: value for key, value in (("jobs", jobs), ("nodes", nodes)) if value is not None}
+    if name == "kod2" and sizes:
+        raise ValueError("the kod2 scenario has a fixed size (10 jobs, 3 nodes)")
+    return SCENARIOS[name](seed, **sizes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +82,13 @@ def run(args: argparse.Namespace) -> int:
         simulation = Simulation(load, POLICIES[name](), seed=args.seed, on_progress=_progress(name))
         results.append(simulation.run())
         print(f"{name}: simulated in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    meta: dict[str, Any] = {"workload": load.name, "seed": args.seed, "jobs": len(load.jobs), "nodes": len(load.nodes)}
+    meta: dict[str, Any] = {
+        "workload": load.name,
+        "seed": args.seed,
+        "load": args.load,
+        "jobs": len(load.jobs),
+        "nodes": len(load.nodes),
+    }
     written = report.write(results, args.out, meta)
     if not (args.out / "jct_cdf.png").exists():
         print("matplotlib is not installed: plots skipped (pip install 'tfjob-extender[sim]')", file=sys.stderr)

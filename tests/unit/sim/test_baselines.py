@@ -11,7 +11,7 @@ import pytest
 from extender.sim import cli, report
 from extender.sim.baselines import Optimus, Tiresias
 from extender.sim.engine import Simulation
-from extender.sim.workload import JobSpec, NodeSpec, Workload, gpu_gangs
+from extender.sim.workload import JobSpec, NodeSpec, Workload, gpu_gangs, with_load
 
 
 def job(name: str, arrival: float, *, workers: int = 1, cpu: str = "6", epochs: float = 0.2) -> JobSpec:
@@ -64,7 +64,7 @@ def test_tiresias_never_preempts_within_its_queue() -> None:
 
 
 def test_tiresias_preempts_nothing_on_an_uncontended_cluster() -> None:
-    roomy = gpu_gangs(seed=1, jobs=30, nodes=32, load=0.1)
+    roomy = with_load(gpu_gangs(seed=1, jobs=30, nodes=32), 0.1)
     assert report.metrics(Simulation(roomy, Tiresias()).run())["preemptions"] == 0
 
 
