@@ -1,10 +1,16 @@
-"""Job weights, bounded starvation aging and the rank order of gangs (KOD2, Algorithm 1 and Equation (1)).
+"""Job weights, attained service, bounded starvation aging and the rank order of gangs (KOD2, Algorithm 1
+and Equation (1); Tiresias' two-dimensional least-attained-service).
 
-A gang's rank is, in order: its PriorityClass value, its (aged) weight, its arrival time (earlier wins, as
-KOD2's scale-in spares an equal-weight job that arrived first), then its key, so the order is total and
-deterministic. The weight follows KOD2: a raw score proportional to the job's minimum worker count and
-inversely proportional to the CPU and memory it needs at that minimum, each normalised as a share of the
-schedulable cluster, squashed to (0, 1) by a sigmoid centred by a named offset:
+A gang's rank is, in order: its PriorityClass value, its service class, its (aged) weight, its arrival
+time (earlier wins, as KOD2's scale-in spares an equal-weight job that arrived first), then its key, so
+the order is total and deterministic. The service class discretises two-dimensional attained service —
+the gang's dominant share of the cluster at its minimum × (seconds trained + one quantum) — on a log
+scale: a waiting gang is credited with one quantum, so smaller gangs come first (the KOD2 weight of a
+rigid job grows with its size, since its PS is shared by more workers), and jobs of similar size are
+ordered by weight. The weight follows KOD2: a raw
+score proportional to the job's minimum worker count and inversely proportional to the CPU and memory it
+needs at that minimum, each normalised as a share of the schedulable cluster, squashed to (0, 1) by a
+sigmoid centred by a named offset:
 
     ω' = weight_scale × min_workers / (cpu_share + memory_share)        ω = sigmoid(ω' − weight_offset)
 
@@ -23,11 +29,13 @@ from dataclasses import dataclass
 
 from extender.policy.gang import GangState, gang_state, is_satisfied
 from extender.policy.model import ClusterSnapshot, GroupView, JobView, PodView
-from extender.policy.resources import CPU, MEMORY, Resources, total
+from extender.policy.resources import CPU, GPU, MEMORY, Resources, total
 from extender.policy.settings import PolicySettings
 
 WEIGHT_DIMENSIONS = (CPU, MEMORY)
 """The resources whose cluster share makes a job expensive (KOD2: CPU and memory)."""
+SHARE_DIMENSIONS = (CPU, MEMORY, GPU)
+"""The resources whose largest share is a gang's size in its attained service."""
 
 _MAX_LOGIT = 20.0
 """The sigmoid's argument is clamped to ±this, so a weight stays strictly inside (0, 1) (≈2e-9 from
@@ -57,11 +65,14 @@ class JobRank:
     """`namespace/name` of the TFJob weighed, or empty."""
     waited_s: float = 0.0
     """Seconds the gang has waited unsatisfied (0 once it is satisfied or has nothing pending)."""
+    service_class: int = 0
+    """Discretised attained service (see `service_class`): a lower class ranks higher within a priority."""
 
     @property
-    def sort_key(self) -> tuple[int, float, float, str]:
-        """Ascending order puts the highest rank first: priority, then weight, then arrival, then key."""
-        return (-self.priority, -self.weight, self.arrival, self.subject)
+    def sort_key(self) -> tuple[int, int, float, float, str]:
+        """Ascending order puts the highest rank first: priority, then service class, then weight, then
+        arrival, then key."""
+        return (-self.priority, self.service_class, -self.weight, self.arrival, self.subject)
 
     def outranks(self, other: JobRank) -> bool:
         """True when this rank comes strictly before `other`."""
@@ -90,6 +101,23 @@ def job_weight(job: JobView, capacity: Resources, settings: PolicySettings) -> f
     return _sigmoid(raw - settings.weight_offset)
 
 
+def dominant_share(demand: Resources, capacity: Resources) -> float:
+    """The largest share of the cluster's CPU, memory or GPUs that `demand` takes (0 for an empty cluster)."""
+    return max(
+        (demand.get(name) / capacity.get(name) for name in SHARE_DIMENSIONS if capacity.get(name) > 0), default=0
+    )
+
+
+def service_class(share: float, trained_s: float, settings: PolicySettings) -> int:
+    """The class of two-dimensional attained service `share × (trained_s + service_quantum_s)` on a log scale
+    of `service_class_ratio` (one class per factor); 0 for every gang when the ratio is ≤ 1. A gang that
+    asks for nothing is in the lowest class."""
+    if settings.service_class_ratio <= 1:
+        return 0
+    service = max(share, _MIN_SHARE) * (max(trained_s, 0.0) + settings.service_quantum_s)
+    return math.floor(math.log(max(service, _MIN_SHARE)) / math.log(settings.service_class_ratio))
+
+
 def _sigmoid(logit: float) -> float:
     bounded = min(_MAX_LOGIT, max(-_MAX_LOGIT, logit))
     return 1.0 / (1.0 + math.exp(-bounded))
@@ -107,6 +135,16 @@ def aged_weight(base: float, waited_s: float, settings: PolicySettings) -> tuple
         return base, False
     aged = min(settings.aging_max_weight, base + settings.aging_rate_per_s * beyond)
     return max(base, aged), True
+
+
+def aged_classes(waited_s: float, settings: PolicySettings) -> int:
+    """Service classes a gang has climbed by waiting `waited_s` seconds unsatisfied: one as it starts to
+    starve and one more per further `starvation_limit_s`, so a starving gang overtakes ever larger fresh
+    gangs and reaches the lowest class of any gang in bounded time."""
+    beyond = waited_s - settings.starvation_limit_s
+    if not beyond > 0 or settings.starvation_limit_s <= 0:
+        return 0
+    return 1 + math.floor(beyond / settings.starvation_limit_s)
 
 
 def gang_rank(
@@ -151,6 +189,7 @@ def rank_of(
     waiting = any(pod.pending for pod in members) and not is_satisfied(snapshot, state)
     waited = max(0.0, now - arrival) if waiting else 0.0
     weight, starving = aged_weight(base, waited, settings)
+    demand = job.minimum_demand() if job is not None else total(pod.requests for pod in members)
     return JobRank(
         subject=state.key,
         priority=_priority(snapshot, job, members),
@@ -160,6 +199,7 @@ def rank_of(
         base_weight=base,
         job=job.key if job is not None else "",
         waited_s=waited,
+        service_class=service_class(dominant_share(demand, capacity), 0.0, settings) - aged_classes(waited, settings),
     )
 
 
@@ -189,10 +229,13 @@ def _arrival(job: JobView | None, groups: Sequence[GroupView], members: Sequence
 __all__ = [
     "WEIGHT_DIMENSIONS",
     "JobRank",
+    "aged_classes",
     "aged_weight",
     "cluster_capacity",
+    "dominant_share",
     "gang_rank",
     "job_weight",
     "rank_gangs",
     "rank_of",
+    "service_class",
 ]

@@ -118,7 +118,7 @@ def test_a_starving_gang_holds_capacity_even_against_heavier_gangs_of_its_priori
     old = gang_rank(loop.snapshot, "default/old", LATER, settings)
     small = gang_rank(loop.snapshot, "default/small", LATER, settings)
     assert old.starving and not small.starving
-    assert small.outranks(old), "less memory per worker: the small gang weighs more"
+    assert small.weight > old.weight, "less memory per worker: the small gang weighs more"
     decision = loop.filter("small-0")
     assert decision.outcome == "yielding", decision.summary
     assert "starving gang default/old" in decision.summary

@@ -21,7 +21,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from extender.policy.model import ClusterSnapshot, JobView, Role
-from extender.policy.ranking import JobRank, aged_weight, cluster_capacity, gang_rank, job_weight, rank_gangs
+from extender.policy.ranking import (
+    JobRank,
+    aged_classes,
+    aged_weight,
+    cluster_capacity,
+    dominant_share,
+    gang_rank,
+    job_weight,
+    rank_gangs,
+    service_class,
+)
 from extender.policy.resources import CPU, GPU, MEMORY, PODS, Resources
 from extender.policy.settings import PolicySettings
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, snapshot, tfjob_pods
@@ -506,27 +516,36 @@ def test_a_waiting_gang_ages_beyond_the_starvation_limit() -> None:
     assert starved.weight == pytest.approx(starved.base_weight + 100 * SETTINGS.aging_rate_per_s)
 
 
-def test_a_starved_big_job_overtakes_a_fresh_small_job_but_not_a_higher_priority_class() -> None:
-    snap = snapshot(
-        *kod2_nodes(),
-        priority_class("urgent", 1000),
-        tfjob("big", **BIG),
-        *gang("big", **BIG),
-        tfjob("small", **SMALL, created=1000),
-        *gang("small", **SMALL, created=1000),
-        tfjob("vip", **BIG, created=1000, priority_class="urgent"),
-        *gang("vip", **BIG, created=1000),
-    )
-    # At T0 + 1000 the big job has starved 400 s: 0.290 + 0.4 = 0.690, still below the small job's 0.760.
-    early = rank_gangs(snap, T0 + 1000, SETTINGS)
+def test_a_starved_big_job_climbs_past_fresh_smaller_jobs_but_not_a_higher_priority_class() -> None:
+    def ranks_at(offset: float, small_created: float) -> list[JobRank]:
+        snap = snapshot(
+            *kod2_nodes(),
+            priority_class("urgent", 1000),
+            tfjob("big", **BIG),
+            *gang("big", **BIG),
+            tfjob("small", **SMALL, created=small_created),
+            *gang("small", **SMALL, created=small_created),
+            tfjob("vip", **BIG, created=1000, priority_class="urgent"),
+            *gang("vip", **BIG, created=1000),
+        )
+        return rank_gangs(snap, T0 + offset, SETTINGS)
+
+    fresh = {rank.subject: rank for rank in ranks_at(0, small_created=0)}
+    assert fresh["default/small"].service_class < fresh["default/big"].service_class, "the small job is smaller"
+    # At T0 + 1000 the big job has starved 400 s: one class up, and 0.290 + 0.4 = 0.690 in weight, still
+    # behind the small job, which is two classes smaller.
+    early = ranks_at(1000, small_created=1000)
     assert [r.subject for r in early] == ["default/vip", "default/small", "default/big"]
     assert early[2].starving
     assert early[2].weight == pytest.approx(early[2].base_weight + 0.4)
-    # At T0 + 1500 it has starved 900 s: capped at 1.0, above the small job, which has waited only 500 s.
-    later = rank_gangs(snap, T0 + 1500, SETTINGS)
+    assert early[2].service_class == fresh["default/big"].service_class - 1
+    # At T0 + 2400 it has starved 1800 s: four classes up (one as it starts to starve, one per further
+    # limit), past a small job submitted a minute earlier; never past the higher PriorityClass.
+    later = ranks_at(2400, small_created=2340)
     assert [r.subject for r in later] == ["default/vip", "default/big", "default/small"]
+    assert later[1].service_class == fresh["default/big"].service_class - 4
     assert later[1].weight == SETTINGS.aging_max_weight
-    assert not later[0].starving and not later[2].starving
+    assert not later[2].starving
 
 
 ALL_BOUND = {f"big-{role}": "node-0" for role in ("ps-0", *(f"worker-{i}" for i in range(8)))}
@@ -599,3 +618,73 @@ def test_rank_gangs_lists_every_gang_with_members_highest_first() -> None:
     capacity = cluster_capacity(snap)
     assert ranks == [gang_rank(snap, r.subject, T0 + 60, SETTINGS, capacity) for r in ranks]
     assert rank_gangs(ClusterSnapshot(), T0, SETTINGS) == []
+
+
+# -- attained service --------------------------------------------------------------------------------------
+
+
+def gpu_nodes() -> list[Obj]:
+    return [make_node(f"node-{i}", cpu="32", memory="192Gi", gpu=4) for i in range(8)]
+
+
+def gpu_gang(name: str, *, workers: int) -> list[Obj]:
+    """A rigid TFJob of one CPU PS (2 CPU, 8 GiB) and `workers` one-GPU workers (4 CPU, 16 GiB), all pending."""
+    job = make_tfjob(name, workers=workers)
+    job["metadata"]["creationTimestamp"] = stamp(0)
+    shapes = {"PS": {"cpu": "2", "memory": "8Gi"}, "Worker": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+    for role, replica in job["spec"]["tfReplicaSpecs"].items():
+        replica["template"] = {
+            "spec": {"containers": [{"name": "tensorflow", "resources": {"requests": shapes[role]}}]}
+        }
+    pods = [make_pod(f"{name}-ps-0", group=name, job=name, role="ps", cpu="2", memory="8Gi")]
+    pods += [
+        make_pod(f"{name}-worker-{i}", group=name, job=name, role="worker", index=i, cpu="4", memory="16Gi", gpu=1)
+        for i in range(workers)
+    ]
+    return [job, *pods, make_podgroup(name, min_member=workers + 1)]
+
+
+def test_a_smaller_rigid_gang_ranks_first_though_the_bigger_one_weighs_more() -> None:
+    """The KOD2 weight of a rigid job grows with its worker count (one PS shared by more workers); ranked by
+    attained service, the 1-GPU gang still goes before the 8-GPU one. With service classes off the weight
+    alone decides, as KOD2 does."""
+    snap = snapshot(*gpu_nodes(), *gpu_gang("one", workers=1), *gpu_gang("eight", workers=8))
+    ranks = {rank.subject: rank for rank in rank_gangs(snap, T0 + 60, SETTINGS)}
+    one, eight = ranks["default/one"], ranks["default/eight"]
+    assert eight.base_weight > one.base_weight
+    assert one.service_class < eight.service_class
+    assert one.outranks(eight)
+    by_weight = PolicySettings(service_class_ratio=1.0)
+    assert [rank.subject for rank in rank_gangs(snap, T0 + 60, by_weight)] == ["default/eight", "default/one"]
+
+
+@pytest.mark.parametrize(
+    ("share", "trained_s", "expected"),
+    [
+        pytest.param(1 / 32, 0.0, 0, id="1 GPU of 32 for one 60 s quantum: 1.9 share-seconds"),
+        pytest.param(2 / 32, 0.0, 1, id="twice the size: one class up"),
+        pytest.param(8 / 32, 0.0, 3, id="8 GPUs: 15 share-seconds"),
+        pytest.param(1 / 32, 60.0, 1, id="trained one quantum: service doubled"),
+        pytest.param(0.0, 0.0, math.floor(math.log2(1e-9 * 60)), id="asks for nothing: the lowest class"),
+    ],
+)
+def test_service_class_is_the_log2_of_share_seconds(share: float, trained_s: float, expected: int) -> None:
+    assert service_class(share, trained_s, SETTINGS) == expected
+
+
+def test_without_service_classes_every_gang_is_in_class_zero() -> None:
+    assert service_class(0.9, 1e6, PolicySettings(service_class_ratio=1.0)) == 0
+
+
+@pytest.mark.parametrize(
+    ("waited", "expected"), [(0.0, 0), (LIMIT, 0), (LIMIT + 1, 1), (2 * LIMIT - 1, 1), (2 * LIMIT, 2), (5 * LIMIT, 5)]
+)
+def test_a_starving_gang_climbs_a_class_per_starvation_limit(waited: float, expected: int) -> None:
+    assert aged_classes(waited, SETTINGS) == expected
+
+
+def test_dominant_share_is_the_largest_share_of_cpu_memory_or_gpus() -> None:
+    capacity = Resources({CPU: 256_000, MEMORY: 1536 * GI, GPU: 32})
+    assert dominant_share(Resources({CPU: 6_000, MEMORY: 24 * GI, GPU: 1}), capacity) == pytest.approx(1 / 32)
+    assert dominant_share(Resources({CPU: 128_000}), capacity) == pytest.approx(0.5)
+    assert dominant_share(Resources({CPU: 1}), Resources()) == 0
