@@ -6,9 +6,11 @@ waiting gang:
 - a higher-ranked gang that fits now must still fit once this plan is reserved (both start);
 - a higher-ranked gang that does not fit now cannot use the capacity either, so the lower one may take
   it (backfill);
-- a STARVING gang holds capacity against every non-starving gang of its PriorityClass or below, whatever
-  their weights: they wait, and capacity that frees up accumulates for it until it starts. A starving
-  gang too large for the whole cluster holds nothing back (it could never start).
+- the highest-ranked STARVING gangs (`starving_reservations`; see `backfill`) hold capacity against every
+  other gang of their PriorityClass or below, whatever their weights: the room their minimum needs on
+  the nodes nearest to holding it, which fills up as what runs there leaves; a plan that leaves that room
+  whole starts (backfill). With `starving_backfill` off every starving gang holds all capacity that frees
+  up. A starving gang too large for the whole cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
 `settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from extender.policy.backfill import Holds, goes_before, holding_gangs, starving_holds, takes_held_room
 from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang, waiting_reason
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank, rank_gangs
@@ -30,37 +33,35 @@ def held_back_by(
     plan: Sequence[Reservation],
     settings: PolicySettings,
     now: float,
+    holds: Holds | None = None,
 ) -> str | None:
-    """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start."""
+    """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start. `holds`
+    is the room held against it for starving gangs, when the caller has it (`held_for_starving`)."""
     ranks = rank_gangs(snapshot, now, settings)
     own = next((rank for rank in ranks if rank.subject == state.key), None)
     if own is None:
         own = gang_rank(snapshot, next(iter(state.members)), now, settings)
     taken = _taken(plan)
     capacity = cluster_capacity(snapshot)
+    holding = holding_gangs(snapshot, ranks, settings)
+    if holds is None:
+        holds = starving_holds(snapshot, ranks, own, settings, now, capacity, holding)
     checked = 0
     for rank in ranks:
         if checked >= settings.rank_gangs_checked:
             break
-        if rank.subject == own.subject or not _comes_first(rank, own):
+        if rank.subject == own.subject or not goes_before(rank, own, holding):
             continue
         other = gang_state(snapshot, rank.subject.split(",")[0])
         if not _waiting(snapshot, other):
             continue
         checked += 1
-        reason = _conflict(snapshot, other, rank, taken, capacity, settings, now)
+        reason = _conflict(
+            snapshot, other, rank, taken, capacity, settings, now, holds if rank.subject in holding else None
+        )
         if reason is not None:
             return f"gang {state.key} waits: {reason}"
     return None
-
-
-def _comes_first(rank: JobRank, own: JobRank) -> bool:
-    """Whether the gang of `rank` goes before the one planning now. A starving gang goes before every
-    non-starving gang of its PriorityClass or below, whatever their weights (aging is bounded, so this
-    hold is what guarantees it starts); otherwise the rank order decides."""
-    if rank.starving != own.starving and rank.priority == own.priority:
-        return rank.starving
-    return rank.outranks(own)
 
 
 def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:
@@ -76,15 +77,31 @@ def _conflict(
     capacity: Resources,
     settings: PolicySettings,
     now: float,
+    holds: Holds | None,
 ) -> str | None:
+    """Why a plan taking `taken` conflicts with the waiting gang `other` that goes before it; `holds` is the
+    room held for starving gangs when `other` is one that holds, else None."""
     fits_now = plan_gang(snapshot, other, settings, now).admitted
     if fits_now:
         if plan_gang(snapshot, other, settings, now, freed=taken).admitted:
             return None
         return f"starting it would delay higher-ranked gang {other.key}"
-    if rank.starving and _could_ever_fit(other, capacity):
-        return f"capacity is held for starving gang {other.key} (waiting {rank.waited_s:.0f}s)"
+    if holds is not None and _could_ever_fit(other, capacity):
+        held = f"capacity is held for starving gang {other.key} (waiting {rank.waited_s:.0f}s)"
+        if not settings.starving_backfill:
+            return held
+        node = takes_held_room(snapshot, {name: EMPTY - left for name, left in taken.items()}, holds)
+        return None if node is None else f"{held} on {node}"
     return None
+
+
+def held_for_starving(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> Holds:
+    """The room held against the gang of `state` for the starving gangs that go before it (see `backfill`):
+    the planner leaves it out, so a lower-ranked gang is planned around it."""
+    own = gang_rank(snapshot, next(iter(state.members)), now, settings)
+    ranks = rank_gangs(snapshot, now, settings)
+    holding = holding_gangs(snapshot, ranks, settings)
+    return starving_holds(snapshot, ranks, own, settings, now, cluster_capacity(snapshot), holding)
 
 
 def _taken(plan: Sequence[Reservation]) -> dict[str, Resources]:

@@ -9,9 +9,10 @@ For a gang member:
 2. Its gang already has `minMember` placed or reserved in every group → plain fit (surplus members and
    scale-out pods join a running gang without a barrier), inside the domain its members run in when the
    gang must gather in one network domain.
-3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
-   A plan that would delay a higher-ranked waiting gang (or take capacity held for a starving one) is
-   not reserved: the gang yields (see `admission`).
+3. Otherwise plan the whole gang, around the room held for starving gangs that go before it (see
+   `backfill`). A failed plan is reused while neither capacity nor membership changed. A plan that would
+   delay a higher-ranked waiting gang, or fits only in room held for a starving one, is not reserved:
+   the gang yields (see `admission`).
 Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extender.policy.admission import held_back_by
+from extender.policy.admission import held_back_by, held_for_starving
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
     GangState,
@@ -32,7 +33,7 @@ from extender.policy.gang import (
     waiting_reason,
 )
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.resources import describe
+from extender.policy.resources import EMPTY, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import planned_reservation
 
@@ -146,7 +147,14 @@ def _admit(
         and remembered.membership_generation == membership_generation(snapshot, state)
     ):
         return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
-    verdict = plan_gang(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
+    pinned = {pod.key: frozenset(candidates)}
+    holds = held_for_starving(snapshot, state, settings, now)
+    kept_out = {node: EMPTY - room for node, room in holds.items()}
+    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=kept_out or None)
+    if holds and not verdict.admitted:
+        # Without the held room: a plan that fits then yields to the hold it takes (named below); one that
+        # does not fails on its own, and is remembered.
+        verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
     held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
     release = tuple(state.members) if replanning or held else ()
     if not verdict.admitted:
@@ -157,7 +165,7 @@ def _admit(
             resolvable=not verdict.waiting_for_members,
         )
         return _with_plan_changes(decision, verdict, release)
-    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now)
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, holds)
     if yielding is not None:
         return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)

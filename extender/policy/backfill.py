@@ -1,0 +1,157 @@
+"""Room held for starving gangs: where each will start, so that everything else can be backfilled.
+
+The waiting starving gangs that have waited longest — `starving_reservations` of them, or every one with
+`starving_backfill` off — hold: each goes before every gang of its PriorityClass that does not hold. A
+holding gang that cannot be planned now gets a reservation of the room its minimum needs (every group's
+`minMember`, PS first) on the nodes nearest to holding it: the most free nodes now, each counted at its
+whole allocatable, the pods one cannot take going to the next. Nothing may be planned into that room, so
+the gang starts as soon as what runs there now has left — no later than it would if every bit of freed
+capacity were kept for it — while gangs that fit elsewhere, or beside it in what it does not need, start
+at once. Room is counted per resource: a plan that asks for no GPU never conflicts with GPUs held on a
+node. Holding gangs reserve in rank order, each from what the ones before it left; the next starving gang
+holds once one of them has started, so a long queue of starving gangs does not hold the whole cluster.
+A gang too large for the whole cluster holds nothing (it could never start). Pure: the snapshot, the
+ranks and `now` are the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.placement import idleness, role_order
+from extender.policy.ranking import JobRank
+from extender.policy.resources import EMPTY, Resources, total
+from extender.policy.settings import PolicySettings
+
+Holds = dict[str, Resources]
+"""Node → the room held on it for starving gangs."""
+
+
+def holding_gangs(snapshot: ClusterSnapshot, ranks: Sequence[JobRank], settings: PolicySettings) -> frozenset[str]:
+    """The subjects of the starving gangs that hold room now: of the first `starving_reservations` waiting
+    gangs in rank order, those that are starving (every waiting starving gang, up to `rank_gangs_checked`,
+    with `starving_backfill` off). A starving gang climbs in rank as it waits, so each one gets to the
+    head of the queue, and holds, in bounded time."""
+    if not settings.starving_backfill:
+        limit, heads = settings.rank_gangs_checked, [rank for rank in ranks if rank.starving]
+    else:
+        limit, heads = settings.starving_reservations, list(ranks)
+    holding: list[str] = []
+    waiting = 0
+    for rank in heads:
+        if waiting >= limit:
+            break
+        if _waiting(snapshot, gang_state(snapshot, rank.subject.split(",")[0])):
+            waiting += 1
+            if rank.starving:
+                holding.append(rank.subject)
+    return frozenset(holding)
+
+
+def starving_holds(
+    snapshot: ClusterSnapshot,
+    ranks: Sequence[JobRank],
+    own: JobRank,
+    settings: PolicySettings,
+    now: float,
+    capacity: Resources,
+    holding: frozenset[str],
+) -> Holds:
+    """The room held against the gang ranked `own`: the reservations of the holding gangs that go before it
+    and cannot be planned now; empty with `starving_backfill` off (holding gangs then hold all capacity)."""
+    holds: Holds = {}
+    if not settings.starving_backfill:
+        return holds
+    for rank in ranks:
+        if rank.subject not in holding or rank.subject == own.subject or not goes_before(rank, own, holding):
+            continue
+        state = gang_state(snapshot, rank.subject.split(",")[0])
+        if not _pending_demand(state).fits_in(capacity) or plan_gang(snapshot, state, settings, now).admitted:
+            continue
+        for node, room in reserved_room(snapshot, state, holds).items():
+            holds[node] = holds.get(node, EMPTY) + room
+    return holds
+
+
+def goes_before(rank: JobRank, own: JobRank, holding: frozenset[str]) -> bool:
+    """A holding gang goes before every gang of its PriorityClass or below that does not hold, whatever
+    their weights; otherwise the rank order decides."""
+    if rank.priority == own.priority and (rank.subject in holding) != (own.subject in holding):
+        return rank.subject in holding
+    return rank.outranks(own)
+
+
+def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str, Resources]) -> Holds:
+    """Where the gang's minimum goes once the nodes nearest to holding it clear: node → what it needs
+    there. Nodes are taken in order of how few jobs run on them (a node clears when its last job leaves,
+    so fewer jobs clear sooner), then how free they are now, then name; each counts its allocatable less
+    what `held` already keeps there, and pods (PS first) go where they fit. Pods that fit nowhere are left
+    out."""
+    selectable = _selectable(snapshot, state)
+    order = sorted(
+        (name for name, node in snapshot.nodes.items() if node.node.schedulable and name in selectable),
+        key=lambda name: (_jobs_on(snapshot, name), -_free_share(snapshot, name), name),
+    )
+    room = {name: snapshot.nodes[name].node.allocatable - held.get(name, EMPTY) for name in order}
+    needs: Holds = {}
+    for pod in _minimum_pods(snapshot, state):
+        for name in order:
+            if pod.requests.fits_in(room[name]) and pod.selects(snapshot.nodes[name].node):
+                room[name] = room[name] - pod.requests
+                needs[name] = needs.get(name, EMPTY) + pod.requests
+                break
+    return needs
+
+
+def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
+    """Distinct jobs (or loose pods) with a pod bound to the node."""
+    return len({(pod.job or pod.key) for key in snapshot.nodes[node].pods if (pod := snapshot.pods.get(key))})
+
+
+def _free_share(snapshot: ClusterSnapshot, node: str) -> float:
+    state = snapshot.nodes[node]
+    return idleness(state.available, state.node.allocatable)
+
+
+def takes_held_room(snapshot: ClusterSnapshot, planned: Mapping[str, Resources], holds: Holds) -> str | None:
+    """The first node (by name) where `planned` (node → requests) does not fit beside what is held there,
+    counted per requested resource; None when the plan leaves every hold whole."""
+    for node in sorted(planned):
+        held = holds.get(node)
+        if held is None:
+            continue
+        state = snapshot.nodes.get(node)
+        if state is None or not planned[node].fits_in(state.available - held):
+            return node
+    return None
+
+
+def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:
+    has_pending = any(pod.pending for members in state.members.values() for pod in members)
+    return has_pending and waiting_reason(state) is None and not is_satisfied(snapshot, state)
+
+
+def _pending_demand(state: GangState) -> Resources:
+    return total(pod.requests for members in state.members.values() for pod in members if pod.pending)
+
+
+def _minimum_pods(snapshot: ClusterSnapshot, state: GangState) -> list[PodView]:
+    """Per group, the pending members its `minMember` still needs, PS first."""
+    pods: list[PodView] = []
+    for group in state.groups:
+        members = state.members[group.key]
+        placed = sum(1 for pod in members if pod.node_name or pod.finished or pod.key in snapshot.reservations)
+        pending = role_order([pod for pod in members if pod.pending and pod.key not in snapshot.reservations])
+        pods += pending[: max(0, group.min_member - placed)]
+    return pods
+
+
+def _selectable(snapshot: ClusterSnapshot, state: GangState) -> frozenset[str]:
+    """Nodes at least one pending member may use (by node selector)."""
+    pending = [pod for members in state.members.values() for pod in members if pod.pending]
+    return frozenset(name for name, node in snapshot.nodes.items() if any(pod.selects(node.node) for pod in pending))
+
+
+__all__ = ["Holds", "goes_before", "holding_gangs", "reserved_room", "starving_holds", "takes_held_room"]
