@@ -1,10 +1,12 @@
 """Elastic scaling of TFJob workers: scale-out, scale-in for a waiting gang, and consolidation (pure).
 
 Three planners over one snapshot; each returns actions with their reasons and never touches the model:
-- `plan_scale_out` (KOD2 Algorithm 3): running jobs in descending rank each grow by at most
-  `scale_out_step` workers, up to their maximum, into idle capacity, nodes holding the job's PS first,
-  then nodes holding its other pods. Capacity one job takes is not offered to the next. Each new worker
-  (`<job>-worker-<index>`, a deterministic name) gets a reservation on the node it was counted on.
+- `plan_scale_out` (KOD2 Algorithm 3): running jobs each grow by at most `scale_out_step` workers, up to
+  their maximum, into idle capacity, nodes holding the job's PS first, then nodes holding its other pods;
+  the job one more worker helps most per share of the cluster it takes goes first (`scale_out_gain`:
+  diminishing returns favour the job with the fewest, cheapest workers), then the higher rank. Capacity
+  one job takes is not offered to the next. Each new worker (`<job>-worker-<index>`, a deterministic
+  name) gets a reservation on the node it was counted on.
 - `plan_scale_in` (KOD2 Algorithm 2): for one waiting gang, running jobs in ascending rank give up at
   most `scale_in_step` workers each, highest index first (training-operator deletes exactly the highest
   indices when `Worker.replicas` drops), never below the job's minimum, never the PS, the chief or worker
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang, waiting_reason
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
 from extender.policy.placement import idleness
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.ranking import JobRank, cluster_capacity, dominant_share, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 from extender.policy.victims import (
@@ -113,6 +115,8 @@ def plan_scale_out(
     """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
     capacity = cluster_capacity(snapshot)
     running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    if settings.scale_out_by_gain:
+        running.sort(key=lambda job: (-scale_out_gain(job.replicas, job.worker_requests, capacity), job.rank.sort_key))
     waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
     fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
@@ -142,6 +146,13 @@ def plan_scale_out(
         taken = trial_taken
         actions.append(_scale_out(job, nodes, settings, now))
     return ScalingPlan(tuple(actions), tuple(skipped))
+
+
+def scale_out_gain(replicas: int, worker: Resources, capacity: Resources) -> float:
+    """What one more worker is worth to a job running `replicas` workers, per share of the cluster it takes:
+    with diminishing returns the step from w to w + 1 workers cuts the remaining time by at most 1/(w + 1),
+    so the next worker goes to the job it helps most for its cost, not to the heaviest."""
+    return 1.0 / ((max(replicas, 0) + 1) * max(dominant_share(worker, capacity), 1e-9))
 
 
 def plan_scale_in(

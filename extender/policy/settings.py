@@ -103,6 +103,10 @@ class PolicySettings:
     """Workers one TFJob may gain in one scaler tick (KOD2's l_iw, a count): growth is gradual, so every
     step is checked against a fresh snapshot."""
 
+    scale_out_by_gain: bool = True
+    """Grow first the jobs one more worker helps most per share of the cluster it takes (fewest workers,
+    cheapest workers: diminishing returns); False: highest rank first (KOD2's heaviest first)."""
+
     scale_in_step: int = 2
     """Workers one TFJob may lose in one tick to make room for a waiting higher-ranked gang (KOD2's l_dw,
     a count). When scaling in within this count cannot admit the gang, the job-level preemption decides."""

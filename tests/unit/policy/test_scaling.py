@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.ranking import gang_rank
 from extender.policy.resources import EMPTY, Resources
 from extender.policy.scaling import (
     ActionKind,
@@ -144,6 +146,27 @@ def test_higher_rank_grows_first_and_the_next_job_gets_only_what_is_left() -> No
     assert kinds(plan) == [(ActionKind.SCALE_OUT, "default/small", 1, 5), (ActionKind.SCALE_OUT, "default/big", 1, 4)]
     assert [r.node for r in plan.actions[0].placements] == ["node-0"] * 4
     assert [r.node for r in plan.actions[1].placements] == ["node-1", "node-1", "node-0"]
+
+
+def test_the_next_workers_go_to_the_job_they_help_most_not_to_the_heaviest() -> None:
+    """Three idle CPU. "wide" runs 3 workers and weighs more (more minimum workers per share); "narrow"
+    runs 1 worker of the same size, so one more worker cuts its time by half against a quarter: it grows
+    first. Ranked by weight alone (KOD2's heaviest first), "wide" would take the room."""
+    objects = [
+        make_node("node-0", cpu="5", memory="64Gi"),
+        make_node("node-1", cpu="4", memory="64Gi"),
+        *running("wide", placement=["node-0"] * 4, min_workers=3),
+        *running("narrow", placement=["node-1"] * 2),
+    ]
+    by_weight = PolicySettings(service_class_ratio=1.0)
+    assert gang_rank(snapshot(*objects), "default/wide", NOW, by_weight).outranks(
+        gang_rank(snapshot(*objects), "default/narrow", NOW, by_weight)
+    )
+    plan = plan_scale_out(snapshot(*objects), by_weight, NOW, NEVER)
+    assert kinds(plan) == [(ActionKind.SCALE_OUT, "default/narrow", 1, 3), (ActionKind.SCALE_OUT, "default/wide", 3, 4)]
+    heaviest_first = replace(by_weight, scale_out_by_gain=False)
+    plan = plan_scale_out(snapshot(*objects), heaviest_first, NOW, NEVER)
+    assert kinds(plan) == [(ActionKind.SCALE_OUT, "default/wide", 3, 5), (ActionKind.SCALE_OUT, "default/narrow", 1, 2)]
 
 
 def test_a_job_without_dynamic_workers_is_left_alone_with_a_reason() -> None:
