@@ -1,24 +1,26 @@
-"""Job weights, attained service, bounded starvation aging and the rank order of gangs (KOD2, Algorithm 1
-and Equation (1); Tiresias' two-dimensional least-attained-service).
+"""Job weights, size classes, bounded starvation aging and the rank order of gangs (KOD2, Algorithm 1 and
+Equation (1); the spatial half of Tiresias' two-dimensional service).
 
-A gang's rank is, in order: its PriorityClass value, its service class, its (aged) weight, its arrival
-time (earlier wins, as KOD2's scale-in spares an equal-weight job that arrived first), then its key, so
-the order is total and deterministic. The service class discretises two-dimensional attained service —
-the gang's dominant share of the cluster at its minimum × (seconds trained + one quantum) — on a log
-scale: a waiting gang is credited with one quantum, so smaller gangs come first (the KOD2 weight of a
-rigid job grows with its size, since its PS is shared by more workers), and jobs of similar size are
-ordered by weight. The weight follows KOD2: a raw
-score proportional to the job's minimum worker count and inversely proportional to the CPU and memory it
-needs at that minimum, each normalised as a share of the schedulable cluster, squashed to (0, 1) by a
-sigmoid centred by a named offset:
+A gang's rank is, in order: its PriorityClass value, its size class, its (aged) weight, its arrival time
+(earlier wins, as KOD2's scale-in spares an equal-weight job that arrived first), then its key, so the
+order is total and deterministic. The size class is the gang's dominant share of the cluster (CPU,
+memory or GPUs) at its minimum on a log scale — the service it asks for per second, Tiresias' spatial
+dimension — so smaller gangs come first: the KOD2 weight of a rigid job grows with its size, since its
+PS is shared by more workers, and ranking by weight alone lets the largest gangs go first. Gangs of
+similar size are ordered by weight. (The temporal dimension, time already trained, is left out: ranking
+running jobs by it shares the cluster between similar-length jobs and made the KOD2 scenario slower.)
+The weight follows KOD2: a raw score proportional to the job's minimum worker count and inversely
+proportional to the CPU and memory it needs at that minimum, each normalised as a share of the
+schedulable cluster, squashed to (0, 1) by a sigmoid centred by a named offset:
 
     ω' = weight_scale × min_workers / (cpu_share + memory_share)        ω = sigmoid(ω' − weight_offset)
 
 Cheap jobs with many workers score high and run first (lower mean completion time); expensive jobs score
 low. So that they cannot starve, a gang that has waited unsatisfied beyond `starvation_limit_s` (KOD2's
-STARVELIMIT) ages: its weight climbs linearly, capped at `aging_max_weight`, and it is reported STARVING.
-Aging never crosses PriorityClasses, never lowers a weight, and stops as soon as the gang is satisfied,
-so a once-starved job cannot stay ahead forever. Everything here is pure: `now` is a parameter.
+STARVELIMIT) ages: its weight climbs linearly, capped at `aging_max_weight`, it climbs one size class
+then and one more per further limit, and it is reported STARVING. Aging never crosses PriorityClasses,
+never lowers a weight, and stops as soon as the gang is satisfied, so a once-starved job cannot stay
+ahead forever. Everything here is pure: `now` is a parameter.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from extender.policy.settings import PolicySettings
 WEIGHT_DIMENSIONS = (CPU, MEMORY)
 """The resources whose cluster share makes a job expensive (KOD2: CPU and memory)."""
 SHARE_DIMENSIONS = (CPU, MEMORY, GPU)
-"""The resources whose largest share is a gang's size in its attained service."""
+"""The resources whose largest share of the cluster is a gang's size."""
 
 _MAX_LOGIT = 20.0
 """The sigmoid's argument is clamped to ±this, so a weight stays strictly inside (0, 1) (≈2e-9 from
@@ -65,14 +67,15 @@ class JobRank:
     """`namespace/name` of the TFJob weighed, or empty."""
     waited_s: float = 0.0
     """Seconds the gang has waited unsatisfied (0 once it is satisfied or has nothing pending)."""
-    service_class: int = 0
-    """Discretised attained service (see `service_class`): a lower class ranks higher within a priority."""
+    size_class: int = 0
+    """The gang's size class (see `size_class`), less the classes it climbed by starving: a lower class
+    ranks higher within a PriorityClass."""
 
     @property
     def sort_key(self) -> tuple[int, int, float, float, str]:
-        """Ascending order puts the highest rank first: priority, then service class, then weight, then
+        """Ascending order puts the highest rank first: priority, then size class, then weight, then
         arrival, then key."""
-        return (-self.priority, self.service_class, -self.weight, self.arrival, self.subject)
+        return (-self.priority, self.size_class, -self.weight, self.arrival, self.subject)
 
     def outranks(self, other: JobRank) -> bool:
         """True when this rank comes strictly before `other`."""
@@ -108,14 +111,13 @@ def dominant_share(demand: Resources, capacity: Resources) -> float:
     )
 
 
-def service_class(share: float, trained_s: float, settings: PolicySettings) -> int:
-    """The class of two-dimensional attained service `share × (trained_s + service_quantum_s)` on a log scale
-    of `service_class_ratio` (one class per factor); 0 for every gang when the ratio is ≤ 1. A gang that
-    asks for nothing is in the lowest class."""
-    if settings.service_class_ratio <= 1:
+def size_class(share: float, settings: PolicySettings) -> int:
+    """The size class of a gang taking `share` of the cluster: `share` on a log scale of `size_class_ratio`
+    (one class per factor); 0 for every gang when the ratio is ≤ 1. A gang that asks for nothing is in the
+    lowest class."""
+    if settings.size_class_ratio <= 1:
         return 0
-    service = max(share, _MIN_SHARE) * (max(trained_s, 0.0) + settings.service_quantum_s)
-    return math.floor(math.log(max(service, _MIN_SHARE)) / math.log(settings.service_class_ratio))
+    return math.floor(math.log(max(share, _MIN_SHARE)) / math.log(settings.size_class_ratio))
 
 
 def _sigmoid(logit: float) -> float:
@@ -138,7 +140,7 @@ def aged_weight(base: float, waited_s: float, settings: PolicySettings) -> tuple
 
 
 def aged_classes(waited_s: float, settings: PolicySettings) -> int:
-    """Service classes a gang has climbed by waiting `waited_s` seconds unsatisfied: one as it starts to
+    """Size classes a gang has climbed by waiting `waited_s` seconds unsatisfied: one as it starts to
     starve and one more per further `starvation_limit_s`, so a starving gang overtakes ever larger fresh
     gangs and reaches the lowest class of any gang in bounded time."""
     beyond = waited_s - settings.starvation_limit_s
@@ -199,7 +201,7 @@ def rank_of(
         base_weight=base,
         job=job.key if job is not None else "",
         waited_s=waited,
-        service_class=service_class(dominant_share(demand, capacity), 0.0, settings) - aged_classes(waited, settings),
+        size_class=size_class(dominant_share(demand, capacity), settings) - aged_classes(waited, settings),
     )
 
 
@@ -237,5 +239,5 @@ __all__ = [
     "job_weight",
     "rank_gangs",
     "rank_of",
-    "service_class",
+    "size_class",
 ]

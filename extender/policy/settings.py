@@ -61,7 +61,7 @@ class PolicySettings:
 
     starvation_limit_s: float = 600.0
     """Seconds a gang may wait unsatisfied (STARVELIMIT in KOD2) before it starves: its weight starts to age
-    upward, it climbs one service class then and one more per further limit, it is reported STARVING, and
+    upward, it climbs one size class then and one more per further limit, it is reported STARVING, and
     at the head of the queue it holds room (see `starving_backfill`)."""
 
     aging_rate_per_s: float = 0.001
@@ -70,7 +70,7 @@ class PolicySettings:
 
     aging_max_weight: float = 1.0
     """Cap (0..1) of an aged weight. At 1.0 a long-starved gang outranks every non-starving gang of its
-    PriorityClass and service class (base weights are strictly below 1) but never a higher PriorityClass;
+    PriorityClass and size class (base weights are strictly below 1) but never a higher PriorityClass;
     starved gangs tied at the cap go in arrival order. An aged weight is never below the gang's base
     weight."""
 
@@ -85,15 +85,10 @@ class PolicySettings:
     starves). Holding room for every starving gang at once would hold the whole cluster in a long queue; a
     starving gang climbs in rank until it is the head."""
 
-    service_class_ratio: float = 2.0
-    """Rank by attained service (Tiresias' two-dimensional least-attained-service, discretised): within a
-    PriorityClass, gangs go in ascending service class before the KOD2 weight decides, one class per this
-    factor (dimensionless) of service. A value ≤ 1 puts every gang in one class (rank by weight alone)."""
-
-    service_quantum_s: float = 60.0
-    """Seconds of running a gang is credited with before it has run: its service is its dominant share of
-    the cluster at its minimum × (seconds trained + this), so waiting gangs are classed by size and a
-    running gang moves up one class each time its service doubles."""
+    size_class_ratio: float = 2.0
+    """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant
+    share of the cluster at their minimum, one class per this factor (dimensionless) — before the KOD2
+    weight decides. A value ≤ 1 puts every gang in one class (rank by weight alone, as KOD2)."""
 
     rank_gangs_checked: int = 8
     """How many higher-ranked waiting gangs a plan is checked against before it is admitted (bounds the

@@ -7,11 +7,11 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
 - a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one. Within one
   PriorityClass weight never evicts: training-operator marks a TFJob Failed, for good, once it sees one
   of its pods deleted without `enableDynamicWorker`, so a weight-based eviction would kill a running job
-  only to start a slightly heavier one sooner. Rank within a PriorityClass (attained service,
+  only to start a slightly heavier one sooner. Rank within a PriorityClass (size class,
   then weight) may only shrink elastic surplus;
 - a lower-priority pod that belongs to no gang.
 The PS, and any worker a job needs to stay at its minimum, are never taken alone; jobs that rank equal
-to or above the preemptor are never touched — equal meaning the same PriorityClass, service class and
+to or above the preemptor are never touched — equal meaning the same PriorityClass, size class and
 weight, whatever their arrival. The search:
 1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
    gang still terminating, a gang larger than the whole cluster, or (prefix sums, as Gödel prunes) even
@@ -204,13 +204,13 @@ def candidate_units(
 
 
 def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
-    """A higher PriorityClass; or the same one and a strictly higher rank on attained service and weight: a
-    lower service class, or the same class and a strictly higher (aged) weight. Arrival order alone never
-    makes one job a victim of another (an equal-ranked job is never touched)."""
+    """A higher PriorityClass; or the same one and a strictly higher rank on size and weight: a lower size
+    class, or the same class and a strictly higher (aged) weight. Arrival order alone never makes one job a
+    victim of another (an equal-ranked job is never touched)."""
     if preemptor.priority != victim.priority:
         return preemptor.priority > victim.priority
-    if preemptor.service_class != victim.service_class:
-        return preemptor.service_class < victim.service_class
+    if preemptor.size_class != victim.size_class:
+        return preemptor.size_class < victim.size_class
     return preemptor.weight > victim.weight
 
 

@@ -30,7 +30,7 @@ from extender.policy.ranking import (
     gang_rank,
     job_weight,
     rank_gangs,
-    service_class,
+    size_class,
 )
 from extender.policy.resources import CPU, GPU, MEMORY, PODS, Resources
 from extender.policy.settings import PolicySettings
@@ -531,19 +531,19 @@ def test_a_starved_big_job_climbs_past_fresh_smaller_jobs_but_not_a_higher_prior
         return rank_gangs(snap, T0 + offset, SETTINGS)
 
     fresh = {rank.subject: rank for rank in ranks_at(0, small_created=0)}
-    assert fresh["default/small"].service_class < fresh["default/big"].service_class, "the small job is smaller"
+    assert fresh["default/small"].size_class < fresh["default/big"].size_class, "the small job is smaller"
     # At T0 + 1000 the big job has starved 400 s: one class up, and 0.290 + 0.4 = 0.690 in weight, still
     # behind the small job, which is two classes smaller.
     early = ranks_at(1000, small_created=1000)
     assert [r.subject for r in early] == ["default/vip", "default/small", "default/big"]
     assert early[2].starving
     assert early[2].weight == pytest.approx(early[2].base_weight + 0.4)
-    assert early[2].service_class == fresh["default/big"].service_class - 1
+    assert early[2].size_class == fresh["default/big"].size_class - 1
     # At T0 + 2400 it has starved 1800 s: four classes up (one as it starts to starve, one per further
     # limit), past a small job submitted a minute earlier; never past the higher PriorityClass.
     later = ranks_at(2400, small_created=2340)
     assert [r.subject for r in later] == ["default/vip", "default/big", "default/small"]
-    assert later[1].service_class == fresh["default/big"].service_class - 4
+    assert later[1].size_class == fresh["default/big"].size_class - 4
     assert later[1].weight == SETTINGS.aging_max_weight
     assert not later[2].starving
 
@@ -620,7 +620,7 @@ def test_rank_gangs_lists_every_gang_with_members_highest_first() -> None:
     assert rank_gangs(ClusterSnapshot(), T0, SETTINGS) == []
 
 
-# -- attained service --------------------------------------------------------------------------------------
+# -- size classes ----------------------------------------------------------------------------------------
 
 
 def gpu_nodes() -> list[Obj]:
@@ -646,34 +646,35 @@ def gpu_gang(name: str, *, workers: int) -> list[Obj]:
 
 def test_a_smaller_rigid_gang_ranks_first_though_the_bigger_one_weighs_more() -> None:
     """The KOD2 weight of a rigid job grows with its worker count (one PS shared by more workers); ranked by
-    attained service, the 1-GPU gang still goes before the 8-GPU one. With service classes off the weight
-    alone decides, as KOD2 does."""
+    size first, the 1-GPU gang still goes before the 8-GPU one. With size classes off the weight alone
+    decides, as KOD2 does."""
     snap = snapshot(*gpu_nodes(), *gpu_gang("one", workers=1), *gpu_gang("eight", workers=8))
     ranks = {rank.subject: rank for rank in rank_gangs(snap, T0 + 60, SETTINGS)}
     one, eight = ranks["default/one"], ranks["default/eight"]
     assert eight.base_weight > one.base_weight
-    assert one.service_class < eight.service_class
+    assert one.size_class < eight.size_class
     assert one.outranks(eight)
-    by_weight = PolicySettings(service_class_ratio=1.0)
+    by_weight = PolicySettings(size_class_ratio=1.0)
     assert [rank.subject for rank in rank_gangs(snap, T0 + 60, by_weight)] == ["default/eight", "default/one"]
 
 
 @pytest.mark.parametrize(
-    ("share", "trained_s", "expected"),
+    ("share", "expected"),
     [
-        pytest.param(1 / 32, 0.0, 0, id="1 GPU of 32 for one 60 s quantum: 1.9 share-seconds"),
-        pytest.param(2 / 32, 0.0, 1, id="twice the size: one class up"),
-        pytest.param(8 / 32, 0.0, 3, id="8 GPUs: 15 share-seconds"),
-        pytest.param(1 / 32, 60.0, 1, id="trained one quantum: service doubled"),
-        pytest.param(0.0, 0.0, math.floor(math.log2(1e-9 * 60)), id="asks for nothing: the lowest class"),
+        pytest.param(1 / 32, -5, id="1 GPU of 32"),
+        pytest.param(2 / 32, -4, id="twice the size: one class up"),
+        pytest.param(3 / 32, -4, id="less than twice: the same class"),
+        pytest.param(8 / 32, -2, id="8 GPUs of 32"),
+        pytest.param(1.0, 0, id="the whole cluster"),
+        pytest.param(0.0, math.floor(math.log2(1e-9)), id="asks for nothing: the lowest class"),
     ],
 )
-def test_service_class_is_the_log2_of_share_seconds(share: float, trained_s: float, expected: int) -> None:
-    assert service_class(share, trained_s, SETTINGS) == expected
+def test_size_class_is_the_log2_of_the_dominant_share(share: float, expected: int) -> None:
+    assert size_class(share, SETTINGS) == expected
 
 
-def test_without_service_classes_every_gang_is_in_class_zero() -> None:
-    assert service_class(0.9, 1e6, PolicySettings(service_class_ratio=1.0)) == 0
+def test_without_size_classes_every_gang_is_in_class_zero() -> None:
+    assert size_class(0.9, PolicySettings(size_class_ratio=1.0)) == 0
 
 
 @pytest.mark.parametrize(

@@ -158,7 +158,7 @@ def test_the_next_workers_go_to_the_job_they_help_most_not_to_the_heaviest() -> 
         *running("wide", placement=["node-0"] * 4, min_workers=3),
         *running("narrow", placement=["node-1"] * 2),
     ]
-    by_weight = PolicySettings(service_class_ratio=1.0)
+    by_weight = PolicySettings(size_class_ratio=1.0)
     assert gang_rank(snapshot(*objects), "default/wide", NOW, by_weight).outranks(
         gang_rank(snapshot(*objects), "default/narrow", NOW, by_weight)
     )

@@ -237,16 +237,16 @@ def test_any_plan_respects_the_invariants(light_workers: int, light_min: int, ba
         check_invariants(snap, "default/heavy", decision)
 
 
-def rank(*, priority: int = 0, service_class: int = 0, weight: float = 0.5, arrival: float = 0.0) -> JobRank:
-    return JobRank("default/x", priority, weight, arrival, False, weight, service_class=service_class)
+def rank(*, priority: int = 0, size_class: int = 0, weight: float = 0.5, arrival: float = 0.0) -> JobRank:
+    return JobRank("default/x", priority, weight, arrival, False, weight, size_class=size_class)
 
 
-def test_within_a_priority_class_a_lower_service_class_may_preempt_whatever_the_weights() -> None:
-    """Attained service comes before the KOD2 weight: a smaller waiting gang may shrink the surplus of a
+def test_within_a_priority_class_a_lower_size_class_may_preempt_whatever_the_weights() -> None:
+    """Size comes before the KOD2 weight: a smaller waiting gang may shrink the surplus of a
     bigger running job that weighs more, never the other way round; a higher PriorityClass always may."""
-    small, big = rank(service_class=1, weight=0.3), rank(service_class=4, weight=0.9)
+    small, big = rank(size_class=1, weight=0.3), rank(size_class=4, weight=0.9)
     assert may_preempt(small, big)
     assert not may_preempt(big, small)
-    assert may_preempt(rank(priority=1, service_class=9), big)
-    assert may_preempt(rank(service_class=4, weight=0.95), big)
-    assert not may_preempt(rank(service_class=4, weight=0.9, arrival=-1.0), big)
+    assert may_preempt(rank(priority=1, size_class=9), big)
+    assert may_preempt(rank(size_class=4, weight=0.95), big)
+    assert not may_preempt(rank(size_class=4, weight=0.9, arrival=-1.0), big)
