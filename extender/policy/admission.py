@@ -7,8 +7,8 @@ waiting gang:
 - a higher-ranked gang that does not fit now cannot use the capacity either, so the lower one may take
   it (backfill);
 - the highest-ranked STARVING gangs (`starving_reservations`; see `backfill`) hold capacity against every
-  other gang of their PriorityClass or below, whatever their weights: the room their minimum needs on
-  the nodes nearest to holding it, which fills up as what runs there leaves; a plan that leaves that room
+  other gang of their PriorityClass or below, whatever their rank: the room their minimum needs on the
+  nodes that clear soonest, which fills up as what runs there leaves; a plan that leaves that room
   whole starts (backfill). With `starving_backfill` off every starving gang holds all capacity that frees
   up. A starving gang too large for the whole cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most

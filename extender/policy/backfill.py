@@ -1,17 +1,17 @@
 """Room held for starving gangs: where each will start, so that everything else can be backfilled.
 
-The waiting starving gangs that have waited longest — `starving_reservations` of them, or every one with
-`starving_backfill` off — hold: each goes before every gang of its PriorityClass that does not hold. A
-holding gang that cannot be planned now gets a reservation of the room its minimum needs (every group's
-`minMember`, PS first) on the nodes nearest to holding it: the most free nodes now, each counted at its
-whole allocatable, the pods one cannot take going to the next. Nothing may be planned into that room, so
-the gang starts as soon as what runs there now has left — no later than it would if every bit of freed
-capacity were kept for it — while gangs that fit elsewhere, or beside it in what it does not need, start
-at once. Room is counted per resource: a plan that asks for no GPU never conflicts with GPUs held on a
-node. Holding gangs reserve in rank order, each from what the ones before it left; the next starving gang
-holds once one of them has started, so a long queue of starving gangs does not hold the whole cluster.
-A gang too large for the whole cluster holds nothing (it could never start). Pure: the snapshot, the
-ranks and `now` are the inputs.
+The highest-ranked waiting starving gangs — `starving_reservations` of them, or every one with
+`starving_backfill` off — hold: each goes before every gang of its PriorityClass that does not hold,
+whatever their rank. A holding gang that cannot be planned now gets a reservation of the room its minimum
+needs (every group's `minMember`, PS first) on the nodes that clear soonest: those running the fewest
+jobs, then the least free now (so little room sits idle while it waits), each counted at its whole
+allocatable, the pods one cannot take going to the next. Nothing may be planned into that room, so the
+gang starts as soon as what runs there now has left, while gangs that fit elsewhere, or beside it in what
+it does not need, start at once. Room is counted per resource: a plan that asks for no GPU never
+conflicts with GPUs held on a node. Holding gangs reserve in rank order, each from what the ones before it
+left; the next starving gang holds once one of them has started, so a long queue of starving gangs does
+not hold the whole cluster. A gang too large for the whole cluster holds nothing (it could never start).
+Pure: the snapshot, the ranks and `now` are the inputs.
 """
 
 from __future__ import annotations
@@ -30,23 +30,16 @@ Holds = dict[str, Resources]
 
 
 def holding_gangs(snapshot: ClusterSnapshot, ranks: Sequence[JobRank], settings: PolicySettings) -> frozenset[str]:
-    """The subjects of the starving gangs that hold room now: of the first `starving_reservations` waiting
-    gangs in rank order, those that are starving (every waiting starving gang, up to `rank_gangs_checked`,
-    with `starving_backfill` off). A starving gang climbs in rank as it waits, so each one gets to the
-    head of the queue, and holds, in bounded time."""
-    if not settings.starving_backfill:
-        limit, heads = settings.rank_gangs_checked, [rank for rank in ranks if rank.starving]
-    else:
-        limit, heads = settings.starving_reservations, list(ranks)
+    """The subjects of the starving gangs that hold room now: the highest-ranked waiting starving gangs,
+    `starving_reservations` of them (up to `rank_gangs_checked` with `starving_backfill` off). A starving
+    gang climbs in rank as it waits, so each one gets to hold in bounded time."""
+    limit = settings.starving_reservations if settings.starving_backfill else settings.rank_gangs_checked
     holding: list[str] = []
-    waiting = 0
-    for rank in heads:
-        if waiting >= limit:
+    for rank in ranks:
+        if len(holding) >= limit:
             break
-        if _waiting(snapshot, gang_state(snapshot, rank.subject.split(",")[0])):
-            waiting += 1
-            if rank.starving:
-                holding.append(rank.subject)
+        if rank.starving and _waiting(snapshot, gang_state(snapshot, rank.subject.split(",")[0])):
+            holding.append(rank.subject)
     return frozenset(holding)
 
 
@@ -84,15 +77,16 @@ def goes_before(rank: JobRank, own: JobRank, holding: frozenset[str]) -> bool:
 
 
 def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str, Resources]) -> Holds:
-    """Where the gang's minimum goes once the nodes nearest to holding it clear: node → what it needs
-    there. Nodes are taken in order of how few jobs run on them (a node clears when its last job leaves,
-    so fewer jobs clear sooner), then how free they are now, then name; each counts its allocatable less
-    what `held` already keeps there, and pods (PS first) go where they fit. Pods that fit nowhere are left
-    out."""
+    """Where the gang's minimum goes once the nodes that clear soonest have cleared: node → what it needs
+    there. Nodes are taken in order of how few jobs run on them (a node clears when its last job leaves, so
+    fewer jobs clear sooner; a node whose job leaves moves to the front, so the reservation only ever gains
+    room), then how little of them is free now (room occupied until the handover is room nobody waits
+    on), then name; each counts its allocatable less what `held` already keeps there, and pods (PS first)
+    go where they fit. Pods that fit nowhere are left out."""
     selectable = _selectable(snapshot, state)
     order = sorted(
         (name for name, node in snapshot.nodes.items() if node.node.schedulable and name in selectable),
-        key=lambda name: (_jobs_on(snapshot, name), -_free_share(snapshot, name), name),
+        key=lambda name: (_jobs_on(snapshot, name), _free_share(snapshot, name), name),
     )
     room = {name: snapshot.nodes[name].node.allocatable - held.get(name, EMPTY) for name in order}
     needs: Holds = {}

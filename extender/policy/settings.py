@@ -75,15 +75,15 @@ class PolicySettings:
     weight."""
 
     starving_backfill: bool = True
-    """A starving gang at the head of the queue holds only the room its minimum needs, on the nodes that
-    clear soonest (fewest jobs on them, then the most free), and other gangs may start in everything else
-    (backfill); False: every starving gang holds all capacity that frees up."""
+    """A holding starving gang (see `starving_reservations`) holds only the room its minimum needs, on the
+    nodes that clear soonest (fewest jobs on them, then the most free), and other gangs may start in
+    everything else (backfill); False: every starving gang holds all capacity that frees up."""
 
     starving_reservations: int = 1
-    """How many waiting gangs (a count) at the head of the queue may hold room when they starve: each holds
-    its minimum on the nodes that clear soonest (EASY backfill's one reservation, for the head only once it
-    starves). Holding room for every starving gang at once would hold the whole cluster in a long queue; a
-    starving gang climbs in rank until it is the head."""
+    """How many starving gangs (a count), highest-ranked first, hold room at a time: each goes before every
+    other gang of its PriorityClass and holds its minimum on the nodes that clear soonest (EASY backfill's
+    one reservation). Holding room for every starving gang at once would hold the whole cluster in a long
+    queue; a starving gang climbs in rank as it waits, so each one gets its turn."""
 
     size_class_ratio: float = 2.0
     """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant

@@ -1,5 +1,5 @@
 """Backfill around a starving gang: it holds only the room its minimum needs, on the nodes that clear
-soonest, and everything else may start; only the head of the queue holds."""
+soonest, and everything else may start; only the highest-ranked starving gang holds."""
 
 from __future__ import annotations
 
@@ -53,6 +53,18 @@ def test_the_starving_gang_holds_its_minimum_on_the_nodes_that_clear_soonest() -
     }
 
 
+def test_of_nodes_running_one_job_the_least_free_is_held_first() -> None:
+    """Its room is occupied until the handover, so nothing sits idle meanwhile."""
+    objects = [
+        *(make_node(f"node-{i}", cpu="4", memory="64Gi") for i in range(2)),
+        busy("busy-0", "node-0", cpu="2"),
+        busy("busy-1", "node-1", cpu="3"),
+        *gang("old", pods=1, cpu="3", created=OLD),
+    ]
+    snapshot = Loop(*objects, settings=SETTINGS, now=NOW).snapshot
+    assert set(reserved_room(snapshot, gang_state(snapshot, "default/old"), {})) == {"node-1"}
+
+
 def test_a_younger_gang_starts_outside_the_held_room() -> None:
     loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="1"), settings=SETTINGS, now=NOW)
     decision = loop.filter("new-0")
@@ -97,15 +109,17 @@ def test_room_is_held_per_resource() -> None:
     assert decision.feasible == ("node-1",)
 
 
-def test_only_the_head_of_the_queue_holds() -> None:
-    """A waiting gang of a higher PriorityClass heads the queue: the starving gang behind it holds nothing
-    until it is the head (or more gangs may hold)."""
-    objects = [*cpu_cluster(), *gang("urgent", pods=4, cpu="3", priority=100)]
+def test_the_highest_ranked_starving_gangs_hold_whatever_ranks_above_them() -> None:
+    """A fresh gang of a higher PriorityClass heads the queue; the starving gang still holds (it goes before
+    every gang of its own class). Of two starving gangs only the higher-ranked holds, unless more may."""
+    objects = [
+        *cpu_cluster(),
+        *gang("urgent", pods=4, cpu="3", priority=100),
+        *gang("later", pods=3, cpu="3", created="2026-03-01T09:05:00Z"),
+    ]
     loop = Loop(*objects, settings=SETTINGS, now=NOW)
     ranks = rank_gangs(loop.snapshot, NOW, SETTINGS)
-    assert [rank.subject for rank in ranks][:2] == ["default/urgent", "default/old"]
-    assert holding_gangs(loop.snapshot, ranks, SETTINGS) == frozenset()
+    assert [rank.subject for rank in ranks] == ["default/urgent", "default/old", "default/later"]
+    assert holding_gangs(loop.snapshot, ranks, SETTINGS) == frozenset({"default/old"})
     two = replace(SETTINGS, starving_reservations=2)
-    assert holding_gangs(loop.snapshot, ranks, two) == frozenset({"default/old"})
-    alone = Loop(*cpu_cluster(), settings=SETTINGS, now=NOW)
-    assert holding_gangs(alone.snapshot, rank_gangs(alone.snapshot, NOW, SETTINGS), SETTINGS) == {"default/old"}
+    assert holding_gangs(loop.snapshot, ranks, two) == frozenset({"default/old", "default/later"})
