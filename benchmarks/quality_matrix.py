@@ -7,13 +7,15 @@ the p95 JCT, the makespan, the longest queueing (submission → first training s
 after a job's minimum first fit, the busy share of the scenario's scarce resource (GPUs where jobs ask
 for them, else CPU), and jobs that never completed; then ours' ratio to the best baseline that has no
 oracle (default, gang-FIFO, KOD2 as published, Tiresias) and, on the KOD2 scenario, to KOD2 as
-published. `--json FILE` also keeps every run's metrics. Simulations are deterministic, so the same
-arguments always write the same file.
+published. `--json FILE` also keeps every run's metrics; `--ours-setting NAME=VALUE` runs ours with a
+`PolicySettings` field changed (an ablation). Simulations are deterministic, so the same arguments always
+write the same file.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from extender.policy import PolicySettings
 from extender.sim import cli, report
 from extender.sim.engine import Simulation
+from extender.sim.policies import Ours
 
 SCENARIOS: dict[str, dict[str, int]] = {
     "kod2": {},
@@ -44,10 +47,11 @@ KOD2_TARGET = 0.8
 SEEDS = (1, 2, 3, 4, 5)
 
 
-def run_one(task: tuple[str, str, int]) -> tuple[str, str, int, dict[str, Any]]:
-    scenario, policy, seed = task
+def run_one(task: tuple[str, str, int, PolicySettings]) -> tuple[str, str, int, dict[str, Any]]:
+    scenario, policy, seed, settings = task
     trace = cli.scenario(scenario, seed, **SCENARIOS[scenario])
-    metrics = report.metrics(Simulation(trace, cli.POLICIES[policy](), seed=seed).run())
+    chosen = Ours(settings) if policy == "ours" else cli.POLICIES[policy]()
+    metrics = report.metrics(Simulation(trace, chosen, seed=seed).run())
     metrics.pop("jobs")
     metrics["gpu_scenario"] = any(job.worker_gpu for job in trace.jobs)
     return scenario, policy, seed, metrics
@@ -58,7 +62,10 @@ def mean(values: Sequence[float]) -> float:
 
 
 def summarise(
-    runs: dict[tuple[str, str, int], dict[str, Any]], scenarios: Sequence[str], policies: Sequence[str]
+    runs: dict[tuple[str, str, int], dict[str, Any]],
+    scenarios: Sequence[str],
+    policies: Sequence[str],
+    changed: Sequence[str] = (),
 ) -> str:
     limit = PolicySettings().starvation_limit_s
     all_seeds = sorted({seed for (_, _, seed) in runs})
@@ -72,6 +79,8 @@ def summarise(
         "`nice -n 10 python benchmarks/quality_matrix.py --out docs/simulation/matrix.md`.",
         "",
     ]
+    if changed:
+        lines += [f"Ours runs with these settings changed: {', '.join(changed)}.", ""]
     verdicts: list[str] = []
     for scenario in scenarios:
         seeds = sorted({seed for (s, _, seed) in runs if s == scenario})
@@ -126,6 +135,17 @@ def summarise(
     return "\n".join(lines)
 
 
+def ours_settings(assignments: Sequence[str]) -> PolicySettings:
+    """`PolicySettings` with `NAME=VALUE` fields changed (VALUE parsed as the field's type)."""
+    settings = PolicySettings()
+    for assignment in assignments:
+        name, _, text = assignment.partition("=")
+        current = getattr(settings, name)
+        value: Any = text.lower() in ("1", "true", "yes") if isinstance(current, bool) else type(current)(text)
+        settings = dataclasses.replace(settings, **{name: value})
+    return settings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
@@ -134,10 +154,18 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="simulations run side by side (default 1)")
     parser.add_argument("--out", type=Path, help="write the Markdown summary here (else print it)")
     parser.add_argument("--json", type=Path, help="also write every run's metrics here")
+    parser.add_argument(
+        "--ours-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="run ours with a policy setting changed",
+    )
     args = parser.parse_args()
     scenarios = args.scenario or list(SCENARIOS)
     policies = args.policy or list(cli.POLICIES)
-    tasks = [(s, p, seed) for s in scenarios for seed in range(1, args.seeds + 1) for p in policies]
+    settings = ours_settings(args.ours_setting)
+    tasks = [(s, p, seed, settings) for s in scenarios for seed in range(1, args.seeds + 1) for p in policies]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.processes) as pool:
@@ -148,7 +176,7 @@ def main() -> None:
                 f"({time.perf_counter() - started:.0f} s elapsed)",
                 file=sys.stderr,
             )
-    text = summarise(runs, scenarios, policies)
+    text = summarise(runs, scenarios, policies, args.ours_setting)
     if args.out is not None:
         args.out.write_text(text)
     else:
