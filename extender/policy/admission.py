@@ -34,10 +34,13 @@ def held_back_by(
     settings: PolicySettings,
     now: float,
     holds: Holds | None = None,
+    ranks: Sequence[JobRank] | None = None,
 ) -> str | None:
     """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start. `holds`
-    is the room held against it for starving gangs, when the caller has it (`held_for_starving`)."""
-    ranks = rank_gangs(snapshot, now, settings)
+    is the room held against it for starving gangs and `ranks` every gang's rank (`rank_gangs`), when the
+    caller has them (`held_for_starving`)."""
+    if ranks is None:
+        ranks = rank_gangs(snapshot, now, settings)
     own = next((rank for rank in ranks if rank.subject == state.key), None)
     if own is None:
         own = gang_rank(snapshot, next(iter(state.members)), now, settings)
@@ -95,11 +98,14 @@ def _conflict(
     return None
 
 
-def held_for_starving(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> Holds:
+def held_for_starving(
+    snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float, ranks: Sequence[JobRank]
+) -> Holds:
     """The room held against the gang of `state` for the starving gangs that go before it (see `backfill`):
-    the planner leaves it out, so a lower-ranked gang is planned around it."""
-    own = gang_rank(snapshot, next(iter(state.members)), now, settings)
-    ranks = rank_gangs(snapshot, now, settings)
+    the planner leaves it out, so a lower-ranked gang is planned around it. `ranks`: `rank_gangs`."""
+    own = next((rank for rank in ranks if rank.subject == state.key), None)
+    if own is None:
+        own = gang_rank(snapshot, next(iter(state.members)), now, settings)
     holding = holding_gangs(snapshot, ranks, settings)
     return starving_holds(snapshot, ranks, own, settings, now, cluster_capacity(snapshot), holding)
 

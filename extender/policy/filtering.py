@@ -33,6 +33,7 @@ from extender.policy.gang import (
     waiting_reason,
 )
 from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.ranking import rank_gangs
 from extender.policy.resources import EMPTY, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import planned_reservation
@@ -148,7 +149,8 @@ def _admit(
     ):
         return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
     pinned = {pod.key: frozenset(candidates)}
-    holds = held_for_starving(snapshot, state, settings, now)
+    ranks = rank_gangs(snapshot, now, settings)
+    holds = held_for_starving(snapshot, state, settings, now, ranks)
     kept_out = {node: EMPTY - room for node, room in holds.items()}
     verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=kept_out or None)
     if holds and not verdict.admitted:
@@ -165,7 +167,7 @@ def _admit(
             resolvable=not verdict.waiting_for_members,
         )
         return _with_plan_changes(decision, verdict, release)
-    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, holds)
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, holds, ranks)
     if yielding is not None:
         return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
