@@ -11,7 +11,20 @@ import pytest
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
 from extender.sim.policies import Ours
-from extender.sim.workload import JobSpec, NodeSpec, Workload, from_snapshot, kod2, load_trace, pai_like, save_trace
+from extender.sim.workload import (
+    JobSpec,
+    NodeSpec,
+    Workload,
+    from_snapshot,
+    gpu_gangs,
+    heavy_tail,
+    kod2,
+    load_trace,
+    mixed,
+    pai_like,
+    save_trace,
+    with_load,
+)
 from extender.state.manifests import dump_state
 
 
@@ -178,3 +191,25 @@ def test_ours_beats_gang_fifo_on_a_small_contended_rigid_trace() -> None:
     assert ours["avg_jct_s"] < 0.85 * fifo["avg_jct_s"]  # type: ignore[operator]
     started = {name: job["started_s"] for name, job in ours["jobs"].items()}  # type: ignore[attr-defined]
     assert all(started[f"small-{i}"] < started["wide"] for i in range(4))
+
+
+def test_the_gpu_scenarios_have_their_shapes() -> None:
+    rigid, heavy, mixed_jobs = gpu_gangs(seed=2), heavy_tail(seed=2), mixed(seed=2)
+    for trace in (rigid, heavy, mixed_jobs):
+        assert all(node.gpu == 4 for node in trace.nodes)
+        assert all(job.worker_gpu == 1 and 1 <= job.workers <= 8 for job in trace.jobs)
+    assert not any(job.elastic for job in rigid.jobs) and not any(job.elastic for job in heavy.jobs)
+    assert {job.elastic for job in mixed_jobs.jobs} == {True, False}
+    assert all(job.min_workers == job.max_workers == job.workers for job in rigid.jobs)
+    # the same draws: mixed only loosens the bounds of its elastic jobs
+    assert [job.workers for job in rigid.jobs] == [job.workers for job in mixed_jobs.jobs]
+
+
+def test_load_compresses_arrivals_and_keeps_the_jobs() -> None:
+    trace = gpu_gangs(seed=1, jobs=20, nodes=4)
+    faster = with_load(trace, 2.0)
+    assert [job.arrival_s for job in faster.jobs] == [round(job.arrival_s / 2, 1) for job in trace.jobs]
+    assert [replace(job, arrival_s=0.0) for job in faster.jobs] == [replace(job, arrival_s=0.0) for job in trace.jobs]
+    assert with_load(trace, 1.0) is trace
+    with pytest.raises(ValueError, match="positive"):
+        with_load(trace, 0.0)
