@@ -20,6 +20,10 @@ class Settings:
     max_body_bytes: int = 64 * 2**20
     """Requests larger than this (bytes) are refused with an `Error`; a 5000-node NodeList is ~63 MiB."""
     decision_history: int = 256
+    unseen_pod_wait_s: float = 0.1
+    """Seconds a verb about a gang member the model has not received yet waits for its watch event before
+    deciding on the request's copy, read-only (kube-scheduler watches the same API server and can be a
+    moment ahead of the extender)."""
     """How many recent decisions `/debug/decisions` keeps."""
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a

@@ -9,6 +9,7 @@ becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from extender.state.store import ClusterState
 log = logging.getLogger(__name__)
 
 NOT_SYNCED = "cache not synced"
+UNSEEN_POD_POLL_S = 0.005
+"""Seconds between looks at the model while waiting for a pod's watch event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,41 +49,61 @@ class BodyTooLarge(wire.WireError):
     pass
 
 
-def _pod_in_model(service: Service, raw_pod: wire.Json) -> tuple[PodView, ClusterSnapshot]:
-    """The pod as the model knows it (feeding the request's copy in first if the watch lags)."""
+class PodNotSeenYet(Exception):
+    """The pod asked about is a gang member the model has not received from its watch yet."""
+
+
+def _pod_in_model(service: Service, raw_pod: wire.Json, *, final: bool) -> tuple[PodView, ClusterSnapshot]:
+    """The pod as the model knows it, or, for a pod the watch has not delivered, the request's copy —
+    used read-only, never stored: only the API server feeds the model. Before its last attempt (`final`),
+    a call about an unseen gang member raises `PodNotSeenYet`, so the caller can let the watch catch up."""
     service.state.release_expired(service.clock())
     snapshot = service.state.snapshot()
     known = snapshot.pods.get(convert.pod_key(raw_pod))
     if known is not None:
         return known, snapshot
     pod = convert.pod_view(raw_pod)
-    service.state.observe_pod(raw_pod)
-    snapshot = service.state.snapshot()
-    return snapshot.pods.get(pod.key, pod), snapshot
+    if pod.group and not final:
+        raise PodNotSeenYet(pod.key)
+    return pod, snapshot
 
 
-Handler = Callable[[Service, bytes], bytes]
+Handler = Callable[[Service, bytes, bool], bytes]
 EMPTY_REPLIES: dict[str, dict[str, object]] = {
     "filter": {"NodeNames": None, "Nodes": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None},
-    "prioritize": {},
     "preempt": {"NodeNameToMetaVictims": {}},
 }
 
 
-def answer(service: Service, verb: str, body: bytes) -> bytes:
-    """The reply to one extender call, errors included; everything but the HTTP framing."""
+def error_reply(verb: str, message: str) -> bytes:
+    """A 200 body kube-scheduler can decode for a failed call. A HostPriorityList has no `Error` field
+    (kube-scheduler ignores prioritize failures), so a failed prioritize is an empty list and the
+    message goes to the log."""
+    if verb == "prioritize":
+        log.warning("%s", message)
+        return b"[]"
+    return wire.encode_error(message, **EMPTY_REPLIES[verb])
+
+
+def answer(service: Service, verb: str, body: bytes, *, final: bool = True) -> bytes:
+    """The reply to one extender call, errors included; everything but the HTTP framing.
+
+    With `final=False`, a call about a gang member the watch has not delivered yet raises
+    `PodNotSeenYet` instead of answering, so the caller can retry once the model has the pod."""
     started = time.perf_counter()
     try:
         if not service.state.is_synced():
             raise wire.WireError(NOT_SYNCED)
-        reply = HANDLERS[verb](service, body)
+        reply = HANDLERS[verb](service, body, final)
+    except PodNotSeenYet:
+        raise
     except (wire.WireError, convert.ConversionError) as error:
         service.metrics.decisions.labels(verb, "bad-request").inc()
-        reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+        reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
     except Exception as error:
         log.exception("%s failed", verb)
         service.metrics.decisions.labels(verb, "error").inc()
-        reply = wire.encode_error(f"tfjob-extender {verb}: internal error: {error!r}", **EMPTY_REPLIES[verb])
+        reply = error_reply(verb, f"tfjob-extender {verb}: internal error: {error!r}")
     service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
     return reply
 
@@ -103,12 +126,24 @@ class VerbGateway:
             return
         try:
             body = await self._body(scope, receive)
-            reply = answer(self.service, verb, body)
+            reply = await self._answer(verb, body)
         except BodyTooLarge as error:
-            reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+            reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": reply})
+
+    async def _answer(self, verb: str, body: bytes) -> bytes:
+        """The reply, giving the watch up to `unseen_pod_wait_s` to deliver a gang member kube-scheduler
+        asks about first (it watches the same API server, so it can be a moment ahead)."""
+        waited = 0.0
+        budget = self.service.settings.unseen_pod_wait_s
+        while True:
+            try:
+                return answer(self.service, verb, body, final=waited >= budget)
+            except PodNotSeenYet:
+                await asyncio.sleep(UNSEEN_POD_POLL_S)
+                waited += UNSEEN_POD_POLL_S
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         """The request body, refusing anything over the cap without reading it all."""
@@ -134,9 +169,9 @@ def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot
     service.history.add(Record(service.clock(), verb, pod.key, snapshot.generation, decision))
 
 
-def _filter(service: Service, body: bytes) -> bytes:
+def _filter(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
+    pod, snapshot = _pod_in_model(service, args.pod, final=final)
     decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
     if decision.reserve or decision.release_groups or decision.failed_plan is not None:
         service.state.commit_plan(
@@ -146,17 +181,17 @@ def _filter(service: Service, body: bytes) -> bytes:
     return wire.encode_filter(decision, args)
 
 
-def _prioritize(service: Service, body: bytes) -> bytes:
+def _prioritize(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
+    pod, snapshot = _pod_in_model(service, args.pod, final=True)
     decision = prioritize_pod(snapshot, pod, args.candidates, service.settings.policy)
     _record(service, "prioritize", pod, snapshot, decision)
-    return wire.encode_scores(decision, args.candidates)
+    return wire.encode_scores(decision)
 
 
-def _preempt(service: Service, body: bytes) -> bytes:
+def _preempt(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_preemption_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
+    pod, snapshot = _pod_in_model(service, args.pod, final=True)
     if pod.group and pod.scheduler_name == service.settings.policy.scheduler_name:
         decision = job_level_preemption(pod)
     else:

@@ -10,7 +10,8 @@ this module sits on the serial path of every scheduling attempt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,15 +80,30 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     document = decode(body)
     pod = _pod(document)
     names = field(document, "NodeNames")
-    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-        raise WireError("NodeNames must be a list of strings or null")
+    if names is not None:
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+            raise WireError("NodeNames must be a list of strings or null")
+        if len(set(names)) != len(names):
+            names = list(dict.fromkeys(names))
     node_list = _mapping(document, "Nodes")
     items = None if node_list is None else field(node_list, "items")
     if items is not None and (not isinstance(items, list) or not all(isinstance(n, dict) for n in items)):
         raise WireError("Nodes.items must be a list of Node objects")
     if names is None and node_list is not None:
-        items = items or []
+        items = _distinct_nodes(items or [])
     return ExtenderArgs(pod, names, items)
+
+
+def _distinct_nodes(items: list[Json]) -> list[Json]:
+    """Node objects with repeated names dropped (the first kept): each candidate is answered once."""
+    seen: set[str] = set()
+    distinct = []
+    for node in items:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        if name not in seen:
+            seen.add(name)
+            distinct.append(node)
+    return distinct
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,20 +179,27 @@ def encode_filter(decision: FilterDecision, args: ExtenderArgs) -> bytes:
     return orjson.dumps(result)
 
 
-def encode_filter_error(message: str) -> bytes:
+_HOST_ENTRY_PREFIXES: dict[str, bytes] = {}
+"""Node name → `{"Host":"<name>","Score":` (JSON-escaped), so a reply is joined from ready-made pieces."""
+_HOST_ENTRY_LIMIT = 65536
+_SCORE_SUFFIXES = [b"%d}" % score for score in range(101)]
+
+
+def encode_scores(decision: ScoreDecision) -> bytes:
+    """A HostPriorityList: one `{"Host", "Score"}` per scored node (integer scores, as Go's int64 needs)."""
+    prefixes = _HOST_ENTRY_PREFIXES
+    if len(prefixes) > _HOST_ENTRY_LIMIT:
+        prefixes.clear()
+    for host in decision.hosts:
+        if host not in prefixes:
+            prefixes[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
+    values = decision.values
+    if values and min(values) >= 0 and max(values) < len(_SCORE_SUFFIXES):
+        entries = map(operator.add, map(prefixes.__getitem__, decision.hosts), map(_SCORE_SUFFIXES.__getitem__, values))
+        return b"[" + b",".join(entries) + b"]"
     return orjson.dumps(
-        {
-            "NodeNames": None,
-            "Nodes": None,
-            "FailedNodes": None,
-            "FailedAndUnresolvableNodes": None,
-            "Error": go_safe(message),
-        }
+        [{"Host": host, "Score": int(value)} for host, value in zip(decision.hosts, values, strict=True)]
     )
-
-
-def encode_scores(decision: ScoreDecision, candidates: Sequence[str]) -> bytes:
-    return orjson.dumps([{"Host": node, "Score": int(decision.scores.get(node, 0))} for node in candidates])
 
 
 def encode_preemption(decision: PreemptDecision) -> bytes:

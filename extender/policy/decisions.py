@@ -8,9 +8,10 @@ remember — which the caller applies; the policy itself never mutates anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from extender.policy.capacity import Floats
 from extender.policy.model import FailedPlan, Reservation
 
 
@@ -33,10 +34,25 @@ class FilterDecision:
 class ScoreDecision:
     outcome: str
     summary: str
-    scores: Mapping[str, int]
-    breakdown: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    """Node → the score's components, named by `components`."""
+    hosts: Sequence[str]
+    """The candidate nodes, as asked (each once)."""
+    values: Sequence[int]
+    """The score of each of `hosts`, in the same order."""
+    parts: tuple[Floats, ...] = ()
+    """For each of `components`, its value on each of `hosts` (kept as computed, rendered on demand)."""
     components: tuple[str, ...] = ()
+
+    @property
+    def scores(self) -> dict[str, int]:
+        """Node → score."""
+        return dict(zip(self.hosts, self.values, strict=True))
+
+    @property
+    def breakdown(self) -> dict[str, tuple[float, ...]]:
+        """Node → the score's components, named by `components`."""
+        if not self.parts:
+            return {}
+        return {host: tuple(float(part[i]) for part in self.parts) for i, host in enumerate(self.hosts)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,12 @@ Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+
+import numpy as np
 
 from extender.policy.admission import held_back_by
+from extender.policy.capacity import Demand, Mask, Matrix
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
     GangState,
@@ -49,6 +53,12 @@ def filter_pod(
         return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
     if not pod.group:
         return fit_filter(snapshot, pod, candidates)
+    if pod.key not in snapshot.pods:
+        reason = (
+            f"gang {pod.group}: pod {pod.key} is not in the extender's model yet (its watch event has not "
+            "arrived); the gang is planned once it is"
+        )
+        return _reject(candidates, "waiting", reason, resolvable=True)
     held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)
     if held is not None and held.expires_at > now:
         state = gang_state(snapshot, pod.group)
@@ -99,33 +109,45 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     """Keep the nodes whose free capacity (after bound pods and reservations) holds the pod's requests.
 
     Only the pod's own reservation (one left behind by an expired plan) counts as free for it; the places
-    its gang holds for other members do not.
+    its gang holds for other members do not. The check runs on the dense capacity table, all candidates
+    at once; only the nodes that fail are visited one by one, for their reasons.
     """
-    feasible: list[str] = []
+    table = snapshot.capacity
+    rows = table.rows_of(candidates)
+    known = rows >= 0
+    demand = table.demand(pod.requests)
+    room = table.available[np.where(known, rows, 0)] if len(rows) else table.available[:0]
+    own = snapshot.reservations.get(pod.key)
+    if own is not None and own.node in table.rows:
+        room = room.copy()
+        room[rows == table.rows[own.node]] += table.vector(own.requests)
+    short = _short_columns(room, demand)
+    fits = known & ~short.any(axis=1) if not demand.unknown else np.zeros(len(rows), dtype=np.bool_)
+    summary = f"{int(fits.sum())}/{len(candidates)} nodes fit {describe(pod.requests)}"
+    if fits.all():
+        return FilterDecision("fit", summary, tuple(candidates))
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    own = snapshot.reservations.get(pod.key)
-    handed_back = {own.node: own.requests} if own is not None else {}
-    reasons: dict[tuple[str, ...], str] = {}
-    requests = pod.requests
-    nodes = snapshot.nodes
-    for name in candidates:
-        state = nodes.get(name)
-        if state is None:
+    reasons: dict[bytes, str] = {}
+    names = table.layout.names
+    for position in np.flatnonzero(~fits).tolist():
+        name = candidates[position]
+        if not known[position]:
             unresolvable[name] = "node is not in the extender's cluster model yet"
             continue
-        back = handed_back.get(name)
-        free = state.available if back is None else state.available + back
-        if requests.fits_in(free):
-            feasible.append(name)
-            continue
-        missing = requests.missing_names(free)
-        reason = reasons.get(missing)
+        pattern = short[position].tobytes()
+        reason = reasons.get(pattern)
         if reason is None:
-            reason = reasons[missing] = "insufficient " + ", ".join(missing)
+            missing = sorted({*(names[c] for c in demand.columns[short[position]].tolist()), *demand.unknown})
+            reason = reasons[pattern] = "insufficient " + ", ".join(missing)
         failed[name] = reason
-    summary = f"{len(feasible)}/{len(candidates)} nodes fit {describe(pod.requests)}"
-    return FilterDecision("fit" if feasible else "no-fit", summary, tuple(feasible), failed, unresolvable)
+    feasible = tuple(compress(candidates, fits.tolist()))
+    return FilterDecision("fit" if feasible else "no-fit", summary, feasible, failed, unresolvable)
+
+
+def _short_columns(room: Matrix, demand: Demand) -> Mask:
+    """Per row of `room`, which of the demand's columns it lacks."""
+    return np.asarray(room[:, demand.columns] < demand.amounts, dtype=np.bool_)
 
 
 def _admit(

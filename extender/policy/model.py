@@ -12,8 +12,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from extender.policy.capacity import EMPTY_TABLE, CapacityTable
 from extender.policy.frozenmap import FrozenMap, empty_frozen_map
-from extender.policy.resources import CPU, EMPTY, GPU, MEMORY, Resources
+from extender.policy.resources import EMPTY, Resources
 
 
 class Role(enum.Enum):
@@ -42,9 +43,6 @@ _PLACEMENT_ORDER = {
 }
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
-"""The resources whose free share measures how idle a node is."""
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 """The built-in top network layer: one domain, the whole cluster."""
@@ -224,18 +222,9 @@ class NodeState:
     """Requests of pods planned onto this node by a gang reservation and not bound yet."""
     available: Resources = field(init=False)
     """Allocatable minus requested minus reserved: what any new pod may still take."""
-    idle_terms: tuple[tuple[str, int, float], ...] = field(init=False)
-    """(resource, available amount, 1 / allocatable) for each idleness dimension the node has."""
 
     def __post_init__(self) -> None:
-        available = self.node.allocatable - self.requested - self.reserved
-        object.__setattr__(self, "available", available)
-        terms = tuple(
-            (name, available.get(name), 1.0 / self.node.allocatable.get(name))
-            for name in IDLENESS_DIMENSIONS
-            if self.node.allocatable.get(name) > 0
-        )
-        object.__setattr__(self, "idle_terms", terms)
+        object.__setattr__(self, "available", self.node.allocatable - self.requested - self.reserved)
 
     @property
     def name(self) -> str:
@@ -310,6 +299,8 @@ class ClusterSnapshot:
     network_topology: tuple[NetworkLayer, ...] | None = None
     """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
     node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
+    capacity: CapacityTable = field(default=EMPTY_TABLE, compare=False)
+    """The nodes' allocatable and available capacity as dense arrays (the same numbers as `nodes`)."""
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""

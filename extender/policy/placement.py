@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.policy.model import IDLENESS_DIMENSIONS, NodeState, PodView, Role
-from extender.policy.resources import CPU, GPU, MEMORY, Resources, total
+from extender.policy.model import PodView, Role
+from extender.policy.resources import CPU, GPU, IDLENESS_DIMENSIONS, MEMORY, Resources, total
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,20 +48,6 @@ def idleness(free: Resources, allocatable: Resources) -> float:
         max(free.get(name), 0) / allocatable.get(name) for name in IDLENESS_DIMENSIONS if allocatable.get(name) > 0
     ]
     return sum(shares) / len(shares) if shares else 0.0
-
-
-def idleness_after(node: NodeState, request: Resources) -> float:
-    """`idleness(node.available - request, allocatable)` without building the difference (hot path)."""
-    terms = node.idle_terms
-    if not terms:
-        return 0.0
-    shares = 0.0
-    wanted = request.amounts
-    for name, available, inverse in terms:
-        left = available - wanted.get(name, 0)
-        if left > 0:
-            shares += left * inverse
-    return shares / len(terms)
 
 
 def role_order(pods: Sequence[PodView]) -> list[PodView]:

@@ -18,6 +18,8 @@ MEMORY = "memory"
 PODS = "pods"
 GPU = "nvidia.com/gpu"
 MILLI_UNIT_RESOURCES = frozenset({CPU})
+IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
+"""The resources whose free share measures how idle a node is."""
 
 _BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_SUFFIXES = {

@@ -33,6 +33,7 @@ from extender.policy.model import (
 )
 from extender.policy.resources import EMPTY, Resources
 from extender.state import convert
+from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
 
@@ -53,6 +54,7 @@ class ClusterState:
         self._node_views: dict[str, NodeView] = {}
         self._usage: dict[str, tuple[Resources, frozenset[str]]] = {}
         self._nodes: CowMap[str, NodeState] = CowMap()
+        self._capacity = CapacityLedger()
         self._pods: CowMap[str, PodView] = CowMap()
         self._groups_by_kind: dict[Kind, dict[str, GroupView]] = {kind: {} for kind in GROUP_KINDS}
         self._groups: CowMap[str, GroupView] = CowMap()
@@ -95,12 +97,6 @@ class ClusterState:
                 self._delete(kind, key)
             for obj in fresh.values():
                 self._apply(kind, "MODIFIED", obj)
-
-    def observe_pod(self, obj: Mapping[str, Any]) -> None:
-        """Take a pod kube-scheduler asked about before its watch event arrived (never overrides one)."""
-        with self._lock:
-            if convert.object_key(obj, namespaced=True) not in self._keys[Kind.POD]:
-                self._apply(Kind.POD, "ADDED", obj)
 
     def mark_synced(self, kind: Kind) -> None:
         with self._lock:
@@ -177,6 +173,7 @@ class ClusterState:
                     preemptions=self._preemptions.freeze(),
                     network_topology=self._network_topology,
                     node_labels_epoch=self._labels_epoch,
+                    capacity=self._capacity.freeze(),
                 )
             return self._snapshot
 
@@ -256,6 +253,7 @@ class ClusterState:
         if view is None:
             self._node_views.pop(name, None)
             self._nodes.delete(name)
+            self._capacity.drop_node(name)
             self._changed()
             return
         self._node_views[name] = view
@@ -268,7 +266,9 @@ class ClusterState:
         if view is None:
             return
         requested, pods = self._usage.get(name, (EMPTY, frozenset()))
-        self._nodes.set(name, NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY))
+        state = NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY)
+        self._nodes.set(name, state)
+        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable)
 
     def _use(self, pod: PodView, sign: int) -> None:
         requested, pods = self._usage.get(pod.node_name, (EMPTY, frozenset()))

@@ -472,14 +472,6 @@ def test_a_pod_without_a_namespace_is_keyed_in_default() -> None:
     assert state.snapshot().pods == {}
 
 
-def test_observe_pod_adds_an_unknown_pod_but_never_overrides_the_watch() -> None:
-    state = cluster(make_node("node-0"), BOUND)
-    state.observe_pod(PENDING)  # an older copy, as kube-scheduler sent it
-    assert state.snapshot().pods["default/p"].node_name == "node-0"
-    state.observe_pod(make_pod("new"))
-    assert "default/new" in state.snapshot().pods
-
-
 def test_sync_is_reported_per_kind() -> None:
     state = ClusterState()
     assert not state.is_synced()
