@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation, Role
-from extender.policy.placement import Placement, PlacementUnit, place_units
+from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
 from extender.policy.resources import EMPTY, Resources, describe, smallest
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
@@ -144,7 +146,7 @@ def plan_gang(
     }
     pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
     smallest_pod = smallest(pod.requests for pods in pending.values() for pod in pods)
-    free, allocatable = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
+    capacity = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
     units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
     required = {
         group.key: group.min_member - _already_placed(state.members[group.key], own_reservations)
@@ -152,9 +154,9 @@ def plan_gang(
     }
     where = refusal = ""
     if _rules(state) and any(count > 0 for count in required.values()):
-        placement, where, refusal = _gathered(snapshot, state, units, free, allocatable, required, settings)
+        placement, where, refusal = _gathered(snapshot, state, units, capacity, required, settings)
     else:
-        placement = place_units(units, free, allocatable)
+        placement = place(units, capacity)
     placed_by_group = Counter(
         group for group, pods in pending.items() for pod in pods if pod.key in placement.assignments
     )
@@ -188,8 +190,7 @@ def _gathered(
     snapshot: ClusterSnapshot,
     state: GangState,
     units: Sequence[PlacementUnit],
-    free: Mapping[str, Resources],
-    allocatable: Mapping[str, Resources],
+    capacity: FreeCapacity,
     required: Mapping[str, int],
     settings: PolicySettings,
 ) -> tuple[Placement, str, str]:
@@ -200,6 +201,7 @@ def _gathered(
     must_depth = must_gather_depth(tree, _rules(state))
     if isinstance(must_depth, str):
         return Placement({}, ()), "", f"gang {state.key}: {must_depth}"
+    free, _ = capacity.as_resources()
     pods = [pod for unit in units for pod in unit.pods]
     allowed = {key: nodes for unit in units for key, nodes in unit.allowed.items()}
     shapes = shapes_of(pods, allowed)
@@ -214,7 +216,7 @@ def _gathered(
             if by_index:
                 placement = place_in_index_order(units, nodes, order)
             else:
-                placement = place_units(units, nodes, allocatable, node_order=order)
+                placement = place(units, capacity.subset(order), node_order=order)
             if every_pod:
                 return placement, not placement.unplaced
             placed = Counter(unit.key for unit in units for pod in unit.pods if pod.key in placement.assignments)
@@ -302,10 +304,10 @@ def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
 
 def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
     """Schedulable nodes with room (before any hand-back) for at least the smallest of `pods`."""
-    least = smallest(pod.requests for pod in pods)
-    return frozenset(
-        name for name, node in snapshot.nodes.items() if node.node.schedulable and least.fits_in(node.available)
-    )
+    table = snapshot.capacity
+    rows = np.flatnonzero(table.schedulable)
+    roomy = rows[table.fits(rows, table.demand(smallest(pod.requests for pod in pods)))]
+    return frozenset(table.names[row] for row in roomy.tolist())
 
 
 def _free_capacity(
@@ -314,26 +316,28 @@ def _free_capacity(
     freed: Mapping[str, Resources],
     smallest_pod: Resources,
     nodes: Collection[str] | None,
-) -> tuple[dict[str, Resources], dict[str, Resources]]:
+) -> FreeCapacity:
     """Free capacity, with the given pods' reservations handed back, on the schedulable nodes that can hold
     at least `smallest_pod` (no member fits anywhere else, so leaving those nodes out changes no plan)."""
     handed_back: dict[str, Resources] = dict(freed)
     for pod_key in released:
         held = snapshot.reservations[pod_key]
         handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests
-    names: Iterable[str] = snapshot.nodes if nodes is None else {*nodes, *handed_back}
-    free: dict[str, Resources] = {}
-    allocatable: dict[str, Resources] = {}
-    for name in names:
-        node = snapshot.nodes.get(name)
-        if node is None or not node.node.schedulable:
-            continue
-        back = handed_back.get(name)
-        room = node.available if back is None else node.available + back
-        if smallest_pod.fits_in(room):
-            free[name] = room
-            allocatable[name] = node.node.allocatable
-    return free, allocatable
+    table = snapshot.capacity
+    if nodes is None:
+        rows = np.arange(len(table.names), dtype=np.intp)
+    else:
+        rows = table.rows_of(sorted({*nodes, *handed_back}))
+        rows = rows[rows >= 0]
+    room = table.available[rows]
+    if handed_back:
+        room = room.copy()
+        back_rows = table.rows_of(list(handed_back))
+        for row, back in zip(back_rows.tolist(), handed_back.values(), strict=True):
+            if row >= 0:
+                room[rows == row] += table.vector(back)
+    keep = table.schedulable[rows] & table.fits(rows, table.demand(smallest_pod), room)
+    return FreeCapacity(table, rows[keep], room[keep])
 
 
 def _unit(

@@ -11,10 +11,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from extender.policy.capacity import EMPTY_TABLE, CapacityTable
 from extender.policy.frozenmap import FrozenMap, empty_frozen_map
 from extender.policy.resources import EMPTY, Resources
+
+if TYPE_CHECKING:
+    from extender.policy.queue import GangQueue
 
 
 class Role(enum.Enum):
@@ -301,6 +305,8 @@ class ClusterSnapshot:
     node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
     capacity: CapacityTable = field(default=EMPTY_TABLE, compare=False)
     """The nodes' allocatable and available capacity as dense arrays (the same numbers as `nodes`)."""
+    queue: GangQueue | None = field(default=None, compare=False)
+    """Every gang's rank inputs and the wait queue, kept by the model (None: derive it when needed)."""
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""

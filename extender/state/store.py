@@ -15,6 +15,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from extender.policy.frozenmap import CowMap
@@ -31,7 +32,9 @@ from extender.policy.model import (
     PreemptionRecord,
     Reservation,
 )
+from extender.policy.queue import QueueBuilder
 from extender.policy.resources import EMPTY, Resources
+from extender.policy.settings import PolicySettings
 from extender.state import convert
 from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
@@ -46,8 +49,9 @@ GROUP_KINDS = (Kind.PODGROUP, Kind.PODGROUP_SIGS)
 class ClusterState:
     """Watch-fed model of nodes, pods, PodGroups, TFJobs and PriorityClasses, plus gang reservations."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: PolicySettings | None = None) -> None:
         self._lock = threading.Lock()
+        self._queue = QueueBuilder(settings or PolicySettings())
         self._generation = 0
         self._capacity_generation = 0
         self._synced: set[Kind] = set()
@@ -156,7 +160,7 @@ class ClusterState:
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:
             if self._snapshot is None:
-                self._snapshot = ClusterSnapshot(
+                base = ClusterSnapshot(
                     generation=self._generation,
                     capacity_generation=self._capacity_generation,
                     nodes=self._nodes.freeze(),
@@ -175,6 +179,7 @@ class ClusterState:
                     node_labels_epoch=self._labels_epoch,
                     capacity=self._capacity.freeze(),
                 )
+                self._snapshot = replace(base, queue=self._queue.refresh(base))
             return self._snapshot
 
     def groups_of_kind(self, kind: Kind) -> list[GroupView]:
@@ -217,11 +222,13 @@ class ClusterState:
             self._set_group(kind, key, convert.group_view(obj, BY_KIND[kind].api_version.split("/")[0]))
         elif kind is Kind.TFJOB:
             self._jobs.set(key, convert.job_view(obj))
+            self._touch_job(key)
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, convert.network_layers(obj))
         else:
             self._priority_classes.set(key, convert.priority_class_value(obj))
+            self._queue.touch_everything()
             self._changed()
 
     def _delete(self, kind: Kind, key: str) -> None:
@@ -233,11 +240,13 @@ class ClusterState:
             self._set_group(kind, key, None)
         elif kind is Kind.TFJOB:
             self._jobs.delete(key)
+            self._touch_job(key)
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, None)
         else:
             self._priority_classes.delete(key)
+            self._queue.touch_everything()
             self._changed()
 
     def _set_network_topology(self, name: str, layers: tuple[NetworkLayer, ...] | None) -> None:
@@ -246,8 +255,17 @@ class ClusterState:
             self._network_topology = layers
             self._changed(capacity=True)
 
+    def _touch_job(self, job: str) -> None:
+        """The gangs of the job's pods (their weight, priority and arrival come from the job)."""
+        for key in self._job_members.get(job) or ():
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._queue.touch(pod.group)
+
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)
+        if view is None or old is None or (old.allocatable, old.schedulable) != (view.allocatable, view.schedulable):
+            self._queue.touch_everything()
         if view is None or old is None or old.labels != view.labels:
             self._labels_epoch = NodeLabelsEpoch()
         if view is None:
@@ -291,6 +309,9 @@ class ClusterState:
             self._pods.set(key, pod)
         self._index_member(self._group_members, old.group if old else "", pod.group if pod else "", key)
         self._index_member(self._job_members, old.job if old else "", pod.job if pod else "", key)
+        if old != pod:
+            self._queue.touch(old.group if old else "", pod.group if pod else "")
+            self._queue.loose_pod(old, pod)
         released = self._settle_reservation(key, pod)
         for group in {old.group if old else "", pod.group if pod else ""} - {""}:
             if old is None or pod is None or _membership_changed(old, pod):
@@ -328,6 +349,7 @@ class ClusterState:
         self._group_generations.set(group, self._generation + 1)
 
     def _set_group(self, kind: Kind, key: str, view: GroupView | None) -> None:
+        old = self._groups.get(key)
         if view is None:
             self._groups_by_kind[kind].pop(key, None)
         else:
@@ -338,6 +360,7 @@ class ClusterState:
             self._release_group(key)
         else:
             self._groups.set(key, merged)
+        self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))
         self._bump_group(key)
         self._changed(capacity=view is None)
 
@@ -345,6 +368,7 @@ class ClusterState:
         if reservation.pod in self._reservations:
             self._drop_reservation(reservation.pod)
         self._reservations.set(reservation.pod, reservation)
+        self._touch_reserved(reservation)
         held = self._reserved_by_node.get(reservation.node) or EMPTY
         self._reserved_by_node.set(reservation.node, held + reservation.requests)
         self._refresh_node(reservation.node)
@@ -354,12 +378,17 @@ class ClusterState:
         held = self._reservations.delete(pod_key)
         if held is None:
             return
+        self._touch_reserved(held)
         remaining = (self._reserved_by_node.get(held.node) or EMPTY) - held.requests
         if remaining:
             self._reserved_by_node.set(held.node, remaining)
         else:
             self._reserved_by_node.delete(held.node)
         self._refresh_node(held.node)
+
+    def _touch_reserved(self, reservation: Reservation) -> None:
+        pod = self._pods.get(reservation.pod)
+        self._queue.touch(reservation.group, pod.group if pod is not None else "")
 
     def _release_group(self, group: str) -> int:
         """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""

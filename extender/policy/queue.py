@@ -1,0 +1,358 @@
+"""The gang queue: every gang's rank inputs and standing, kept up to date as events arrive.
+
+Ranking every gang from scratch costs O(gangs × members) per decision, which grows with the number of
+waiting gangs. Instead the model keeps one `GangSummary` per gang — what `weights.rank_of` and the
+admission and preemption rules read: its job, PriorityClass value, KOD2 base weight, arrival, pending
+count, whether it is satisfied or complete, what its members hold — and re-derives it only for gangs an
+event touched (the model knows which). A snapshot holds the resulting immutable `GangQueue`:
+- `rank(key, now)` is O(1): aging is applied at `now` from the stored inputs;
+- `waiting(now)` yields the gangs that wait unsatisfied in rank order, lazily: the static order (priority,
+  base weight, arrival, key) kept sorted as gangs change, merged with the few starving gangs, whose aged
+  weights depend on `now` (aging only ever raises a weight, so only they can move up);
+- per-PriorityClass totals of what bound gangs and loose pods hold, and what elastic jobs hold beyond
+  their minimum, so a preemption that nothing lower could make room for is refused in O(classes).
+A summary is a pure function of the snapshot (`summarize`); the queue is a memo of them, never state a
+decision depends on. A gang whose members carry no creation time ranks last among equals (its arrival
+counts as the present, which is later than any known arrival).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from extender.policy.frozenmap import CowMap
+from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.resources import EMPTY, Resources, total
+from extender.policy.settings import PolicySettings
+from extender.policy.weights import (
+    JobRank,
+    aged_weight,
+    arrival_of,
+    cluster_capacity,
+    job_of,
+    job_weight,
+    priority_of,
+)
+
+Entry = TypeVar("Entry", tuple[tuple[int, float, float, str], str], tuple[float, str])
+
+
+@dataclass(frozen=True, slots=True)
+class GangSummary:
+    """One gang's rank inputs and standing (see the module docstring)."""
+
+    key: str
+    """The gang key: its PodGroups' keys, sorted and comma-joined."""
+    origin: str
+    """The PodGroup whose GangGroup annotation defined the gang (what `gang_state` is asked with)."""
+    job: str
+    priority: int
+    base_weight: float
+    arrival: float
+    """Seconds since the epoch; 0 when no creation time is known."""
+    pending: int
+    """Members waiting to be scheduled."""
+    satisfied: bool
+    """Every group has `minMember` placed or reserved."""
+    complete: bool
+    """Every PodGroup exists and has at least `minMember` members created."""
+    reserved: bool
+    """Some member holds a reservation."""
+    bound: Resources = EMPTY
+    """Requests of the members holding a node."""
+    bound_pods: int = 0
+    """How many members hold a node."""
+    surplus: Resources = EMPTY
+    """Requests of bound workers beyond the minimum of an elastic dynamic-worker TFJob (what scale-in frees)."""
+    scattered: bool = False
+    """A bound worker (other than worker 0) runs away from every node holding one of its job's PS."""
+
+    @property
+    def ages(self) -> bool:
+        """Waits unsatisfied with pending members: its weight ages, and it is in the wait queue."""
+        return self.pending > 0 and not self.satisfied
+
+    @property
+    def waiting(self) -> bool:
+        """Waits for room: pending, every member created, not satisfied (what admission defers to)."""
+        return self.ages and self.complete
+
+    def static_key(self) -> tuple[int, float, float, str]:
+        """The rank order before aging: priority, base weight, arrival (unknown last), key."""
+        return (-self.priority, -self.base_weight, self.arrival or math.inf, self.key)
+
+    def rank(self, now: float, settings: PolicySettings) -> JobRank:
+        arrival = self.arrival or now
+        waited = max(0.0, now - arrival) if self.ages else 0.0
+        weight, starving = aged_weight(self.base_weight, waited, settings)
+        return JobRank(self.key, self.priority, weight, arrival, starving, self.base_weight, self.job, waited)
+
+
+def summarize(
+    snapshot: ClusterSnapshot, origin: str, capacity: Resources, settings: PolicySettings
+) -> GangSummary | None:
+    """The summary of the gang `origin` defines, or None when it has no members."""
+    state = gang_state(snapshot, origin)
+    members = [pod for pods in state.members.values() for pod in pods]
+    if not members:
+        return None
+    job = job_of(snapshot, members)
+    bound = [pod for pod in members if pod.holds_node]
+    return GangSummary(
+        key=state.key,
+        origin=origin,
+        job=job.key if job is not None else "",
+        priority=priority_of(snapshot, job, members),
+        base_weight=settings.default_weight if job is None else job_weight(job, capacity, settings),
+        arrival=arrival_of(job, state.groups, members, 0.0),
+        pending=sum(1 for pod in members if pod.pending),
+        satisfied=is_satisfied(snapshot, state),
+        complete=waiting_reason(state) is None,
+        reserved=any(pod.key in snapshot.reservations for pod in members),
+        bound=total(pod.requests for pod in bound),
+        bound_pods=len(bound),
+        surplus=_surplus(snapshot, bound),
+        scattered=_scattered(bound),
+    )
+
+
+def _scattered(bound: list[PodView]) -> bool:
+    ps_nodes = {pod.node_name for pod in bound if pod.role is Role.PS}
+    return bool(ps_nodes) and any(
+        pod.role is Role.WORKER and pod.index > 0 and pod.node_name not in ps_nodes for pod in bound
+    )
+
+
+def _surplus(snapshot: ClusterSnapshot, bound: list[PodView]) -> Resources:
+    job = snapshot.jobs.get(bound[0].job) if bound and bound[0].job else None
+    if job is None or not job.enable_dynamic_worker or not job.elastic:
+        return EMPTY
+    return total(pod.requests for pod in bound if pod.role is Role.WORKER and pod.index >= job.min_workers)
+
+
+@dataclass(frozen=True, slots=True)
+class GangQueue:
+    """Immutable: the summaries of every gang with members, and the wait queue in static rank order."""
+
+    summaries: Mapping[str, GangSummary] = field(default_factory=dict)
+    gang_of: Mapping[str, str] = field(default_factory=dict)
+    """PodGroup key → the key of the gang it defines."""
+    order: tuple[tuple[tuple[int, float, float, str], str], ...] = ()
+    """(static key, gang key) of every gang that `ages`, sorted."""
+    by_arrival: tuple[tuple[float, str], ...] = ()
+    """(arrival, gang key) of the same gangs with a known arrival, sorted: the starving ones come first."""
+    held_by_priority: Mapping[int, Resources] = field(default_factory=dict)
+    """PriorityClass value → requests of the bound members of its gangs plus its bound loose pods."""
+    surplus_by_priority: Mapping[int, Resources] = field(default_factory=dict)
+    """PriorityClass value → what its elastic jobs hold beyond their minimum."""
+    weights: tuple[float, ...] | None = None
+    """The weight settings the base weights were computed with (see `weight_inputs`)."""
+    loose: Mapping[str, PodView] = field(default_factory=dict)
+    """Pods without a gang that hold a node, by key."""
+
+    def summary_of_group(self, group: str) -> GangSummary | None:
+        key = self.gang_of.get(group)
+        return self.summaries.get(key) if key is not None else None
+
+    def rank(self, key: str, now: float, settings: PolicySettings) -> JobRank | None:
+        summary = self.summaries.get(key)
+        return None if summary is None else summary.rank(now, settings)
+
+    def starving(self, now: float, settings: PolicySettings) -> list[JobRank]:
+        """The gangs waiting beyond the starvation limit at `now`, highest rank first."""
+        cut = bisect.bisect_left(self.by_arrival, (now - settings.starvation_limit_s, ""))
+        ranks = (self.summaries[key].rank(now, settings) for _, key in self.by_arrival[:cut])
+        return sorted((rank for rank in ranks if rank.starving), key=lambda rank: rank.sort_key)
+
+    def waiting(self, now: float, settings: PolicySettings) -> Iterator[JobRank]:
+        """Every gang that `ages` (pending, unsatisfied), highest rank first, at `now`."""
+        starving = self.starving(now, settings)
+        moved = {rank.subject for rank in starving}
+        steady = (self.summaries[key].rank(now, settings) for _, key in self.order if key not in moved)
+        yield from heapq.merge(starving, steady, key=lambda rank: rank.sort_key)
+
+    def loose_pods_below(self, snapshot: ClusterSnapshot, priority: int) -> list[PodView]:
+        """The pods without a gang, holding a node, of a priority below `priority`."""
+        lower = [value for value, held in self.held_by_priority.items() if value < priority and held]
+        if not lower:
+            return []
+        return [pod for pod in self.loose.values() if pod.priority < priority]
+
+    def freeable_below(self, priority: int) -> Resources:
+        """At most what a gang of this PriorityClass could free: everything held at lower priorities, and
+        the elastic surplus of its own class."""
+        lower = total(held for value, held in self.held_by_priority.items() if value < priority)
+        return lower + self.surplus_by_priority.get(priority, EMPTY)
+
+
+EMPTY_QUEUE = GangQueue()
+
+
+def weight_inputs(settings: PolicySettings) -> tuple[float, ...]:
+    """The settings a summary's base weight depends on."""
+    return (settings.default_weight, settings.weight_scale, settings.weight_offset, settings.weight_min_share)
+
+
+def queue_of(snapshot: ClusterSnapshot, settings: PolicySettings) -> GangQueue:
+    """The snapshot's queue when it was built with these weight settings, else one built afresh."""
+    queue = snapshot.queue
+    if queue is not None and queue.weights == weight_inputs(settings):
+        return queue
+    return QueueBuilder(settings).refresh(snapshot)
+
+
+class QueueBuilder:
+    """Keeps a `GangQueue` up to date: re-summarises only the gangs of the PodGroups marked as touched.
+
+    The model marks a PodGroup touched when a member, the PodGroup, the member's TFJob or a member's
+    reservation changes, and everything touched when a PriorityClass or the cluster's capacity (which
+    every weight is normalised against) changes; `refresh` then brings the queue up to date with one
+    snapshot. Not thread-safe: the model calls it under its lock.
+    """
+
+    def __init__(self, settings: PolicySettings) -> None:
+        self._settings = settings
+        self._summaries: dict[str, GangSummary] = {}
+        self._origins: dict[str, set[str]] = {}
+        """Gang key → the PodGroups whose annotation defines it."""
+        self._key_of_origin: dict[str, str] = {}
+        self._gangs_with: dict[str, set[str]] = {}
+        """PodGroup key → the gangs it belongs to."""
+        self._order: list[tuple[tuple[int, float, float, str], str]] = []
+        self._by_arrival: list[tuple[float, str]] = []
+        self._held: dict[int, Resources] = {}
+        self._surplus: dict[int, Resources] = {}
+        self._loose: dict[int, Resources] = {}
+        self._loose_pods: CowMap[str, PodView] = CowMap()
+        self._touched: set[str] = set()
+        self._everything = True
+        self._counted_loose = False
+        """Whether `_loose` has been derived from a snapshot once (events keep it up to date after that)."""
+        self._frozen: GangQueue | None = None
+
+    def touch(self, *groups: str) -> None:
+        self._touched.update(group for group in groups if group)
+        self._frozen = None
+
+    def touch_everything(self) -> None:
+        self._everything = True
+        self._frozen = None
+
+    def loose_pod(self, old: PodView | None, new: PodView | None) -> None:
+        """A pod without a gang changed: keep what loose pods hold per priority."""
+        if not self._counted_loose:
+            return
+        for pod, sign in ((old, -1), (new, +1)):
+            if pod is not None and not pod.group and pod.holds_node:
+                _add(self._loose, pod.priority, pod.requests, sign=sign)
+                if sign > 0:
+                    self._loose_pods.set(pod.key, pod)
+                else:
+                    self._loose_pods.delete(pod.key)
+                self._frozen = None
+
+    def refresh(self, snapshot: ClusterSnapshot) -> GangQueue:
+        if self._frozen is not None and not self._touched and not self._everything:
+            return self._frozen
+        capacity = cluster_capacity(snapshot)
+        if not self._counted_loose:
+            self._loose = {}
+            self._loose_pods.clear()
+            for pod in snapshot.pods.values():
+                if not pod.group and pod.holds_node:
+                    _add(self._loose, pod.priority, pod.requests)
+                    self._loose_pods.set(pod.key, pod)
+            self._counted_loose = True
+        if self._everything:
+            origins = set(self._key_of_origin) | set(snapshot.group_members)
+            self._everything = False
+        else:
+            origins = set(self._touched)
+            for group in self._touched:
+                for key in self._gangs_with.get(group, ()):
+                    origins |= self._origins.get(key, set())
+        self._touched.clear()
+        for origin in origins:
+            self._update(snapshot, origin, capacity)
+        held = dict(self._held)
+        for priority, amount in self._loose.items():
+            held[priority] = held.get(priority, EMPTY) + amount
+        self._frozen = GangQueue(
+            summaries=dict(self._summaries),
+            gang_of=dict(self._key_of_origin),
+            order=tuple(self._order),
+            by_arrival=tuple(self._by_arrival),
+            held_by_priority=held,
+            surplus_by_priority=dict(self._surplus),
+            weights=weight_inputs(self._settings),
+            loose=self._loose_pods.freeze(),
+        )
+        return self._frozen
+
+    def _update(self, snapshot: ClusterSnapshot, origin: str, capacity: Resources) -> None:
+        summary = summarize(snapshot, origin, capacity, self._settings) if origin in snapshot.group_members else None
+        old_key = self._key_of_origin.pop(origin, None)
+        if old_key is not None:
+            sharing = self._origins.get(old_key, set())
+            sharing.discard(origin)
+            if not sharing and (summary is None or summary.key != old_key):
+                self._drop(old_key)
+        if summary is not None:
+            self._key_of_origin[origin] = summary.key
+            self._origins.setdefault(summary.key, set()).add(origin)
+            self._put(summary)
+
+    def _put(self, summary: GangSummary) -> None:
+        if summary.key in self._summaries:
+            self._drop(summary.key, keep_origins=True)
+        self._summaries[summary.key] = summary
+        for group in summary.key.split(","):
+            self._gangs_with.setdefault(group, set()).add(summary.key)
+        if summary.ages:
+            bisect.insort(self._order, (summary.static_key(), summary.key))
+            if summary.arrival:
+                bisect.insort(self._by_arrival, (summary.arrival, summary.key))
+        _add(self._held, summary.priority, summary.bound)
+        _add(self._surplus, summary.priority, summary.surplus)
+
+    def _drop(self, key: str, *, keep_origins: bool = False) -> None:
+        summary = self._summaries.pop(key, None)
+        if not keep_origins:
+            self._origins.pop(key, None)
+        if summary is None:
+            return
+        for group in key.split(","):
+            gangs = self._gangs_with.get(group)
+            if gangs is not None:
+                gangs.discard(key)
+                if not gangs:
+                    del self._gangs_with[group]
+        if summary.ages:
+            _remove_sorted(self._order, (summary.static_key(), key))
+            if summary.arrival:
+                _remove_sorted(self._by_arrival, (summary.arrival, key))
+        _add(self._held, summary.priority, summary.bound, sign=-1)
+        _add(self._surplus, summary.priority, summary.surplus, sign=-1)
+
+
+def _add(totals: dict[int, Resources], priority: int, amount: Resources, *, sign: int = 1) -> None:
+    if not amount:
+        return
+    held = totals.get(priority, EMPTY)
+    updated = held + amount if sign > 0 else held - amount
+    if updated:
+        totals[priority] = updated
+    else:
+        totals.pop(priority, None)
+
+
+def _remove_sorted(items: list[Entry], item: Entry) -> None:
+    at = bisect.bisect_left(items, item)
+    if at < len(items) and items[at] == item:
+        del items[at]
