@@ -147,6 +147,8 @@ class Search:
     """Nodes with room for the smallest pending member before anything is freed."""
     room: Resources
     """Free capacity on `roomy` plus the gang's own reservations."""
+    deficit: Resources
+    """What `room` lacks of `demand`."""
     _units: dict[tuple[str, bool], tuple[VictimUnit, ...]] = field(default_factory=dict, compare=False)
 
     def units_of(self, subject: Subject) -> tuple[VictimUnit, ...]:
@@ -174,7 +176,7 @@ class Search:
     def could_admit(self, freed: Resources) -> bool:
         """The prefix-sum cut: freeing `freed` on top of the room already free may cover the least the gang
         needs (when it cannot, no plan could succeed)."""
-        return self.demand.fits_in(self.room + freed)
+        return self.deficit.fits_in(freed)
 
     def dry_run(self, chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
@@ -200,21 +202,22 @@ def open_search(
     refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
     if refusal is not None:
         return PreemptionRefusal(state.key, refusal)
-    if plan_gang(snapshot, state, settings, now).admitted:
-        return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
     capacity = cluster_capacity(snapshot)
     needs = still_needed(state)
     demand = least_demand(needs)
     if not demand.fits_in(capacity):
         missing = describe(demand.shortfall(capacity))
         return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
+    if plan_gang(snapshot, state, settings, now).admitted:
+        return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
     roomy = roomy_nodes(snapshot, pending)
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
     subjects = candidate_subjects(snapshot, state, preemptor, settings, now)
-    return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room)
+    deficit = demand.shortfall(room)
+    return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
 
 
 def _room(snapshot: ClusterSnapshot, nodes: frozenset[str]) -> Resources:
@@ -237,7 +240,7 @@ def candidate_subjects(
             continue
         if summary.priority == preemptor.priority and not summary.surplus:
             continue
-        if own.intersection(summary.key.split(",")):
+        if summary.origin in own or ("," in summary.key and own.intersection(summary.key.split(","))):
             continue
         rank = summary.rank(now, settings)
         if not may_preempt(preemptor, rank):
@@ -251,8 +254,8 @@ def candidate_subjects(
         for pod in queue.loose_pods_below(snapshot, preemptor.priority)
     ]
     surplus.sort(key=lambda subject: _ascending(subject.rank))
-    whole.sort(key=lambda subject: (_ascending(subject.rank), subject.size))
-    loose.sort(key=lambda subject: (_ascending(subject.rank), subject.key))
+    whole.sort(key=lambda subject: (*_ascending(subject.rank), subject.size))
+    loose.sort(key=lambda subject: (*_ascending(subject.rank), subject.key))
     return (*surplus, *whole, *loose)
 
 
@@ -264,15 +267,9 @@ def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
     return preemptor.weight > victim.weight
 
 
-def _ascending(rank: JobRank) -> tuple[object, ...]:
-    """Lowest rank first."""
-    return tuple(_negate(part) for part in rank.sort_key)
-
-
-def _negate(part: object) -> object:
-    if isinstance(part, int | float):
-        return -part
-    return part
+def _ascending(rank: JobRank) -> tuple[int, float, float, str]:
+    """Lowest rank first: the rank order's numeric parts reversed, ties still by key."""
+    return (rank.priority, rank.weight, -rank.arrival, rank.subject)
 
 
 def _pod_rank(pod: PodView, settings: PolicySettings) -> JobRank:
