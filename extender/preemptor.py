@@ -26,14 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.actuator import Actuator
-from extender.policy.gang import gang_state, plan_gang, waiting_reason
-from extender.policy.jobstates import JobState, job_states
-from extender.policy.model import ClusterSnapshot, PreemptionRecord
-from extender.policy.ranking import rank_gangs
-from extender.policy.scaling import plan_scale_in
+from extender.policy.jobstates import JobState, JobStateTracker
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot, PreemptionRecord, Reservation
+from extender.policy.preemption import carried_out, choose_preemption
+from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.policy.victims import PreemptionPlan
 from extender.policy.workerplan import imported_reservations
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ class PreemptionLoop:
     """Gang → (model generation, the gang's aged weight) of its last refused dry run. The same model and the
     same weight give the same refusal (running victim gangs do not age), so that gang is skipped for free
     until either changes: a large waiting gang does not cost a full dry run every tick."""
+    _tracker: JobStateTracker = field(default_factory=JobStateTracker)
+    _quiet: tuple[int, tuple[str, ...]] | None = None
+    """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
+    no gang newly starving gives the same answer, so the pass is skipped."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -79,47 +84,34 @@ class PreemptionLoop:
     def tick(self, now: float) -> PreemptionPlan | None:
         """One pass; returns the preemption carried out, if any."""
         self.state.release_expired(now)
-        planned = imported_reservations(self.state.snapshot(), now)
-        if planned:
-            self.state.commit_plan(reserve=planned)
+        self._import_worker_plans(now)
         snapshot = self.state.snapshot()
-        plan = self._choose(snapshot, now)
-        if plan is not None:
-            self._carry_out(snapshot, plan, now)
+        starving = tuple(rank.subject for rank in queue_of(snapshot, self.settings).starving(now, self.settings))
+        if (snapshot.generation, starving) == self._quiet:
+            return None
+        choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
+        live = queue_of(snapshot, self.settings).summaries
+        self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
+        plan = choice.plan
+        if plan is not None and not self._carry_out(snapshot, plan, now):
+            plan = None
         self._report_states(self.state.snapshot(), now)
+        self._quiet = (snapshot.generation, starving) if choice.plan is None else None
         return plan
 
-    def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionPlan | None:
-        tried = 0
-        ranks = rank_gangs(snapshot, now, self.settings)
-        live = {rank.subject for rank in ranks}
-        self.refused = {gang: memo for gang, memo in self.refused.items() if gang in live}
-        for rank in ranks:
-            if tried >= self.max_gangs_per_tick:
-                break
-            group = rank.subject.split(",")[0]
-            state = gang_state(snapshot, group)
-            pending = any(pod.pending for members in state.members.values() for pod in members)
-            held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
-            if not pending or held or waiting_reason(state) is not None:
-                continue
-            if self.refused.get(state.key) == (snapshot.generation, rank.weight):
-                continue
-            tried += 1
-            if plan_gang(snapshot, state, self.settings, now).admitted:
-                continue
-            earlier = snapshot.preemptions.get(state.key)
-            terminating = earlier.victims if earlier else frozenset()
-            decision = plan_scale_in(snapshot, group, self.settings, now, terminating_victims=terminating)
-            if not isinstance(decision, PreemptionPlan):
-                decision = plan_preemption(snapshot, group, self.settings, now, terminating_victims=terminating)
-            if isinstance(decision, PreemptionPlan):
-                return decision
-            self.refused[state.key] = (snapshot.generation, rank.weight)
-            log.debug("no preemption for %s: %s", state.key, decision.reason)
-        return None
+    def _import_worker_plans(self, now: float) -> None:
+        """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""
+        outcome = decide_and_commit(self.state, lambda snapshot: _Imported(imported_reservations(snapshot, now)))
+        if not outcome.committed:
+            log.debug("worker plans not reserved this tick: the model kept changing")
 
-    def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> None:
+    def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> bool:
+        """Reserve the freed room for the gang first (only if the model did not change under the plan in
+        a way it does not survive), then act: no action is ever taken on a stale decision."""
+        change = carried_out(plan, now)
+        if not self.state.commit(change, decided_on=snapshot.generation):
+            log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
+            return False
         log.info("%s", plan.reason)
         for job, replicas in sorted(plan.scale_ins.items()):
             self.actuator.scale_workers(job, replicas, plan.reason)
@@ -131,21 +123,24 @@ class PreemptionLoop:
                 self.actuator.evict(pod, plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
-        record = PreemptionRecord(
-            plan.gang,
-            frozenset(pod.key for pod in plan.victims),
-            tuple(sorted(plan.scale_ins)),
-            plan.evicted,
-            plan.reason,
-            now,
-        )
-        self.state.commit_plan(reserve=plan.verdict.reservations)
-        self.state.record_preemption(record)
-        self.history.append(record)
+        assert change.preemption is not None
+        self.history.append(change.preemption)
+        return True
 
     def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
-        for status in job_states(snapshot, now, self.settings):
+        for status in self._tracker.states(snapshot, now, self.settings):
             if self.job_states.get(status.job) is status.state:
                 continue
             self.job_states[status.job] = status.state
             self.actuator.record_event("TFJob", status.job, status.state.value.capitalize(), status.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Imported:
+    """Worker-plan reservations to hold, as a decision the commit seam can apply."""
+
+    reservations: list[Reservation]
+
+    @property
+    def change(self) -> LedgerChange:
+        return LedgerChange(reserve=tuple(self.reservations))

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from extender.actuator import ScalingActuator
 from extender.leadership import AlwaysLeader, LeaderElector
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
 from extender.policy.settings import PolicySettings
@@ -184,7 +185,7 @@ class ScalerLoop:
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
         self._report_left_alone(grow.skipped)
         for action in grow.actions:
-            done.append(self._scale_out(action, now))
+            done.append(self._scale_out(action, snapshot, now))
             cooldowns[action.job] = now
         moves = plan_consolidation(self.state.snapshot(), self.settings, now, cooldowns, self.last_consolidation)
         for action in moves.actions:
@@ -208,7 +209,8 @@ class ScalerLoop:
                 continue
             if key not in snapshot.reservations:
                 expires = now + self.settings.default_plan_timeout_s
-                self.state.commit_plan(reserve=[replace(migration.target, expires_at=expires)])
+                target = replace(migration.target, expires_at=expires)
+                self.state.commit(LedgerChange(reserve=(target,)), decided_on=snapshot.generation)
 
     def render(self, now: float) -> dict[str, Any]:
         """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
@@ -244,9 +246,10 @@ class ScalerLoop:
                 last[job] = max(last.get(job, record.at), record.at)
         return last
 
-    def _scale_out(self, action: ScalingAction, now: float) -> ScalerRecord:
+    def _scale_out(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         group = action.placements[0].group if action.placements else ""
-        self.state.commit_plan(reserve=action.placements)
+        if not self.state.commit(LedgerChange(reserve=action.placements), decided_on=snapshot.generation):
+            return self._record(action, now, "stale: the cluster changed since the plan was made")
         outcome = "done"
         try:
             annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
@@ -260,7 +263,7 @@ class ScalerLoop:
             log.exception("scale-out of %s failed", action.job)
             outcome = f"failed: {error}"
         if outcome != "done":
-            self.state.commit_plan(release_groups=[group] if group else ())
+            self.state.commit(LedgerChange(release_groups=(group,) if group else ()), decided_on=None)
         else:
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "ScaledOut", action.reason)

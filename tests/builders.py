@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from extender.policy.model import ClusterSnapshot
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 
@@ -286,3 +288,15 @@ def _kind(obj: Obj) -> Kind:
         "ClusterNetworkTopology": Kind.NETWORK_TOPOLOGY,
     }
     return kinds[obj["kind"]]
+
+
+def hold(
+    state: ClusterState,
+    *,
+    reserve: Sequence[Reservation] = (),
+    release_groups: Sequence[str] = (),
+    failed_plan: FailedPlan | None = None,
+) -> None:
+    """Put a change into the gang ledger directly (a test's given state, not a decision)."""
+    change = LedgerChange(tuple(release_groups), tuple(reserve), failed_plan)
+    assert state.commit(change, decided_on=None)

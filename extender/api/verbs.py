@@ -21,10 +21,12 @@ from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.metrics import Metrics
 from extender.config import Settings
-from extender.policy import filter_pod, preempt_pod, prioritize_pod
+from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
+from extender.policy.filtering import model_kept_changing
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.preemption import job_level_preemption
 from extender.state import convert
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -171,13 +173,16 @@ def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot
 
 def _filter(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod, final=final)
-    decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
-    if decision.reserve or decision.release_groups or decision.failed_plan is not None:
-        service.state.commit_plan(
-            release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
-        )
-    _record(service, "filter", pod, snapshot, decision)
+    pod, _ = _pod_in_model(service, args.pod, final=final)
+    now = service.clock()
+
+    def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+        current = snapshot.pods.get(pod.key, pod)
+        return filter_pod(snapshot, current, args.candidates, service.settings.policy, now)
+
+    outcome = decide_and_commit(service.state, decide)
+    decision = outcome.decision if outcome.committed else model_kept_changing(outcome.decision, args.candidates)
+    _record(service, "filter", pod, outcome.snapshot, decision)
     return wire.encode_filter(decision, args)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.policy.capacity import Floats
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import FailedPlan, Reservation
 
 
@@ -28,6 +29,11 @@ class FilterDecision:
     reserve: tuple[Reservation, ...] = ()
     release_groups: tuple[str, ...] = ()
     failed_plan: FailedPlan | None = None
+
+    @property
+    def change(self) -> LedgerChange:
+        """What committing this decision changes in the model (empty for most decisions)."""
+        return LedgerChange(self.release_groups, self.reserve, self.failed_plan)
 
 
 @dataclass(frozen=True, slots=True)

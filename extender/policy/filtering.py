@@ -200,6 +200,13 @@ def _fit_after_plan(
     return _reject(candidates, "waiting", reason, resolvable=True)
 
 
+def model_kept_changing(decision: FilterDecision, candidates: Sequence[str]) -> FilterDecision:
+    """The answer when every plan for the gang was overtaken by changes to the model before it could be
+    reserved: wait, and plan again at kube-scheduler's next attempt."""
+    reason = f"{decision.summary}; the cluster changed before the plan could be reserved, it is planned again"
+    return _reject(candidates, "waiting", reason, resolvable=True)
+
+
 def _reject(candidates: Sequence[str], outcome: str, reason: str, *, resolvable: bool) -> FilterDecision:
     reasons = dict.fromkeys(candidates, reason)
     if resolvable:

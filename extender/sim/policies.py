@@ -3,7 +3,7 @@
 A policy submits each arriving job to the simulated API server (as a gang or not, elastic or not) and,
 at every step, makes its scheduling moves on the `SimCluster`. "Ours" runs the service's own pieces on the
 model the service uses: kube-scheduler (emulated) calls `filter_pod` / `prioritize_pod` on a
-`ClusterState` snapshot and commits plans with `commit_plan`, exactly as the HTTP verbs do; the job-level
+`ClusterState` snapshot and commits plans through `decide_and_commit`, exactly as the HTTP verbs do; the job-level
 `PreemptionLoop` ticks with an actuator that changes the simulated cluster, and so does the service's
 `ScalerLoop` (scale-out into idle capacity, consolidation onto the PS), driven tick by tick on the
 virtual clock instead of from its thread. The baselines that place whole jobs themselves live in
@@ -17,13 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.actuator import Resize
-from extender.policy import PolicySettings, filter_pod, prioritize_pod
+from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.preemptor import PreemptionLoop
 from extender.scaler import ScalerLoop
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 
@@ -108,13 +109,12 @@ class ModelExtender:
     def filter(self, pod: SimPod, nodes: Sequence[str], now: float) -> list[str]:
         wall = EPOCH + now
         self.state.release_expired(wall)
-        view, snapshot = self._view(pod)
-        decision = filter_pod(snapshot, view, nodes, self.settings, wall)
-        if decision.reserve or decision.release_groups or decision.failed_plan is not None:
-            self.state.commit_plan(
-                release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
-            )
-        return list(decision.feasible)
+
+        def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+            return filter_pod(snapshot, snapshot.pods[pod.key], nodes, self.settings, wall)
+
+        outcome = decide_and_commit(self.state, decide)
+        return list(outcome.decision.feasible) if outcome.committed else []
 
     def prioritize(self, pod: SimPod, nodes: Sequence[str]) -> dict[str, int]:
         view, snapshot = self._view(pod)

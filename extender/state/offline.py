@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from extender.policy.ledger import LedgerChange
 from extender.state.kinds import BY_KIND
 from extender.state.manifests import SnapshotFileError, load_objects
 from extender.state.store import ClusterState
@@ -23,5 +24,5 @@ def load_snapshot_file(state: ClusterState, path: Path) -> int:
     rejected = state.rejected_objects - rejected_before
     if rejected:
         raise SnapshotFileError(f"{path}: " + "; ".join(list(state.recent_rejections)[-rejected:]))
-    state.commit_plan(reserve=reservations)
+    state.commit(LedgerChange(reserve=tuple(reservations)), decided_on=None)
     return sum(len(objects) for objects in by_kind.values())

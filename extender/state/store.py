@@ -14,11 +14,12 @@ import heapq
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from extender.policy.frozenmap import CowMap
+from extender.policy.ledger import LedgerChange, still_holds
 from extender.policy.model import (
     ClusterSnapshot,
     FailedPlan,
@@ -77,6 +78,8 @@ class ClusterState:
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
         self.rejected_objects = 0
+        self.refused_commits = 0
+        """Decisions refused because the model changed under them in a way they did not survive."""
         """Objects skipped because they could not be read (see the log for each)."""
         self.last_rejection = ""
         self.recent_rejections: deque[str] = deque(maxlen=100)
@@ -116,31 +119,28 @@ class ClusterState:
 
     # -- gang ledger ------------------------------------------------------------------------------------
 
-    def commit_plan(
-        self,
-        *,
-        release_groups: Iterable[str] = (),
-        reserve: Sequence[Reservation] = (),
-        failed_plan: FailedPlan | None = None,
-    ) -> None:
-        """Apply what gang admission decided: drop old plans, hold new ones, remember a failure."""
+    def commit(self, change: LedgerChange, *, decided_on: int | None) -> bool:
+        """Apply a change decided on the model at generation `decided_on`: at once if nothing changed
+        since, else only if it still holds on the model as it is now (`ledger.still_holds`); returns
+        whether it was applied. `decided_on=None` applies it unconditionally (restoring a dump, not a
+        decision)."""
         with self._lock:
-            for group in release_groups:
+            stale = decided_on is not None and decided_on != self._generation
+            if stale and not still_holds(self._take_snapshot(), change, decided_on or 0):
+                self.refused_commits += 1
+                return False
+            for group in change.release_groups:
                 self._release_group(group)
-            for reservation in reserve:
+            for reservation in change.reserve:
                 self._reserve(reservation)
-            if reserve:
-                for gang in {r.group for r in reserve}:
-                    self._forget_failures_of(gang)
-            if failed_plan is not None:
-                self._failed_plans.set(failed_plan.gang, failed_plan)
+            for gang in {r.group for r in change.reserve}:
+                self._forget_failures_of(gang)
+            if change.failed_plan is not None:
+                self._failed_plans.set(change.failed_plan.gang, change.failed_plan)
+            if change.preemption is not None:
+                self._preemptions.set(change.preemption.gang, change.preemption)
             self._changed()
-
-    def record_preemption(self, record: PreemptionRecord) -> None:
-        """Remember a preemption carried out for a gang (its victims gate the next one)."""
-        with self._lock:
-            self._preemptions.set(record.gang, record)
-            self._changed()
+            return True
 
     def release_expired(self, now: float) -> int:
         """Release reservations whose plan timed out; returns how many were released."""
@@ -159,28 +159,32 @@ class ClusterState:
 
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:
-            if self._snapshot is None:
-                base = ClusterSnapshot(
-                    generation=self._generation,
-                    capacity_generation=self._capacity_generation,
-                    nodes=self._nodes.freeze(),
-                    pods=self._pods.freeze(),
-                    groups=self._groups.freeze(),
-                    group_members=self._group_members.freeze(),
-                    group_generations=self._group_generations.freeze(),
-                    jobs=self._jobs.freeze(),
-                    job_members=self._job_members.freeze(),
-                    reservations=self._reservations.freeze(),
-                    reserved_by_node=self._reserved_by_node.freeze(),
-                    failed_plans=self._failed_plans.freeze(),
-                    priority_classes=self._priority_classes.freeze(),
-                    preemptions=self._preemptions.freeze(),
-                    network_topology=self._network_topology,
-                    node_labels_epoch=self._labels_epoch,
-                    capacity=self._capacity.freeze(),
-                )
-                self._snapshot = replace(base, queue=self._queue.refresh(base))
-            return self._snapshot
+            return self._take_snapshot()
+
+    def _take_snapshot(self) -> ClusterSnapshot:
+        """The current snapshot (the caller holds the lock)."""
+        if self._snapshot is None:
+            base = ClusterSnapshot(
+                generation=self._generation,
+                capacity_generation=self._capacity_generation,
+                nodes=self._nodes.freeze(),
+                pods=self._pods.freeze(),
+                groups=self._groups.freeze(),
+                group_members=self._group_members.freeze(),
+                group_generations=self._group_generations.freeze(),
+                jobs=self._jobs.freeze(),
+                job_members=self._job_members.freeze(),
+                reservations=self._reservations.freeze(),
+                reserved_by_node=self._reserved_by_node.freeze(),
+                failed_plans=self._failed_plans.freeze(),
+                priority_classes=self._priority_classes.freeze(),
+                preemptions=self._preemptions.freeze(),
+                network_topology=self._network_topology,
+                node_labels_epoch=self._labels_epoch,
+                capacity=self._capacity.freeze(),
+            )
+            self._snapshot = replace(base, queue=self._queue.refresh(base))
+        return self._snapshot
 
     def groups_of_kind(self, kind: Kind) -> list[GroupView]:
         """The PodGroups of one dialect (for dumps, which must keep each in its own API group)."""

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from extender import preemptor
 from extender.actuator import RecordingActuator
-from extender.policy import victims
+from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
@@ -84,7 +83,7 @@ def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatc
         searches.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(preemptor, "plan_preemption", counted)  # the loop's own reference
+    monkeypatch.setattr(preemption, "plan_preemption", counted)  # the chooser's own reference
     assert loop.tick(NOW) is None
     assert loop.tick(NOW + 2) is None
     assert searches == ["default/urgent"], "the same model and weight give the same refusal"

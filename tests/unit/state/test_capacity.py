@@ -9,7 +9,7 @@ from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import make_node, make_pod
+from tests.builders import hold, make_node, make_pod
 
 NODES = [f"node-{i}" for i in range(4)]
 PODS_ = [f"p{i}" for i in range(6)]
@@ -61,10 +61,10 @@ def test_the_table_mirrors_every_node_state(events: list[tuple[object, ...]]) ->
         else:
             _, pod_name, node, release = event
             if release:
-                state.commit_plan(release_groups=["default/g"])
+                hold(state, release_groups=["default/g"])
             else:
                 held = Reservation(f"default/{pod_name}", "default/g", str(node), ONE_CPU, 100.0)
-                state.commit_plan(reserve=[held])
+                hold(state, reserve=[held])
         assert_table_matches(state.snapshot())
 
 

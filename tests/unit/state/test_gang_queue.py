@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.policy.jobstates import JobStateTracker, job_states
 from extender.policy.model import Reservation
 from extender.policy.queue import GangQueue, QueueBuilder
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
@@ -12,7 +13,7 @@ from extender.policy.settings import PolicySettings
 from extender.state.convert import GANG_GROUPS_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob
+from tests.builders import hold, make_node, make_pod, make_podgroup, make_sized_tfjob
 
 NOW = 1_772_360_000.0
 GROUPS = ["a", "b", "c"]
@@ -89,10 +90,10 @@ def apply(state: ClusterState, event: tuple[object, ...]) -> None:
     else:
         _, gang, release = event
         if release:
-            state.commit_plan(release_groups=[f"default/{gang}"])
+            hold(state, release_groups=[f"default/{gang}"])
         else:
             reservation = Reservation(f"default/{gang}-worker-0", f"default/{gang}", "node-0", ONE_CPU, NOW + 60)
-            state.commit_plan(reserve=[reservation])
+            hold(state, reserve=[reservation])
 
 
 @settings(max_examples=200, deadline=None)
@@ -132,3 +133,20 @@ def test_waiting_gangs_come_in_rank_order_with_the_starving_first() -> None:
         ("default/mid", False),
         ("default/new", False),
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(events, st.lists(st.sampled_from([0.0, 30.0, 700.0, 5000.0]), min_size=30, max_size=30))
+def test_job_states_tracked_across_events_equal_those_derived_afresh(
+    sequence: list[tuple[object, ...]], clock: list[float]
+) -> None:
+    state = ClusterState()
+    for kind in Kind:
+        state.mark_synced(kind)
+    tracker = JobStateTracker()
+    for event, later in zip(sequence, clock, strict=False):
+        apply(state, event)
+        snapshot = state.snapshot()
+        now = NOW + later
+        tracked = [(s.job, s.state) for s in tracker.states(snapshot, now, PolicySettings())]
+        assert tracked == [(s.job, s.state) for s in job_states(snapshot, now, PolicySettings())]

@@ -15,7 +15,7 @@ from extender.state.kinds import Kind
 from extender.state.manifests import SnapshotFileError, dump_state, load_objects
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
-from tests.builders import Obj, cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 from tests.unit.policy.loop import NOW, SETTINGS
 
 GI = 2**30
@@ -60,7 +60,7 @@ def rich_cluster() -> ClusterState:
     snapshot = state.snapshot()
     decision = filter_pod(snapshot, snapshot.pods["default/mnist-worker-0"], ["node-0", "node-1"], SETTINGS, NOW)
     assert decision.outcome == "planned"
-    state.commit_plan(reserve=decision.reserve)
+    hold(state, reserve=decision.reserve)
     return state
 
 

@@ -13,7 +13,7 @@ from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import Obj, cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 
 GI = 2**30
 ONE_POD = Resources({CPU: 1000, MEMORY: GI, PODS: 1})  # make_pod's default requests plus its pods slot
@@ -240,7 +240,7 @@ def test_an_older_snapshot_is_unchanged_by_later_events() -> None:
     state.apply(Kind.POD, "ADDED", make_pod("q"))
     state.apply(Kind.NODE, "DELETED", make_node("node-0"))
     state.apply(Kind.PODGROUP, "DELETED", make_podgroup("g", min_member=1))
-    state.commit_plan(reserve=[Reservation("default/q", "default/g", "node-0", ONE_POD, 1.0)])
+    hold(state, reserve=[Reservation("default/q", "default/g", "node-0", ONE_POD, 1.0)])
     assert (dict(old.nodes), dict(old.pods), dict(old.groups), dict(old.reservations), old.generation) == frozen
     assert old.pods["default/p"].node_name == ""
     assert "default/q" not in old.pods
@@ -257,16 +257,16 @@ def test_a_snapshot_is_cached_until_something_changes() -> None:
 
 
 def reserve(state: ClusterState) -> None:
-    state.commit_plan(reserve=[Reservation("default/p", "default/g", "node-0", ONE_POD, 100.0)])
+    hold(state, reserve=[Reservation("default/p", "default/g", "node-0", ONE_POD, 100.0)])
 
 
 def remember_failure(state: ClusterState) -> None:
-    state.commit_plan(failed_plan=FailedPlan("default/g", "no room", 0, 0, 0.0, 0, 1))
+    hold(state, failed_plan=FailedPlan("default/g", "no room", 0, 0, 0.0, 0, 1))
 
 
 def reserve_then_release(state: ClusterState) -> None:
     reserve(state)
-    state.commit_plan(release_groups=["default/g"])
+    hold(state, release_groups=["default/g"])
 
 
 def reserve_then_expire_at(now: float) -> Callable[[ClusterState], object]:
@@ -316,14 +316,14 @@ def test_reservations_are_held_on_their_nodes_and_released_by_group() -> None:
         Reservation("default/j-worker-0", "default/j", "node-0", ONE_POD, 50.0),
         Reservation("default/j-worker-1", "default/j", "node-1", ONE_POD, 50.0),
     ]
-    state.commit_plan(reserve=plan)
+    hold(state, reserve=plan)
     snapshot = state.snapshot()
     assert snapshot.reserved_by_node == {"node-0": ONE_POD.scaled(2), "node-1": ONE_POD}
     assert snapshot.nodes["node-0"].available.get(CPU) == 2000  # 4 CPU - 2 reserved
     assert snapshot.free_on("node-0") == snapshot.nodes["node-0"].available
     assert snapshot.free_on("node-0", ignoring_group="default/j").get(CPU) == 4000
     assert snapshot.held_by_group("default/j") == {"node-0": ONE_POD.scaled(2), "node-1": ONE_POD}
-    state.commit_plan(release_groups=["default/j"])
+    hold(state, release_groups=["default/j"])
     released = state.snapshot()
     assert released.reservations == {}
     assert released.reserved_by_node == {}
@@ -332,9 +332,10 @@ def test_reservations_are_held_on_their_nodes_and_released_by_group() -> None:
 
 def test_release_expired_counts_the_reservations_it_drops() -> None:
     state = cluster(make_node("node-0", cpu="8"), *tfjob_pods("j", workers=2), *tfjob_pods("k", workers=1))
-    state.commit_plan(
+    hold(
+        state,
         reserve=[Reservation(f"default/j-{p}", "default/j", "node-0", ONE_POD, 10.0) for p in ("ps-0", "worker-0")]
-        + [Reservation("default/k-ps-0", "default/k", "node-0", ONE_POD, 20.0)]
+        + [Reservation("default/k-ps-0", "default/k", "node-0", ONE_POD, 20.0)],
     )
     assert state.release_expired(9.0) == 0
     assert state.release_expired(10.0) == 2  # j's plan; k's lives on
@@ -344,8 +345,8 @@ def test_release_expired_counts_the_reservations_it_drops() -> None:
 
 def test_a_replaced_reservation_expires_on_its_new_deadline() -> None:
     state = cluster(make_node("node-0"), *tfjob_pods("j", workers=0))
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 30.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 30.0)])
     assert state.snapshot().reserved_by_node == {"node-0": ONE_POD}  # held once, not twice
     assert state.release_expired(20.0) == 0
     assert state.release_expired(30.0) == 1
@@ -353,9 +354,9 @@ def test_a_replaced_reservation_expires_on_its_new_deadline() -> None:
 
 def test_a_new_plan_forgets_the_gangs_remembered_failure() -> None:
     state = cluster(make_node("node-0"), *tfjob_pods("j", workers=0))
-    state.commit_plan(failed_plan=FailedPlan("default/i,default/j", "no room", 0, 0, 0.0, 0, 1))
+    hold(state, failed_plan=FailedPlan("default/i,default/j", "no room", 0, 0, 0.0, 0, 1))
     assert list(state.snapshot().failed_plans) == ["default/i,default/j"]
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
     assert state.snapshot().failed_plans == {}
 
 
