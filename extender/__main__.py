@@ -8,7 +8,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
     from prometheus_client import CollectorRegistry
 
+    from extender.api.verbs import Service
     from extender.scaler import ScalerLoop
 
 DEFAULTS = Settings()
@@ -66,7 +67,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sim_cli.add_arguments(simulate)
     simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
-        "--with-scaler", action="store_true", help="also run the scaler loop in this process (needs --kubeconfig)"
+        "--with-scaler",
+        action="store_true",
+        help="also run the scaler loop in this process (with --cluster-snapshot: only with --dry-run)",
+    )
+    serve.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="shadow mode: the preemption loop and the scaler plan and show what they would do, never act",
     )
     add_scaler_arguments(serve)
     scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
@@ -139,6 +147,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
         ),
         with_scaler=getattr(args, "with_scaler", False),
+        dry_run=getattr(args, "dry_run", False),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
             lease_namespace=args.lease_namespace,
@@ -167,8 +176,10 @@ def serve(settings: Settings, log_level: str) -> int:
     routers: list[APIRouter] = []
     start = stop = _nothing
     if settings.cluster_snapshot is not None:
-        if settings.with_scaler:
-            print("tfjob-extender: --with-scaler needs a cluster, not a snapshot file", file=sys.stderr)
+        if settings.with_scaler and not settings.dry_run:
+            print(
+                "tfjob-extender: --with-scaler on a snapshot file needs --dry-run (nothing to act on)", file=sys.stderr
+            )
             return 2
         try:
             count = load_snapshot_file(state, settings.cluster_snapshot)
@@ -177,6 +188,8 @@ def serve(settings: Settings, log_level: str) -> int:
             return 2
         logging.getLogger("extender").info("loaded %d objects from %s", count, settings.cluster_snapshot)
         settle_heap()
+        if settings.dry_run:
+            start, stop = shadow_loops(settings, state, service, routers)
     else:
         from extender.k8s.actuator import KubeActuator
         from extender.k8s.client import make_api_client
@@ -185,7 +198,9 @@ def serve(settings: Settings, log_level: str) -> int:
 
         api_client = make_api_client(settings.kubeconfig)
         informers = Informers(api_client, state)
-        preemption = PreemptionLoop(state, KubeActuator(api_client), settings.policy, time.time)
+        preemption = PreemptionLoop(
+            state, KubeActuator(api_client), settings.policy, time.time, dry_run=settings.dry_run
+        )
         scaler = make_scaler(settings, state, api_client, service.metrics.registry) if settings.with_scaler else None
         if scaler is not None:
             from extender.api.scaler import make_scaler_router
@@ -220,6 +235,42 @@ def serve(settings: Settings, log_level: str) -> int:
     return 0
 
 
+def shadow_loops(
+    settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
+    and show what they would do; the actuator they are given is never called."""
+    from extender.actuator import RecordingActuator
+    from extender.api.scaler import make_scaler_router
+    from extender.preemptor import PreemptionLoop
+    from extender.scaler import ScalerLoop, ScalerMetrics
+
+    preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    loops: list[PreemptionLoop | ScalerLoop] = [preemption]
+    if settings.with_scaler:
+        scaler = ScalerLoop(
+            state,
+            RecordingActuator(),
+            settings.policy,
+            time.time,
+            metrics=ScalerMetrics(service.metrics.registry),
+            interval_s=settings.scaler.interval_s,
+            dry_run=True,
+        )
+        routers.append(make_scaler_router(scaler, time.time))
+        loops.append(scaler)
+
+    def start() -> None:
+        for loop in loops:
+            loop.start()
+
+    def stop() -> None:
+        for loop in loops:
+            loop.stop()
+
+    return start, stop
+
+
 def make_scaler(
     settings: Settings, state: ClusterState, api_client: ApiClient, registry: CollectorRegistry
 ) -> ScalerLoop:
@@ -243,6 +294,7 @@ def make_scaler(
         leader=lease,
         metrics=ScalerMetrics(registry),
         interval_s=settings.scaler.interval_s,
+        dry_run=settings.dry_run,
     )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,6 +51,11 @@ class PreemptionLoop:
     """Seconds between ticks."""
     max_gangs_per_tick: int = 3
     """Waiting gangs, highest rank first, tried for preemption in one tick."""
+    dry_run: bool = False
+    """Shadow mode: plan as usual and remember what would be done (`shadowed`), but never act through the
+    actuator nor change the model."""
+    shadowed: deque[PreemptionRecord] = field(default_factory=lambda: deque(maxlen=256))
+    """In shadow mode, the preemptions that would have been carried out, oldest first."""
     job_states: dict[str, JobState] = field(default_factory=dict)
     history: list[PreemptionRecord] = field(default_factory=list)
     refused: dict[str, tuple[int, float]] = field(default_factory=dict)
@@ -93,6 +99,13 @@ class PreemptionLoop:
         live = queue_of(snapshot, self.settings).summaries
         self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
         plan = choice.plan
+        if self.dry_run:
+            record = carried_out(plan, now).preemption if plan is not None else None
+            if plan is not None and record is not None:
+                self.shadowed.append(record)
+                log.info("would carry out (dry run): %s", plan.reason)
+            self._quiet = (snapshot.generation, starving)
+            return plan
         if plan is not None and not self._carry_out(snapshot, plan, now):
             plan = None
         self._report_states(self.state.snapshot(), now)
@@ -101,6 +114,8 @@ class PreemptionLoop:
 
     def _import_worker_plans(self, now: float) -> None:
         """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""
+        if self.dry_run:
+            return
         outcome = decide_and_commit(self.state, lambda snapshot: _Imported(imported_reservations(snapshot, now)))
         if not outcome.committed:
             log.debug("worker plans not reserved this tick: the model kept changing")

@@ -48,6 +48,8 @@ from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
 
+DRY_RUN = "dry-run: planned, not carried out"
+
 
 @dataclass(frozen=True, slots=True)
 class ScalerRecord:
@@ -127,6 +129,9 @@ class ScalerLoop:
     replan_unchanged_s: float = 10.0
     """Seconds after which a model that has not changed since a plan with no actions is planned again
     (cooldowns end and waits age with the clock alone); at most the scale cooldown."""
+    dry_run: bool = False
+    """Shadow mode: plan as usual and record each action with the outcome `dry-run`, but never act through
+    the actuator nor change the model."""
     records: deque[ScalerRecord] = field(default_factory=lambda: deque(maxlen=256))
     left_alone: dict[str, str] = field(default_factory=dict)
     """TFJob → why the scaler left it alone at the last tick."""
@@ -183,6 +188,13 @@ class ScalerLoop:
         cooldowns = self._cooldowns(snapshot)
         done: list[ScalerRecord] = []
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
+        if self.dry_run:
+            moves = plan_consolidation(snapshot, self.settings, now, cooldowns, self.last_consolidation)
+            shadow = [self._record(action, now, DRY_RUN) for action in (*grow.actions, *moves.actions)]
+            self.left_alone = dict(grow.skipped)
+            self.records.extend(shadow)
+            self._quiet = (snapshot.generation, now)
+            return shadow
         self._report_left_alone(grow.skipped)
         for action in grow.actions:
             done.append(self._scale_out(action, snapshot, now))
