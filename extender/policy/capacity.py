@@ -29,6 +29,9 @@ Floats = npt.NDArray[np.float64]
 AMOUNT_LIMIT = 2**62
 """Amounts are clamped to ±this (base units) in the table, so int64 sums of a few of them cannot wrap."""
 
+_ROW_MASK_MEMO_LIMIT = 64
+"""Node sets whose row masks are remembered per table node set before the memo starts afresh."""
+
 _DEMAND_MEMO_LIMIT = 4096
 """Distinct request shapes remembered per column layout before the memo starts afresh."""
 
@@ -148,6 +151,21 @@ class CapacityTable:
             total = total + share
             terms = terms + present
         return np.divide(total, terms, out=np.zeros(len(rows), dtype=np.float64), where=terms > 0)
+
+    def row_mask(self, nodes: frozenset[str]) -> Mask:
+        """Which rows hold one of `nodes`; remembered for the node set (a few sets, e.g. node selectors)."""
+        memo = self.derived.setdefault("row-masks", {})
+        assert isinstance(memo, dict)
+        known = memo.get(nodes)
+        if known is not None:
+            return known  # type: ignore[no-any-return]
+        mask = np.zeros(len(self.names), dtype=np.bool_)
+        rows = self.rows_of(list(nodes))
+        mask[rows[rows >= 0]] = True
+        if len(memo) >= _ROW_MASK_MEMO_LIMIT:
+            memo.clear()
+        memo[nodes] = mask
+        return mask
 
     def name_rank(self) -> Rows:
         """Each row's position in node-name order (vacant rows last): ties broken by name, in bulk."""

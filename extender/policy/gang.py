@@ -303,9 +303,17 @@ def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
 
 
 def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
-    """Schedulable nodes with room (before any hand-back) for at least the smallest of `pods`."""
+    """Schedulable nodes that one of `pods` may use (node selectors) with room, before any hand-back, for
+    at least the smallest of them."""
+    pods = list(pods)
     table = snapshot.capacity
-    rows = np.flatnonzero(table.schedulable)
+    usable = table.schedulable.copy()
+    if pods and all(pod.node_selector for pod in pods):
+        selected = np.zeros(len(table.names), dtype=np.bool_)
+        for selector in {pod.node_selector for pod in pods}:
+            selected |= table.row_mask(selected_nodes(snapshot, selector))
+        usable &= selected
+    rows = np.flatnonzero(usable)
     roomy = rows[table.fits(rows, table.demand(smallest(pod.requests for pod in pods)))]
     return frozenset(table.names[row] for row in roomy.tolist())
 
@@ -331,11 +339,15 @@ def _free_capacity(
         rows = rows[rows >= 0]
     room = table.available[rows]
     if handed_back:
-        room = room.copy()
+        position = np.full(len(table.names), -1, dtype=np.intp)
+        position[rows] = np.arange(len(rows), dtype=np.intp)
         back_rows = table.rows_of(list(handed_back))
-        for row, back in zip(back_rows.tolist(), handed_back.values(), strict=True):
-            if row >= 0:
-                room[rows == row] += table.vector(back)
+        at = np.where(back_rows >= 0, position[np.where(back_rows >= 0, back_rows, 0)], -1)
+        known = at >= 0
+        if known.any():
+            backs = [table.vector(back) for back, ok in zip(handed_back.values(), known.tolist(), strict=True) if ok]
+            room = room.copy()
+            room[at[known]] += np.vstack(backs)
     keep = table.schedulable[rows] & table.fits(rows, table.demand(smallest_pod), room)
     return FreeCapacity(table, rows[keep], room[keep])
 
@@ -362,9 +374,23 @@ def _unit(
     allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
     for pod in pods:
         if pod.node_selector:
-            selected = frozenset(name for name, node in snapshot.nodes.items() if pod.selects(node.node))
+            selected = selected_nodes(snapshot, pod.node_selector)
             allowed[pod.key] = allowed[pod.key] & selected if pod.key in allowed else selected
     return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
+
+
+def selected_nodes(snapshot: ClusterSnapshot, selector: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The nodes carrying every label of a node selector, derived once per node-labels epoch."""
+    memo = snapshot.node_labels_epoch.derived
+    key = ("node-selector", selector)
+    known = memo.get(key)
+    if isinstance(known, frozenset):
+        return known
+    selected = frozenset(
+        name for name, node in snapshot.nodes.items() if all(node.node.labels.get(k) == v for k, v in selector)
+    )
+    memo[key] = selected
+    return selected
 
 
 def _reserved_node(snapshot: ClusterSnapshot, pod_key: str) -> str:

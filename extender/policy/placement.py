@@ -29,6 +29,10 @@ from extender.policy.model import PodView
 from extender.policy.resources import CPU, GPU, IDLENESS_DIMENSIONS, MEMORY, Resources, total
 
 
+_ROW_MASK_MEMO_FROM = 64
+"""Node sets larger than this are turned into row masks through the table's memo."""
+
+
 @dataclass(frozen=True, slots=True)
 class PlacementUnit:
     """The pending pods of one group, and where the rest of its job already runs."""
@@ -96,6 +100,10 @@ class FreeCapacity:
         return np.where(rows >= 0, self.position_of_row[np.where(rows >= 0, rows, 0)], -1)
 
     def mask_of(self, nodes: frozenset[str] | Mapping[str, int]) -> Mask:
+        """Which positions are among `nodes` (a large frozenset, e.g. a node selector's nodes, is laid
+        out on the table's rows once per node set)."""
+        if isinstance(nodes, frozenset) and len(nodes) > _ROW_MASK_MEMO_FROM:
+            return self.table.row_mask(nodes)[self.rows]
         mask = np.zeros(len(self.rows), dtype=np.bool_)
         if nodes:
             positions = self.positions_of(list(nodes))

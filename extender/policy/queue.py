@@ -22,7 +22,7 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from extender.policy.frozenmap import CowMap
@@ -218,10 +218,10 @@ class QueueBuilder:
 
     def __init__(self, settings: PolicySettings) -> None:
         self._settings = settings
-        self._summaries: dict[str, GangSummary] = {}
+        self._summaries: CowMap[str, GangSummary] = CowMap()
         self._origins: dict[str, set[str]] = {}
         """Gang key → the PodGroups whose annotation defines it."""
-        self._key_of_origin: dict[str, str] = {}
+        self._key_of_origin: CowMap[str, str] = CowMap()
         self._gangs_with: dict[str, set[str]] = {}
         """PodGroup key → the gangs it belongs to."""
         self._order: list[tuple[tuple[int, float, float, str], str]] = []
@@ -232,6 +232,8 @@ class QueueBuilder:
         self._loose_pods: CowMap[str, PodView] = CowMap()
         self._touched: set[str] = set()
         self._everything = True
+        self._weights = False
+        self._order_changed = True
         self._counted_loose = False
         """Whether `_loose` has been derived from a snapshot once (events keep it up to date after that)."""
         self._frozen: GangQueue | None = None
@@ -242,6 +244,11 @@ class QueueBuilder:
 
     def touch_everything(self) -> None:
         self._everything = True
+        self._frozen = None
+
+    def touch_weights(self) -> None:
+        """The cluster's capacity changed: every base weight is normalised again (nothing else is)."""
+        self._weights = True
         self._frozen = None
 
     def loose_pod(self, old: PodView | None, new: PodView | None) -> None:
@@ -258,7 +265,7 @@ class QueueBuilder:
                 self._frozen = None
 
     def refresh(self, snapshot: ClusterSnapshot) -> GangQueue:
-        if self._frozen is not None and not self._touched and not self._everything:
+        if self._frozen is not None and not self._touched and not self._everything and not self._weights:
             return self._frozen
         capacity = cluster_capacity(snapshot)
         if not self._counted_loose:
@@ -280,14 +287,22 @@ class QueueBuilder:
         self._touched.clear()
         for origin in origins:
             self._update(snapshot, origin, capacity)
+        if self._weights:
+            self._reweigh(snapshot, capacity)
         held = dict(self._held)
         for priority, amount in self._loose.items():
             held[priority] = held.get(priority, EMPTY) + amount
+        previous = self._frozen
+        if self._order_changed or previous is None:
+            order, by_arrival = tuple(self._order), tuple(self._by_arrival)
+            self._order_changed = False
+        else:
+            order, by_arrival = previous.order, previous.by_arrival
         self._frozen = GangQueue(
-            summaries=dict(self._summaries),
-            gang_of=dict(self._key_of_origin),
-            order=tuple(self._order),
-            by_arrival=tuple(self._by_arrival),
+            summaries=self._summaries.freeze(),
+            gang_of=self._key_of_origin.freeze(),
+            order=order,
+            by_arrival=by_arrival,
             held_by_priority=held,
             surplus_by_priority=dict(self._surplus),
             weights=weight_inputs(self._settings),
@@ -295,34 +310,43 @@ class QueueBuilder:
         )
         return self._frozen
 
+    def _reweigh(self, snapshot: ClusterSnapshot, capacity: Resources) -> None:
+        self._weights = False
+        for summary in list(self._summaries.values()):
+            job = snapshot.jobs.get(summary.job) if summary.job else None
+            weight = self._settings.default_weight if job is None else job_weight(job, capacity, self._settings)
+            if weight != summary.base_weight:
+                self._put(replace(summary, base_weight=weight))
+
     def _update(self, snapshot: ClusterSnapshot, origin: str, capacity: Resources) -> None:
         summary = summarize(snapshot, origin, capacity, self._settings) if origin in snapshot.group_members else None
-        old_key = self._key_of_origin.pop(origin, None)
+        old_key = self._key_of_origin.delete(origin)
         if old_key is not None:
             sharing = self._origins.get(old_key, set())
             sharing.discard(origin)
             if not sharing and (summary is None or summary.key != old_key):
                 self._drop(old_key)
         if summary is not None:
-            self._key_of_origin[origin] = summary.key
+            self._key_of_origin.set(origin, summary.key)
             self._origins.setdefault(summary.key, set()).add(origin)
             self._put(summary)
 
     def _put(self, summary: GangSummary) -> None:
         if summary.key in self._summaries:
             self._drop(summary.key, keep_origins=True)
-        self._summaries[summary.key] = summary
+        self._summaries.set(summary.key, summary)
         for group in summary.key.split(","):
             self._gangs_with.setdefault(group, set()).add(summary.key)
         if summary.ages:
             bisect.insort(self._order, (summary.static_key(), summary.key))
+            self._order_changed = True
             if summary.arrival:
                 bisect.insort(self._by_arrival, (summary.arrival, summary.key))
         _add(self._held, summary.priority, summary.bound)
         _add(self._surplus, summary.priority, summary.surplus)
 
     def _drop(self, key: str, *, keep_origins: bool = False) -> None:
-        summary = self._summaries.pop(key, None)
+        summary = self._summaries.delete(key)
         if not keep_origins:
             self._origins.pop(key, None)
         if summary is None:
@@ -335,6 +359,7 @@ class QueueBuilder:
                     del self._gangs_with[group]
         if summary.ages:
             _remove_sorted(self._order, (summary.static_key(), key))
+            self._order_changed = True
             if summary.arrival:
                 _remove_sorted(self._by_arrival, (summary.arrival, key))
         _add(self._held, summary.priority, summary.bound, sign=-1)

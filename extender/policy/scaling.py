@@ -33,6 +33,7 @@ import enum
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
@@ -117,7 +118,7 @@ def plan_scale_out(
     if not running:
         return ScalingPlan((), tuple(skipped))
     waiting = _waiting_gangs(snapshot, settings, now)
-    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     by_name = sorted(remaining)
     exhausted: set[Resources] = set()
@@ -137,7 +138,7 @@ def plan_scale_out(
         trial_taken = dict(taken)
         for node in nodes:
             trial_taken[node] = trial_taken.get(node, EMPTY) - job.worker_requests
-        if any(not plan_gang(snapshot, state, settings, now, freed=trial_taken).admitted for state in fitting):
+        if not fitting.still_fit(trial_taken):
             skipped.append((job.job.key, "not scaled out: the room is needed by a waiting gang that fits now"))
             continue
         for node in nodes:
@@ -196,7 +197,7 @@ def plan_consolidation(
     if not running:
         return ScalingPlan((), tuple(skipped))
     waiting = _waiting_gangs(snapshot, settings, now)
-    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     shifted: dict[str, Resources] = {}
     actions: list[ScalingAction] = []
@@ -212,7 +213,7 @@ def plan_consolidation(
         for pod, node in moves:
             trial_shifted[node] = trial_shifted.get(node, EMPTY) - pod.requests
             trial_shifted[pod.node_name] = trial_shifted.get(pod.node_name, EMPTY) + pod.requests
-        if any(not plan_gang(snapshot, state, settings, now, freed=trial_shifted).admitted for state in fitting):
+        if not fitting.still_fit(trial_shifted):
             continue
         for pod, node in moves:
             remaining[node] = remaining[node] - pod.requests
@@ -222,6 +223,49 @@ def plan_consolidation(
 
 
 # -- running jobs and waiting gangs -----------------------------------------------------------------------
+
+
+@dataclass
+class _FittingGangs:
+    """The waiting gangs that fit now, each with the plan it would get: growth or a move that leaves every
+    one of those plans room where it touches needs no new plan; one that takes such room has the gang
+    planned again around it."""
+
+    snapshot: ClusterSnapshot
+    settings: PolicySettings
+    now: float
+    plans: list[tuple[GangState, tuple[Reservation, ...]]]
+
+    @classmethod
+    def of(
+        cls,
+        snapshot: ClusterSnapshot,
+        settings: PolicySettings,
+        now: float,
+        waiting: Sequence[tuple[JobRank, GangState]],
+    ) -> _FittingGangs:
+        plans = []
+        for _, state in waiting:
+            verdict = plan_gang(snapshot, state, settings, now)
+            if verdict.admitted:
+                plans.append((state, verdict.reservations))
+        return cls(snapshot, settings, now, plans)
+
+    def still_fit(self, taken: Mapping[str, Resources]) -> bool:
+        """Whether every fitting gang still fits with `taken` (negative freed capacity) gone; a gang
+        planned again keeps its new plan."""
+        for index, (state, plan) in enumerate(self.plans):
+            needs: dict[str, Resources] = {}
+            for reservation in plan:
+                if reservation.node in taken:
+                    needs[reservation.node] = needs.get(reservation.node, EMPTY) + reservation.requests
+            if all(need.fits_in(self.snapshot.free_on(node) + taken[node]) for node, need in needs.items()):
+                continue
+            verdict = plan_gang(self.snapshot, state, self.settings, self.now, freed=taken)
+            if not verdict.admitted:
+                return False
+            self.plans[index] = (state, verdict.reservations)
+        return True
 
 
 def _running_jobs(
@@ -241,6 +285,7 @@ def _running_jobs(
         for job in snapshot.jobs.values()
         if not job.enable_dynamic_worker and job.max_workers > job.min_workers
     ]
+    reserving = frozenset(held.group for held in snapshot.reservations.values())
     for summary in queue_of(snapshot, settings).summaries.values():
         job = snapshot.jobs.get(summary.job) if summary.job else None
         if job is None or not job.enable_dynamic_worker or summary.pending or not summary.satisfied:
@@ -251,7 +296,7 @@ def _running_jobs(
         ):
             continue
         pods = [snapshot.pods[key] for key in snapshot.job_members.get(job.key, frozenset()) if key in snapshot.pods]
-        settled = _settled(snapshot, job, pods)
+        settled = _settled(snapshot, job, pods, reserving)
         if settled is None:
             continue
         group, workers = settled
@@ -277,7 +322,7 @@ def _may_grow(job: JobView, summary: GangSummary) -> bool:
 
 
 def _settled(
-    snapshot: ClusterSnapshot, job: JobView, pods: Sequence[PodView]
+    snapshot: ClusterSnapshot, job: JobView, pods: Sequence[PodView], reserving: frozenset[str]
 ) -> tuple[str, tuple[PodView, ...]] | None:
     """(PodGroup key, workers by index) when every pod of the job is bound and it runs exactly its
     Worker replicas; None while anything is pending, terminating, reserved or missing."""
@@ -291,7 +336,7 @@ def _settled(
     if [pod.index for pod in workers] != list(range(job.replicas.get(Role.WORKER, 0))):
         return None
     group = groups.pop()
-    if any(held.group == group for held in snapshot.reservations.values()):
+    if group in reserving:
         return None
     return group, workers
 
@@ -344,7 +389,7 @@ def _place_workers(
     preferred = sorted(job.job_nodes, key=lambda node: (node not in job.ps_nodes, -job.job_nodes[node], node))
     nodes: list[str] = []
     fitted_anywhere = False
-    for node in (*preferred, *by_name):
+    for node in chain(preferred, by_name):
         if len(nodes) >= growth:
             break
         if (

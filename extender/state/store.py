@@ -269,7 +269,7 @@ class ClusterState:
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)
         if view is None or old is None or (old.allocatable, old.schedulable) != (view.allocatable, view.schedulable):
-            self._queue.touch_everything()
+            self._queue.touch_weights()
         if view is None or old is None or old.labels != view.labels:
             self._labels_epoch = NodeLabelsEpoch()
         if view is None:
