@@ -28,7 +28,6 @@ from extender.policy.capacity import CapacityTable, ColumnLayout, Floats, Mask, 
 from extender.policy.model import PodView
 from extender.policy.resources import CPU, GPU, IDLENESS_DIMENSIONS, MEMORY, Resources, total
 
-
 _ROW_MASK_MEMO_FROM = 64
 """Node sets larger than this are turned into row masks through the table's memo."""
 
