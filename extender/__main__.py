@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from extender.api.verbs import Service
+    from extender.k8s.plans import PlanPublisher
+    from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop
 
 DEFAULTS = Settings()
@@ -72,22 +75,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also run the scaler loop in this process (with --cluster-snapshot: only with --dry-run)",
     )
     serve.add_argument(
+        "--no-loops",
+        action="store_true",
+        help="answer the verbs only: the preemption loop and the scaler run in their own process "
+        "(`tfjob-extender loops`), and their plans reach this one through the API server",
+    )
+    serve.add_argument(
         "--dry-run",
         action="store_true",
         help="shadow mode: the preemption loop and the scaler plan and show what they would do, never act",
     )
     add_scaler_arguments(serve)
-    scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
-    scaler.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
-    scaler.add_argument("--host", default=DEFAULTS.host, help="address of /debug/scaler and /metrics")
-    scaler.add_argument(
-        "--port", type=int, default=8889, help="port of /debug/scaler and /metrics (default %(default)s)"
+    loops = commands.add_parser(
+        "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
-    scaler.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
-    scaler.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
-    scaler.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    add_scaler_arguments(scaler)
+    scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
+    for command in (loops, scaler):
+        add_loop_process_arguments(command, 8889)
     return parser.parse_args(argv)
+
+
+def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> None:
+    """Arguments of a process that runs loops on a model of its own: cluster, HTTP for /debug and /metrics."""
+    parser.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
+    parser.add_argument("--host", default=DEFAULTS.host, help="address of /debug and /metrics")
+    parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
+    parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
+    parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
+    parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_scaler_arguments(parser)
 
 
 def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,8 +144,6 @@ def network_layers(text: str) -> tuple[NetworkLayer, ...]:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    from dataclasses import replace
-
     return Settings(
         host=args.host,
         port=args.port,
@@ -147,6 +162,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
         ),
         with_scaler=getattr(args, "with_scaler", False),
+        with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
@@ -171,7 +187,7 @@ def serve(settings: Settings, log_level: str) -> int:
 
     from extender.api.app import create_app, make_service
 
-    state = ClusterState()
+    state = ClusterState(settings.policy)
     service = make_service(settings, state, time.time)
     routers: list[APIRouter] = []
     start = stop = _nothing
@@ -191,34 +207,28 @@ def serve(settings: Settings, log_level: str) -> int:
         if settings.dry_run:
             start, stop = shadow_loops(settings, state, service, routers)
     else:
-        from extender.k8s.actuator import KubeActuator
         from extender.k8s.client import make_api_client
         from extender.k8s.informer import Informers
-        from extender.preemptor import PreemptionLoop
+        from extender.k8s.plans import PlanPublisher
 
         api_client = make_api_client(settings.kubeconfig)
         informers = Informers(api_client, state)
-        preemption = PreemptionLoop(
-            state, KubeActuator(api_client), settings.policy, time.time, dry_run=settings.dry_run
-        )
-        scaler = make_scaler(settings, state, api_client, service.metrics.registry) if settings.with_scaler else None
-        if scaler is not None:
-            from extender.api.scaler import make_scaler_router
-
-            routers.append(make_scaler_router(scaler, time.time))
+        publisher = PlanPublisher(api_client)
+        service = replace(service, publish=publisher.publish)
+        wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
+        loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
+        routers += loops.routers()
 
         def start() -> None:
+            publisher.start()
             informers.start()
-            preemption.start()
-            if scaler is not None:
-                scaler.start()
+            loops.start()
             threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True).start()
 
         def stop() -> None:
-            if scaler is not None:
-                scaler.stop()
-            preemption.stop()
+            loops.stop()
             informers.stop()
+            publisher.stop()
 
     app = create_app(service, on_start=start, on_stop=stop, routers=routers)
     uvicorn.run(
@@ -271,12 +281,48 @@ def shadow_loops(
     return start, stop
 
 
-def make_scaler(
-    settings: Settings, state: ClusterState, api_client: ApiClient, registry: CollectorRegistry
-) -> ScalerLoop:
-    """The scaler loop over `state`, acting through the Kubernetes actuator while it holds the Lease."""
+@dataclass(frozen=True, slots=True)
+class Loops:
+    """Which loops a process runs."""
+
+    preemption: bool
+    scaler: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunningLoops:
+    preemption: PreemptionLoop | None
+    scaler: ScalerLoop | None
+
+    def start(self) -> None:
+        for loop in (self.preemption, self.scaler):
+            if loop is not None:
+                loop.start()
+
+    def stop(self) -> None:
+        for loop in (self.scaler, self.preemption):
+            if loop is not None:
+                loop.stop()
+
+    def routers(self) -> list[APIRouter]:
+        from extender.api.scaler import make_scaler_router
+
+        return [make_scaler_router(self.scaler, time.time)] if self.scaler is not None else []
+
+
+def make_loops(
+    settings: Settings,
+    state: ClusterState,
+    api_client: ApiClient,
+    registry: CollectorRegistry,
+    publisher: PlanPublisher,
+    wanted: Loops,
+) -> RunningLoops:
+    """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
+    Lease (one lease for both: one instance acts cluster-wide)."""
     from extender.k8s.actuator import KubeActuator
     from extender.k8s.lease import KubeLease
+    from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop, ScalerMetrics
 
     lease = KubeLease(
@@ -286,42 +332,65 @@ def make_scaler(
         identity=settings.scaler.identity,
         duration_s=settings.scaler.lease_duration_s,
     )
-    return ScalerLoop(
-        state,
-        KubeActuator(api_client),
-        settings.policy,
-        time.time,
-        leader=lease,
-        metrics=ScalerMetrics(registry),
-        interval_s=settings.scaler.interval_s,
-        dry_run=settings.dry_run,
+    actuator = KubeActuator(api_client)
+    preemption = (
+        PreemptionLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            dry_run=settings.dry_run,
+            leader=lease,
+            publish=publisher.publish,
+        )
+        if wanted.preemption
+        else None
     )
+    scaler = (
+        ScalerLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            leader=lease,
+            metrics=ScalerMetrics(registry),
+            interval_s=settings.scaler.interval_s,
+            dry_run=settings.dry_run,
+        )
+        if wanted.scaler
+        else None
+    )
+    return RunningLoops(preemption, scaler)
 
 
-def run_scaler(settings: Settings, log_level: str) -> int:
-    """The scaler alone: its own model fed by informers, `/debug/scaler` and `/metrics` on its port."""
+def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
+    """Loops alone: their own model fed by informers, `/debug/scaler` and `/metrics` on their port."""
     import uvicorn
     from prometheus_client import CollectorRegistry
 
-    from extender.api.scaler import create_scaler_app
+    from extender.api.scaler import create_loops_app
     from extender.k8s.client import make_api_client
     from extender.k8s.informer import Informers
+    from extender.k8s.plans import PlanPublisher
 
-    state = ClusterState()
+    state = ClusterState(settings.policy)
     api_client = make_api_client(settings.kubeconfig)
     informers = Informers(api_client, state)
     registry = CollectorRegistry()
-    scaler = make_scaler(settings, state, api_client, registry)
+    publisher = PlanPublisher(api_client)
+    loops = make_loops(settings, state, api_client, registry, publisher, wanted)
 
     def start() -> None:
+        publisher.start()
         informers.start()
-        scaler.start()
+        loops.start()
 
     def stop() -> None:
-        scaler.stop()
+        loops.stop()
         informers.stop()
+        publisher.stop()
 
-    app = create_scaler_app(scaler, registry, time.time, on_start=start, on_stop=stop)
+    app = create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop)
     uvicorn.run(app, host=settings.host, port=settings.port, workers=1, log_level=log_level, access_log=False)
     return 0
 
@@ -352,7 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "simulate":
         return sim_cli.run(args)
     if args.command == "scaler":
-        return run_scaler(settings_from(args), args.log_level)
+        return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
+    if args.command == "loops":
+        return run_loops(settings_from(args), args.log_level, Loops(preemption=True, scaler=True))
     return 2
 
 

@@ -31,6 +31,9 @@ class Settings:
     policy: PolicySettings = field(default_factory=PolicySettings)
     with_scaler: bool = False
     """Run the scaler loop in the extender's process (`serve --with-scaler`)."""
+    with_loops: bool = True
+    """Run the preemption loop in the extender's process (`serve`, unless `--no-loops`: then the loops run in
+    their own process, `tfjob-extender loops`)."""
     dry_run: bool = False
     """Shadow mode: the preemption loop and the scaler plan as usual and show what they would do, but never
     act on the cluster nor change the model (`--dry-run`)."""

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.actuator import Actuator
+from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PreemptionRecord, Reservation
@@ -54,6 +55,10 @@ class PreemptionLoop:
     dry_run: bool = False
     """Shadow mode: plan as usual and remember what would be done (`shadowed`), but never act through the
     actuator nor change the model."""
+    leader: LeaderElector = field(default_factory=AlwaysLeader)
+    """Only the instance holding the leadership preempts (several replicas must never evict twice)."""
+    publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
+    """Where the plans reserved for preemptor gangs are published for other processes (the API server)."""
     shadowed: deque[PreemptionRecord] = field(default_factory=lambda: deque(maxlen=256))
     """In shadow mode, the preemptions that would have been carried out, oldest first."""
     job_states: dict[str, JobState] = field(default_factory=dict)
@@ -77,6 +82,7 @@ class PreemptionLoop:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.leader.release()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -88,7 +94,9 @@ class PreemptionLoop:
                 log.exception("preemption tick failed")
 
     def tick(self, now: float) -> PreemptionPlan | None:
-        """One pass; returns the preemption carried out, if any."""
+        """One pass; returns the preemption carried out, if any (none unless this instance leads)."""
+        if not self.leader.holds():
+            return None
         self.state.release_expired(now)
         self._import_worker_plans(now)
         snapshot = self.state.snapshot()
@@ -127,6 +135,7 @@ class PreemptionLoop:
         if not self.state.commit(change, decided_on=snapshot.generation):
             log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
             return False
+        self.publish(change, snapshot)
         log.info("%s", plan.reason)
         for job, replicas in sorted(plan.scale_ins.items()):
             self.actuator.scale_workers(job, replicas, plan.reason)

@@ -42,7 +42,7 @@ from extender.state.convert import (
     CONSOLIDATED_AT_ANNOTATION,
     SCALED_AT_ANNOTATION,
     WORKER_PLAN_ANNOTATION,
-    worker_plan_annotation,
+    plan_annotation,
 )
 from extender.state.store import ClusterState
 
@@ -325,7 +325,7 @@ class ScalerLoop:
 def _plan_annotation(action: ScalingAction) -> str:
     """The action's placements as the TFJob annotation an extender in another process steers by."""
     expires = max((r.expires_at for r in action.placements), default=0.0)
-    return worker_plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
+    return plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
 __all__ = ["ActionKind", "Migration", "ScalerLoop", "ScalerMetrics", "ScalerRecord"]

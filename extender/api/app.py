@@ -16,12 +16,22 @@ from extender.api import debug, verbs
 from extender.api.history import DecisionHistory
 from extender.api.metrics import Metrics
 from extender.config import Settings
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot
 from extender.state.store import ClusterState
 
 
-def make_service(settings: Settings, state: ClusterState, clock: Callable[[], float]) -> verbs.Service:
+def make_service(
+    settings: Settings,
+    state: ClusterState,
+    clock: Callable[[], float],
+    publish: Callable[[LedgerChange, ClusterSnapshot], None] | None = None,
+) -> verbs.Service:
     metrics = Metrics(lambda: debug.gangs_pending(state.snapshot()))
-    return verbs.Service(settings, state, clock, DecisionHistory(settings.decision_history), metrics)
+    history = DecisionHistory(settings.decision_history)
+    if publish is None:
+        return verbs.Service(settings, state, clock, history, metrics)
+    return verbs.Service(settings, state, clock, history, metrics, publish)
 
 
 def create_app(

@@ -23,6 +23,7 @@ from extender.api.metrics import Metrics
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
 from extender.policy.filtering import model_kept_changing
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.preemption import job_level_preemption
 from extender.state import convert
@@ -45,6 +46,8 @@ class Service:
     clock: Callable[[], float]
     history: DecisionHistory
     metrics: Metrics
+    publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
+    """Where plans reserved by `filter` are published for other processes (the API server, live)."""
 
 
 class BodyTooLarge(wire.WireError):
@@ -182,6 +185,8 @@ def _filter(service: Service, body: bytes, final: bool) -> bytes:
 
     outcome = decide_and_commit(service.state, decide)
     decision = outcome.decision if outcome.committed else model_kept_changing(outcome.decision, args.candidates)
+    if outcome.committed and decision.reserve:
+        service.publish(decision.change, outcome.snapshot)
     _record(service, "filter", pod, outcome.snapshot, decision)
     return wire.encode_filter(decision, args)
 

@@ -163,6 +163,11 @@ class GroupView:
     created: float = 0.0
     gather: tuple[GatherRule, ...] = ()
     """The network-topology gather rules of the gang (empty: placement ignores the network topology)."""
+    plan: tuple[tuple[str, str, str], ...] = ()
+    """(pod name, node, pod uid) of the gang plan reserved for this group's members (annotation
+    `tfjob-extender.io/plan`), by whichever extender or preemption loop reserved it."""
+    plan_expires: float = 0.0
+    """When that plan lapses (seconds since the epoch)."""
 
     @property
     def key(self) -> str:

@@ -8,6 +8,7 @@ so a bad object in a snapshot file is reported precisely and a bad watch event i
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -48,6 +49,10 @@ SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
 CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
 """Written by the scaler with each worker migration: seconds since the epoch."""
 WORKER_PLAN_ANNOTATION = ANNOTATION_PREFIX + "worker-plan"
+GANG_PLAN_ANNOTATION = ANNOTATION_PREFIX + "plan"
+"""Written on a PodGroup by whichever process reserved its gang's plan:
+`{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}}`. Every extender imports it into its
+ledger, so a plan survives a restart and the preemption loop may run in a process of its own."""
 """Written by the scaler: `{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}}`."""
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
@@ -238,6 +243,7 @@ def group_view(obj: Json, api_group: str) -> GroupView:
         min_resources=_resources(obj, spec.get("minResources"), "spec.minResources"),
         created=_created(obj),
         gather=_gather_rules(obj, annotations.get(NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
+        **_gang_plan(annotations.get(GANG_PLAN_ANNOTATION)),
     )
 
 
@@ -310,26 +316,46 @@ def job_view(obj: Json) -> JobView:
         max_workers=max_workers,
         scaled_at=_number(obj, annotations.get(SCALED_AT_ANNOTATION, 0), SCALED_AT_ANNOTATION, float),
         consolidated_at=_number(obj, annotations.get(CONSOLIDATED_AT_ANNOTATION, 0), CONSOLIDATED_AT_ANNOTATION, float),
-        **_worker_plan(annotations.get(WORKER_PLAN_ANNOTATION)),
+        **_plan(annotations.get(WORKER_PLAN_ANNOTATION), "worker_plan", "worker_plan_expires"),
     )
 
 
-def worker_plan_annotation(plan: Mapping[str, str], expires_at: float) -> str:
-    """The value of `tfjob-extender.io/worker-plan` for pod name → node, lapsing at `expires_at`."""
-    return json.dumps({"expiresAt": round(expires_at, 3), "pods": dict(sorted(plan.items()))}, separators=(",", ":"))
+def plan_annotation(plan: Mapping[str, str], expires_at: float, uids: Mapping[str, str] | None = None) -> str:
+    """The value of a plan annotation for pod name → node, lapsing at `expires_at`: on a TFJob
+    (`tfjob-extender.io/worker-plan`) for pods that do not exist yet, on a PodGroup
+    (`tfjob-extender.io/plan`) for existing pods, named with their `uids` too, so a pod recreated under
+    the same name is not held to an old plan."""
+    value: dict[str, Any] = {"expiresAt": round(expires_at, 3), "pods": dict(sorted(plan.items()))}
+    if uids is not None:
+        value["uids"] = dict(sorted(uids.items()))
+    return json.dumps(value, separators=(",", ":"))
 
 
-def _worker_plan(value: str | None) -> dict[str, Any]:
-    """The plan's fields for a JobView; a plan that cannot be read is no plan (it is only a steering hint,
-    never a reason to drop the TFJob from the model)."""
+def _gang_plan(value: str | None) -> dict[str, Any]:
+    """A PodGroup plan's fields: only the entries that name their pod's uid."""
+    plan = _plan(value, "plan", "plan_expires")
+    if not plan:
+        return {}
+    try:
+        uids = json.loads(str(value)).get("uids") or {}
+        entries = tuple((name, node, str(uids[name])) for name, node in plan["plan"] if name in uids)
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return {"plan": entries, "plan_expires": plan["plan_expires"]}
+
+
+def _plan(value: str | None, pods_field: str, expiry_field: str) -> dict[str, Any]:
+    """A plan annotation's fields for a view; a plan that cannot be read is no plan (it only steers and
+    holds room, it is never a reason to drop the object from the model)."""
     if not value:
         return {}
     try:
         parsed = json.loads(value)
         pods = tuple(sorted((str(name), str(node)) for name, node in parsed["pods"].items()))
-        return {"worker_plan": pods, "worker_plan_expires": float(parsed["expiresAt"])}
+        expires = float(parsed["expiresAt"])
     except (ValueError, TypeError, KeyError, AttributeError):
         return {}
+    return {pods_field: pods, expiry_field: expires} if math.isfinite(expires) else {}
 
 
 def _workers(obj: Json, annotations: Mapping[str, str], annotation: str, default: int) -> int:

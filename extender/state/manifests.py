@@ -119,6 +119,10 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
     if group.gather:
         rules = [{"layer": rule.layer, "strategy": rule.strategy.value} for rule in group.gather]
         annotations[convert.NETWORK_TOPOLOGY_SPEC_ANNOTATION] = json.dumps({"gatherStrategy": rules})
+    if group.plan:
+        nodes = {name: node for name, node, _ in group.plan}
+        uids = {name: uid for name, _, uid in group.plan}
+        annotations[convert.GANG_PLAN_ANNOTATION] = convert.plan_annotation(nodes, group.plan_expires, uids)
     spec: dict[str, Any] = {"minMember": group.min_member}
     if group.schedule_timeout_s:
         spec["scheduleTimeoutSeconds"] = int(group.schedule_timeout_s)
@@ -168,7 +172,7 @@ def job_manifest(job: JobView) -> dict[str, Any]:
     if job.consolidated_at:
         annotations[convert.CONSOLIDATED_AT_ANNOTATION] = f"{job.consolidated_at:.3f}"
     if job.worker_plan:
-        annotations[convert.WORKER_PLAN_ANNOTATION] = convert.worker_plan_annotation(
+        annotations[convert.WORKER_PLAN_ANNOTATION] = convert.plan_annotation(
             dict(job.worker_plan), job.worker_plan_expires
         )
     return {

@@ -75,6 +75,9 @@ class ClusterState:
         self._network_topology: tuple[NetworkLayer, ...] | None = None
         self._labels_epoch = NodeLabelsEpoch()
         self._expiries: list[tuple[float, str]] = []
+        self._released_until: dict[str, float] = {}
+        """PodGroup → the latest expiry of a plan released for it: a plan annotation no later than that is
+        an echo of a released plan and is not held again."""
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
         self.rejected_objects = 0
@@ -317,6 +320,8 @@ class ClusterState:
             self._queue.touch(old.group if old else "", pod.group if pod else "")
             self._queue.loose_pod(old, pod)
         released = self._settle_reservation(key, pod)
+        if pod is not None and pod.group and pod.pending and key not in self._reservations:
+            self._import_plan(pod.group, only=key)
         for group in {old.group if old else "", pod.group if pod else ""} - {""}:
             if old is None or pod is None or _membership_changed(old, pod):
                 self._bump_group(group)
@@ -365,6 +370,8 @@ class ClusterState:
         else:
             self._groups.set(key, merged)
         self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))
+        if merged is not None and (old is None or (old.plan, old.plan_expires) != (merged.plan, merged.plan_expires)):
+            self._import_plan(key)
         self._bump_group(key)
         self._changed(capacity=view is None)
 
@@ -394,12 +401,35 @@ class ClusterState:
         pod = self._pods.get(reservation.pod)
         self._queue.touch(reservation.group, pod.group if pod is not None else "")
 
+    def _import_plan(self, group: str, *, only: str | None = None) -> None:
+        """Hold the plan written on the PodGroup (annotation `tfjob-extender.io/plan`) for its pending members
+        the model knows (or just `only`). A plan this model already holds a later one for, or released, is
+        not taken again. Imported plans were decided by the process that wrote them: they are held as
+        they are, like the reservations of a dump."""
+        view = self._groups.get(group)
+        if view is None or not view.plan or view.plan_expires <= self._released_until.get(group, 0.0):
+            return
+        for name, node, uid in view.plan:
+            key = f"{view.namespace}/{name}"
+            if only is not None and key != only:
+                continue
+            pod = self._pods.get(key)
+            held = self._reservations.get(key)
+            if pod is None or pod.uid != uid or not pod.pending or node not in self._node_views:
+                continue
+            if held is None or held.expires_at < view.plan_expires:
+                self._reserve(Reservation(key, group, node, pod.requests, view.plan_expires))
+
     def _release_group(self, group: str) -> int:
         """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""
         gang = self._gang_of(group)
         held = {key for g in gang for key in self._group_members.get(g) or frozenset() if key in self._reservations}
         held.update(r.pod for r in self._reservations.values() if r.group in gang)
         for key in held:
+            reservation = self._reservations.get(key)
+            if reservation is not None:
+                until = max(self._released_until.get(reservation.group, 0.0), reservation.expires_at)
+                self._released_until[reservation.group] = until
             self._drop_reservation(key)
         if held:
             self._capacity_generation = self._generation + 1

@@ -45,6 +45,8 @@ OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
 """Where training-operator reads its webhook certificate, under its TMPDIR (one per control plane, so two
 control planes on one machine never serve each other's certificate)."""
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+LEASE_NAMESPACE = "tfjob-system"
+"""Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
@@ -128,6 +130,7 @@ class LocalControlPlane:
     def start(self) -> None:
         self._start_etcd()
         self._start_apiserver()
+        self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
         self.start_extender()
@@ -172,10 +175,10 @@ class LocalControlPlane:
     def stop_extender(self) -> None:
         self._stop_process("extender")
 
-    def start_scaler(self, name: str, args: tuple[str, ...]) -> int:
-        """A standalone `tfjob-extender scaler` process; returns the port of its /debug/scaler."""
+    def start_scaler(self, name: str, args: tuple[str, ...], *, command_name: str = "scaler") -> int:
+        """A standalone `tfjob-extender scaler` (or `loops`) process; returns the port of its /debug/scaler."""
         port = free_port()
-        command = [sys.executable, "-m", "extender", "scaler", "--kubeconfig", str(self.kubeconfig)]
+        command = [sys.executable, "-m", "extender", command_name, "--kubeconfig", str(self.kubeconfig)]
         self._spawn(name, [*command, "--port", str(port), *args], env={"PYTHONPATH": str(REPO)})
         wait_until(f"{name}'s /healthz", lambda: self._http_ok(f"http://127.0.0.1:{port}/healthz"), 60, 0.1)
         return port

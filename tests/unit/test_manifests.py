@@ -143,7 +143,8 @@ def test_every_container_runs_restricted() -> None:
         assert context["allowPrivilegeEscalation"] is False, each["name"]
         assert context["capabilities"]["drop"] == ["ALL"], each["name"]
         assert each["resources"]["requests"] and each["resources"]["limits"], each["name"]
-        assert each["readinessProbe"] and each["livenessProbe"], each["name"]
+        assert each["livenessProbe"], each["name"]
+        assert each["name"] == "tfjob-extender-loops" or each["readinessProbe"], each["name"]
     user = re.search(r"^USER (\d+)", DOCKERFILE.read_text(), re.MULTILINE)
     assert user is not None and int(user.group(1)) != 0
 
@@ -243,9 +244,11 @@ def test_the_extender_may_do_what_the_scaler_does() -> None:
         name for name in bound if {"create", "get", "update"} <= granted(name, "coordination.k8s.io", "leases")
     ]
     assert lease_roles, "the scaler's Lease in tfjob-system"
+    assert "patch" in granted("tfjob-extender", "scheduling.x-k8s.io", "podgroups"), "gang plans on PodGroups"
     (deployment,) = of_kind("Deployment")
-    extender = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "tfjob-extender")
-    assert "--with-scaler" in extender["args"]
+    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+    assert "--no-loops" in containers["tfjob-extender"]["args"]
+    assert containers["tfjob-extender-loops"]["args"][0] == "loops", "the loops run beside the extender"
 
 
 def test_the_network_topology_crd_is_installed_and_readable() -> None:

@@ -11,6 +11,7 @@ import pytest
 from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation, Role
 from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
+from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
@@ -488,3 +489,55 @@ def test_an_empty_model_has_an_empty_snapshot() -> None:
     assert isinstance(snapshot, ClusterSnapshot)
     assert (snapshot.generation, len(snapshot.nodes), len(snapshot.pods)) == (0, 0, 0)
     assert snapshot.free_on("nowhere") == EMPTY
+
+
+# -- plans written on PodGroups -----------------------------------------------------------------------
+
+
+def planned_group(name: str, plan: dict[str, str], expires: float, *, min_member: int = 2) -> Obj:
+    group = make_podgroup(name, min_member=min_member)
+    uids = {pod: f"uid-default-{pod}" for pod in plan}
+    group["metadata"]["annotations"] = {GANG_PLAN_ANNOTATION: plan_annotation(plan, expires, uids)}
+    return group
+
+
+def test_a_plan_written_on_a_podgroup_is_held_for_its_pending_members() -> None:
+    state = cluster(
+        make_node("node-0"),
+        make_node("node-1"),
+        make_pod("a", group="g"),
+        planned_group("g", {"a": "node-1", "b": "node-0"}, 500.0),
+    )
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {"default/a": "node-1"}
+    state.apply(Kind.POD, "ADDED", make_pod("b", group="g"))  # a member seen after its group's plan
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {
+        "default/a": "node-1",
+        "default/b": "node-0",
+    }
+    assert state.snapshot().reservations["default/b"].expires_at == 500.0
+
+
+def test_a_released_plan_is_not_taken_again_from_its_annotation() -> None:
+    state = cluster(make_node("node-0"), make_pod("a", group="g"), make_podgroup("g", min_member=1))
+    hold(state, reserve=[Reservation("default/a", "default/g", "node-0", ONE_POD, 500.0)])
+    hold(state, release_groups=["default/g"])
+    state.apply(Kind.PODGROUP, "MODIFIED", planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
+    assert state.snapshot().reservations == {}, "the echo of a released plan"
+    state.apply(Kind.PODGROUP, "MODIFIED", planned_group("g", {"a": "node-0"}, 900.0, min_member=1))
+    assert set(state.snapshot().reservations) == {"default/a"}, "a later plan"
+
+
+def test_a_bound_member_or_an_unknown_node_is_not_reserved_from_a_plan() -> None:
+    state = cluster(
+        make_node("node-0"),
+        make_pod("a", group="g", node="node-0", phase="Running"),
+        make_pod("b", group="g"),
+        planned_group("g", {"a": "node-0", "b": "nowhere"}, 500.0),
+    )
+    assert state.snapshot().reservations == {}
+
+
+def test_a_pod_recreated_under_a_planned_name_is_not_held_to_the_old_plan() -> None:
+    state = cluster(make_node("node-0"), planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
+    state.apply(Kind.POD, "ADDED", make_pod("a", group="g", uid="a-second-life"))
+    assert state.snapshot().reservations == {}
