@@ -145,6 +145,7 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
     from extender.scaler import ScalerLoop
 
     settings = Settings()
+    sys.setswitchinterval(settings.switch_interval_s)
     state = ClusterState(settings.policy)
     load_snapshot_file(state, snapshot)
     settle_heap()

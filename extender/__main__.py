@@ -187,6 +187,7 @@ def serve(settings: Settings, log_level: str) -> int:
 
     from extender.api.app import create_app, make_service
 
+    sys.setswitchinterval(settings.switch_interval_s)
     state = ClusterState(settings.policy)
     service = make_service(settings, state, time.time)
     routers: list[APIRouter] = []

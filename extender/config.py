@@ -25,6 +25,9 @@ class Settings:
     deciding on the request's copy, read-only (kube-scheduler watches the same API server and can be a
     moment ahead of the extender)."""
     """How many recent decisions `/debug/decisions` keeps."""
+    switch_interval_s: float = 0.001
+    """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
+    watches and any loops running in this process hand the interpreter to a waiting verb within this."""
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""

@@ -8,7 +8,7 @@ a copy of the whole cluster, however many readers hold older snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Generic, TypeVar, overload
 
 K = TypeVar("K")
@@ -47,6 +47,55 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
 
     def __len__(self) -> int:
         return self._length
+
+    def values(self) -> ValuesView[V]:
+        return _Values(self._buckets, self._length)
+
+    def items(self) -> ItemsView[K, V]:
+        return _Items(self._buckets, self._length)
+
+
+class _Values(ValuesView[V]):
+    """A FrozenMap's values, read straight from its buckets (the generic view looks each key up again)."""
+
+    __slots__ = ("_buckets", "_length")
+
+    def __init__(self, buckets: tuple[dict[K, V], ...], length: int) -> None:
+        self._buckets = buckets
+        self._length = length
+
+    def __iter__(self) -> Iterator[V]:
+        for bucket in self._buckets:
+            yield from bucket.values()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, value: object) -> bool:
+        return any(value in bucket.values() for bucket in self._buckets)
+
+
+class _Items(ItemsView[K, V]):
+    """A FrozenMap's items, read straight from its buckets."""
+
+    __slots__ = ("_buckets", "_length")
+
+    def __init__(self, buckets: tuple[dict[K, V], ...], length: int) -> None:
+        self._buckets = buckets
+        self._length = length
+
+    def __iter__(self) -> Iterator[tuple[K, V]]:
+        for bucket in self._buckets:
+            yield from bucket.items()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, tuple) or len(item) != 2:
+            return False
+        bucket = self._buckets[hash(item[0]) % len(self._buckets)]
+        return item[0] in bucket and bool(bucket[item[0]] == item[1])
 
 
 def empty_frozen_map() -> FrozenMap[K, V]:

@@ -208,9 +208,17 @@ def open_search(
     if not demand.fits_in(capacity):
         missing = describe(demand.shortfall(capacity))
         return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
+    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
+    table = snapshot.capacity
+    ceiling = table.resources(table.available[table.schedulable].sum(axis=0))
+    ceiling = ceiling + queue_of(snapshot, settings).freeable_below(preemptor.priority)
+    if not demand.fits_in(ceiling):
+        missing = describe(demand.shortfall(ceiling))
+        return PreemptionRefusal(
+            state.key, f"gang {state.key}: even evicting every lower-ranked job leaves {missing} missing"
+        )
     if plan_gang(snapshot, state, settings, now).admitted:
         return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
-    preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
     roomy = roomy_nodes(snapshot, pending)
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
@@ -347,14 +355,11 @@ def least_demand(needs: Sequence[tuple[int, Sequence[PodView]]]) -> Resources:
 
 
 def _hopeless(search: Search) -> str | None:
-    """Prefix-sum pruning: what every candidate together could free, in total, and whether each member
-    still needed fits some node at all."""
+    """Prefix-sum pruning (past the per-PriorityClass ceiling `open_search` checks): what every candidate
+    together could free, in total, and whether each member still needed fits some node at all."""
     snapshot = search.snapshot
     table = snapshot.capacity
     free_now = table.resources(table.available[table.schedulable].sum(axis=0))
-    ceiling = free_now + queue_of(snapshot, search.settings).freeable_below(search.preemptor.priority)
-    if not search.demand.fits_in(ceiling):
-        return f"even evicting every lower-ranked job leaves {describe(search.demand.shortfall(ceiling))} missing"
     evicted_whole = {subject.key for subject in search.subjects if not subject.surplus}
     freeable = total(
         subject.freed for subject in search.subjects if not (subject.surplus and subject.key in evicted_whole)
