@@ -124,10 +124,11 @@ class PodView:
     """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
     topology_index: int | None = None
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
+    key: str = field(init=False, compare=False)
+    """`namespace/name`, computed once."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     def selects(self, node: NodeView) -> bool:
         """True when the node carries every label of the pod's node selector."""
