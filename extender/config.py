@@ -20,6 +20,9 @@ class Settings:
     max_body_bytes: int = 64 * 2**20
     """Requests larger than this (bytes) are refused with an `Error`; a 5000-node NodeList is ~63 MiB."""
     decision_history: int = 256
+    debug_chunk_objects: int = 64
+    """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
+    step stays well under a millisecond, so the verbs are answered in between)."""
     unseen_pod_wait_s: float = 0.1
     """Seconds a verb about a gang member the model has not received yet waits for its watch event before
     deciding on the request's copy, read-only (kube-scheduler watches the same API server and can be a

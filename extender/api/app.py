@@ -27,7 +27,7 @@ def make_service(
     clock: Callable[[], float],
     publish: Callable[[LedgerChange, ClusterSnapshot], None] | None = None,
 ) -> verbs.Service:
-    metrics = Metrics(lambda: debug.gangs_pending(state.snapshot()))
+    metrics = Metrics(lambda: debug.gangs_pending(state.snapshot(), settings.policy))
     history = DecisionHistory(settings.decision_history)
     if publish is None:
         return verbs.Service(settings, state, clock, history, metrics)

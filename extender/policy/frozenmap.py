@@ -51,6 +51,10 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
     def values(self) -> ValuesView[V]:
         return _Values(self._buckets, self._length)
 
+    def buckets(self) -> tuple[Mapping[K, V], ...]:
+        """The buckets themselves (read-only by contract): for walks that pause between small steps."""
+        return self._buckets
+
     def items(self) -> ItemsView[K, V]:
         return _Items(self._buckets, self._length)
 

@@ -13,6 +13,7 @@ Each state comes with the reason a person can act on. Pure: `now` is a parameter
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
@@ -41,7 +42,13 @@ class JobStatus:
 
 def job_states(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobStatus]:
     """The state of every TFJob the model knows, sorted by key."""
-    return [_status(snapshot, key, now, settings) for key in sorted(snapshot.jobs)]
+    return list(each_job_state(snapshot, now, settings))
+
+
+def each_job_state(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> Iterator[JobStatus]:
+    """`job_states` one job at a time (for a reader that pauses between jobs)."""
+    for key in sorted(snapshot.jobs):
+        yield _status(snapshot, key, now, settings)
 
 
 def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySettings) -> JobStatus:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
@@ -12,7 +13,7 @@ from extender.policy import filter_pod
 from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
 from extender.state.kinds import Kind
-from extender.state.manifests import SnapshotFileError, dump_state, load_objects
+from extender.state.manifests import SnapshotFileError, dump_state, dump_state_chunks, load_objects
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
@@ -301,3 +302,16 @@ def test_the_dump_is_minimal_manifests(tmp_path: Path) -> None:
         {"name": "main", "resources": {"requests": {"cpu": "2100m", "memory": str(GI)}}}
     ]
     assert dump["tfjobExtender"]["generation"] > 0
+
+
+def test_the_dump_in_pieces_is_the_dump() -> None:
+    state = cluster(
+        *(make_node(f"node-{i}") for i in range(5)),
+        *tfjob_pods("mnist", ps=1, workers=6),
+        make_podgroup("mnist", min_member=7),
+        make_tfjob("mnist", workers=6),
+    )
+    snapshot = state.snapshot()
+    pieces = list(dump_state_chunks(snapshot, 3))
+    assert len(pieces) > 5
+    assert orjson.loads(b"".join(pieces)) == orjson.loads(orjson.dumps(dump_state(snapshot)))
