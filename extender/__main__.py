@@ -240,6 +240,7 @@ def serve(settings: Settings, log_level: str) -> int:
         http="httptools",
         loop="uvloop",
         timeout_keep_alive=settings.keep_alive_s,
+        limit_concurrency=settings.max_connections,
         log_level=log_level,
         access_log=log_level == "debug",
     )

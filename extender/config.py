@@ -31,6 +31,11 @@ class Settings:
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""
+    body_timeout_s: float = 10.0
+    """Seconds a verb waits for its whole request body before answering with an `Error` (a stalled client
+    cannot hold a request open)."""
+    max_connections: int = 64
+    """Open connections served at once; beyond it new ones are refused (kube-scheduler keeps one or two)."""
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""

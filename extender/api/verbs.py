@@ -130,8 +130,11 @@ class VerbGateway:
             await self.app(scope, receive, send)
             return
         try:
-            body = await self._body(scope, receive)
+            body = await asyncio.wait_for(self._body(scope, receive), self.service.settings.body_timeout_s)
             reply = await self._answer(verb, body)
+        except TimeoutError:
+            limit = self.service.settings.body_timeout_s
+            reply = error_reply(verb, f"tfjob-extender {verb}: request body not received within {limit:g} s")
         except BodyTooLarge as error:
             reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
