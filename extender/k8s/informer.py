@@ -39,7 +39,9 @@ class InformerTimings:
     read_timeout_s: float = 10.0
     """Client read timeout; the loop notices a stop request at least this often."""
     backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
+    backoff_max_s: float = 1.0
+    """Longest wait between attempts to reach the API server: a restarted one is seen within a second or
+    two (the model answers `cache not synced` meanwhile: no decision is made on a model that missed events)."""
     missing_kind_recheck_s: float = 30.0
     """How often a kind whose CRD is absent is looked for again."""
 
@@ -101,9 +103,11 @@ class Informers:
                 delay = self._timings.backoff_initial_s
                 self._watch_until_gone(resource_type, version)
             except Gone:
+                self._state.mark_unsynced(resource_type.kind)
                 log.info("%s: resourceVersion expired, listing again", resource_type.plural)
             except (StatusError, ApiException, HTTPError, OSError, ValueError) as error:
-                log.warning("%s: %s; retrying in %.1fs", resource_type.plural, error, delay)
+                self._state.mark_unsynced(resource_type.kind)
+                log.warning("%s: %s; listing again in %.1fs", resource_type.plural, error, delay)
                 self._stop.wait(delay * (0.5 + self._jitter()))
                 delay = min(delay * 2, self._timings.backoff_max_s)
 

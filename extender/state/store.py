@@ -112,6 +112,10 @@ class ClusterState:
         with self._lock:
             self._synced.add(kind)
 
+    def mark_unsynced(self, kind: Kind) -> None:
+        with self._lock:
+            self._synced.discard(kind)
+
     def synced_kinds(self) -> frozenset[Kind]:
         with self._lock:
             return frozenset(self._synced)

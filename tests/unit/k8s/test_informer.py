@@ -48,6 +48,10 @@ class Recorder:
         with self.lock:
             self.calls.append(("synced", kind, None))
 
+    def mark_unsynced(self, kind: Kind) -> None:
+        with self.lock:
+            self.calls.append(("unsynced", kind, None))
+
     def snapshot(self) -> list[tuple[str, Kind, Any]]:
         with self.lock:
             return list(self.calls)
@@ -222,6 +226,8 @@ def test_a_failing_server_is_retried_with_backoff(recorder: Recorder) -> None:
         for _ in run(server, recorder, (NODES,)):
             wait_for(lambda: ("synced", Kind.NODE, None) in recorder.snapshot())
             assert attempts == 3
+            calls = recorder.snapshot()
+            assert calls.index(("unsynced", Kind.NODE, None)) < calls.index(("synced", Kind.NODE, None))
 
 
 def test_an_absent_optional_kind_counts_as_synced_and_empty(recorder: Recorder) -> None:
