@@ -31,6 +31,7 @@ from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PreemptionRecord, Reservation
+from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption import carried_out, choose_preemption
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
@@ -101,6 +102,10 @@ class PreemptionLoop:
         self._import_worker_plans(now)
         snapshot = self.state.snapshot()
         starving = tuple(rank.subject for rank in queue_of(snapshot, self.settings).starving(now, self.settings))
+        overdue = list(overdue_partial_gangs(snapshot, now, self.settings))
+        if overdue:
+            self._resolve(snapshot, overdue, now)
+            snapshot = self.state.snapshot()
         if (snapshot.generation, starving) == self._quiet:
             return None
         choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
@@ -119,6 +124,25 @@ class PreemptionLoop:
         self._report_states(self.state.snapshot(), now)
         self._quiet = (snapshot.generation, starving) if choice.plan is None else None
         return plan
+
+    def _resolve(self, snapshot: ClusterSnapshot, overdue: list[PartialGang], now: float) -> None:
+        """Complete each half-placed gang (reserve its plan) or, when it cannot be, release it whole."""
+        for partial in overdue:
+            reason = partial.reason(now)
+            if self.dry_run:
+                log.info("would resolve (dry run): %s", reason)
+                continue
+            if partial.verdict.admitted:
+                change = LedgerChange(reserve=partial.verdict.reservations)
+                if self.state.commit(change, decided_on=snapshot.generation):
+                    self.publish(change, snapshot)
+                    log.info("%s", reason)
+                continue
+            log.warning("%s", reason)
+            for pod in partial.bound:
+                self.actuator.evict(pod, reason)
+            for job in sorted({pod.job for pod in partial.bound if pod.job}):
+                self.actuator.record_event("TFJob", job, "ReleasedWhole", reason)
 
     def _import_worker_plans(self, now: float) -> None:
         """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""

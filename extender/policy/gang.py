@@ -174,7 +174,7 @@ def plan_gang(
             needed,
         )
         return GangVerdict(state.key, False, reason, failed_plan=failed)
-    timeout = _timeout(state.groups, settings)
+    timeout = plan_timeout(state.groups, settings)
     reservations = tuple(
         Reservation(pod.key, group, placement.assignments[pod.key], pod.requests, now + timeout)
         for group, pods in pending.items()
@@ -297,7 +297,8 @@ def _already_placed(members: Sequence[PodView], replanned: set[str]) -> int:
     return sum(1 for pod in members if (pod.node_name or pod.finished) and pod.key not in replanned)
 
 
-def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
+def plan_timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
+    """Seconds a plan of these PodGroups lives: the shortest `scheduleTimeoutSeconds`, else the default."""
     timeouts = [g.schedule_timeout_s for g in groups if g.schedule_timeout_s]
     return min(timeouts) if timeouts else settings.default_plan_timeout_s
 

@@ -124,6 +124,8 @@ class PodView:
     """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
     topology_index: int | None = None
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
+    scheduled_at: float = 0.0
+    """When the pod was bound (its PodScheduled condition turned true), seconds since the epoch; 0 if not."""
     key: str = field(init=False, compare=False)
     """`namespace/name`, computed once."""
 

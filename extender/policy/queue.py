@@ -155,6 +155,8 @@ class GangQueue:
     """The weight settings the base weights were computed with (see `weight_inputs`)."""
     loose: Mapping[str, PodView] = field(default_factory=dict)
     """Pods without a gang that hold a node, by key."""
+    partly_bound: frozenset[str] = frozenset()
+    """Gangs with members holding nodes while they wait unsatisfied (half placed)."""
 
     def summary_of_group(self, group: str) -> GangSummary | None:
         key = self.gang_of.get(group)
@@ -230,6 +232,7 @@ class QueueBuilder:
         self._surplus: dict[int, Resources] = {}
         self._loose: dict[int, Resources] = {}
         self._loose_pods: CowMap[str, PodView] = CowMap()
+        self._partly_bound: set[str] = set()
         self._touched: set[str] = set()
         self._everything = True
         self._weights = False
@@ -307,6 +310,7 @@ class QueueBuilder:
             surplus_by_priority=dict(self._surplus),
             weights=weight_inputs(self._settings),
             loose=self._loose_pods.freeze(),
+            partly_bound=frozenset(self._partly_bound),
         )
         return self._frozen
 
@@ -344,6 +348,8 @@ class QueueBuilder:
                 bisect.insort(self._by_arrival, (summary.arrival, summary.key))
         _add(self._held, summary.priority, summary.bound)
         _add(self._surplus, summary.priority, summary.surplus)
+        if summary.ages and summary.bound_pods:
+            self._partly_bound.add(summary.key)
 
     def _drop(self, key: str, *, keep_origins: bool = False) -> None:
         summary = self._summaries.delete(key)
@@ -364,6 +370,7 @@ class QueueBuilder:
                 _remove_sorted(self._by_arrival, (summary.arrival, key))
         _add(self._held, summary.priority, summary.bound, sign=-1)
         _add(self._surplus, summary.priority, summary.surplus, sign=-1)
+        self._partly_bound.discard(key)
 
 
 def _add(totals: dict[int, Resources], priority: int, amount: Resources, *, sign: int = 1) -> None:

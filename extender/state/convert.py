@@ -202,7 +202,25 @@ def pod_view(obj: Json) -> PodView:
         created=_created(obj),
         node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
         topology_index=_topology_index(obj, (meta.get("annotations") or {}).get(NETWORK_TOPOLOGY_INDEX_ANNOTATION)),
+        scheduled_at=_scheduled_at(obj, status),
     )
+
+
+def _scheduled_at(obj: Json, status: Json) -> float:
+    for condition in status.get("conditions") or []:
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "True"
+        ):
+            value = condition.get("lastTransitionTime")
+            try:
+                return timestamp(value)
+            except (TypeError, ValueError) as error:
+                raise ConversionError(
+                    f"{identity(obj)}: PodScheduled lastTransitionTime={value!r} is not a timestamp"
+                ) from error
+    return 0.0
 
 
 def _topology_index(obj: Json, value: str | None) -> int | None:

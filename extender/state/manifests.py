@@ -115,7 +115,12 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": pod.phase}}
+    status: dict[str, Any] = {"phase": pod.phase}
+    if pod.scheduled_at:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": _time(pod.scheduled_at)}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 def group_manifest(group: GroupView) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from extender.policy.jobstates import JobState, job_states
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
 from extender.state.kinds import Kind
-from tests.builders import cluster, make_node
+from tests.builders import cluster, make_node, make_pod, make_podgroup
 from tests.unit.policy.test_victims import NAMES, NOW, nodes, running, waiting
 
 SETTINGS = PolicySettings()
@@ -91,3 +92,66 @@ def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatc
     assert loop.tick(NOW + 4) is None
     assert searches == ["default/urgent", "default/urgent"], "a changed model is searched again"
     assert actuator.evicted == [] and actuator.scaled == []
+
+
+def half_placed(name: str, *, cpu: str, bound_at: str) -> list[dict[str, object]]:
+    """A gang of 4 workers (minMember 4): two bound on node-0 since `bound_at`, two pending."""
+    members = []
+    for index in range(4):
+        node = "node-0" if index < 2 else ""
+        pod = make_pod(
+            f"{name}-worker-{index}",
+            job=name,
+            role="worker",
+            index=index,
+            group=name,
+            cpu=cpu,
+            node=node,
+            phase="Running" if node else "Pending",
+        )
+        if node:
+            condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": bound_at}
+            pod["status"]["conditions"] = [condition]
+        members.append(pod)
+    return [*members, make_podgroup(name, min_member=4)]
+
+
+LONG_AGO = "2026-03-01T10:00:00Z"
+
+
+def test_a_gang_left_half_placed_is_completed_when_it_fits() -> None:
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="4"), make_node("node-1", cpu="4"), *half_placed("g", cpu="1", bound_at=LONG_AGO)
+    )
+    loop.tick(NOW)
+    reserved = loop.state.snapshot().reservations
+    assert set(reserved) == {"default/g-worker-2", "default/g-worker-3"}
+    assert actuator.evicted == []
+
+
+def test_a_gang_left_half_placed_that_cannot_be_completed_is_released_whole() -> None:
+    # node-0 holds the two bound members (3 CPU each); nowhere else has room for the other two
+    filler = make_pod("filler", cpu="4", node="node-1", phase="Running", priority=1000)
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="8"),
+        make_node("node-1", cpu="4"),
+        filler,
+        *half_placed("g", cpu="3", bound_at=LONG_AGO),
+    )
+    loop.tick(NOW)
+    assert sorted(key for key, _ in actuator.evicted) == ["default/g-worker-0", "default/g-worker-1"]
+    assert all("released whole" in reason for _, reason in actuator.evicted)
+    assert any(reason == "ReleasedWhole" for _, _, reason, _ in actuator.events)
+
+
+def test_a_gang_recently_half_placed_is_left_to_finish() -> None:
+    just_now = datetime.fromtimestamp(NOW - 5, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    filler = make_pod("filler", cpu="4", node="node-1", phase="Running", priority=1000)
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="8"),
+        make_node("node-1", cpu="4"),
+        filler,
+        *half_placed("g", cpu="3", bound_at=just_now),
+    )
+    loop.tick(NOW)
+    assert actuator.evicted == []

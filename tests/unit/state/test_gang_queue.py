@@ -48,6 +48,7 @@ def comparable(queue: GangQueue) -> object:
         queue.by_arrival,
         {k: v for k, v in queue.held_by_priority.items() if v},
         {k: v for k, v in queue.surplus_by_priority.items() if v},
+        queue.partly_bound,
     )
 
 
