@@ -108,6 +108,7 @@ class LocalControlPlane:
         self.with_operator = with_operator
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="tfjob-e2e-"))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}
         self.token = secrets.token_hex(24)
         self.api_port = free_port()
         self.extender_port = free_port()
@@ -374,7 +375,13 @@ class LocalControlPlane:
 
     # -- processes --------------------------------------------------------------------------------------
 
+    def restart(self, name: str) -> None:
+        """Start a component again with the command it was first started with (after `kill` or a stop)."""
+        command, env = self.commands[name]
+        self._spawn(name, command, env)
+
     def _spawn(self, name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.commands[name] = (command, env)
         log = (self.run_dir / f"{name}.log").open("ab")
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, start_new_session=True
@@ -395,6 +402,14 @@ class LocalControlPlane:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+    def http_ok(self, url: str) -> bool:
+        """Whether a plain-HTTP GET of `url` answers 200 (False on any failure)."""
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
 
     def _http_ok(self, url: str, context: ssl.SSLContext | None = None) -> bool:
         for name, process in self.processes.items():
