@@ -51,9 +51,7 @@ def overdue_partial_gangs(snapshot: ClusterSnapshot, now: float, settings: Polic
         if summary is None or summary.reserved:
             continue
         state = gang_state(snapshot, summary.origin)
-        bound = tuple(
-            pod for pods in state.members.values() for pod in pods if pod.holds_node and not pod.terminating
-        )
+        bound = tuple(pod for pods in state.members.values() for pod in pods if pod.holds_node and not pod.terminating)
         if not bound:
             continue
         since = min(pod.scheduled_at or pod.created for pod in bound)

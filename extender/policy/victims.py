@@ -324,7 +324,7 @@ def ineligible_reason(
     never = [pod.name for pod in pending if pod.preemption_policy == "Never"]
     if never:
         return f"gang {state.key}: preemptionPolicy Never on {', '.join(sorted(never))}"
-    still = sorted(key for key in terminating if key in snapshot.pods)
+    still = sorted(key for key in terminating if (pod := snapshot.pods.get(key)) is not None and pod.terminating)
     if still:
         return f"gang {state.key}: victims of its last preemption are still terminating ({', '.join(still)})"
     return None

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from extender.actuator import RecordingActuator
+from extender.k8s.actuator import ApiCallError
 from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
+from extender.policy.model import PodView
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
 from extender.state.kinds import Kind
@@ -155,3 +157,31 @@ def test_a_gang_recently_half_placed_is_left_to_finish() -> None:
     )
     loop.tick(NOW)
     assert actuator.evicted == []
+
+
+class FlakyActuator(RecordingActuator):
+    """Fails its first eviction, as an API server answering 503 would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def evict(self, pod: PodView, reason: str) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ApiCallError(503, "service unavailable")
+        super().evict(pod, reason)
+
+
+def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_for_the_same_gang() -> None:
+    actuator = FlakyActuator()
+    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
+    with pytest.raises(ApiCallError):
+        loop.tick(NOW)
+    for later in (2, 4, 6):
+        loop.tick(NOW + later)
+    assert actuator.evicted == [], "the room stays reserved for the gang meanwhile: nothing is evicted anew"
+    assert "default/urgent" in loop.state.snapshot().preemptions
+    loop.tick(NOW + SETTINGS.default_plan_timeout_s + 1)
+    assert len(actuator.evicted) == 12, "once the plan lapses, the preemption is decided again and carried out"
