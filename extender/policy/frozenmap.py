@@ -109,14 +109,16 @@ def empty_frozen_map() -> FrozenMap[K, V]:
 class CowMap(Generic[K, V]):
     """The mutable side: a map that can be frozen cheaply and repeatedly."""
 
-    __slots__ = ("_buckets", "_length", "_owned")
+    __slots__ = ("_buckets", "_frozen", "_length", "_owned")
 
     def __init__(self, bucket_count: int = BUCKET_COUNT) -> None:
         self._buckets: list[dict[K, V]] = [{} for _ in range(bucket_count)]
         self._owned = [True] * bucket_count
         self._length = 0
+        self._frozen: FrozenMap[K, V] | None = None
 
     def _writable(self, key: K) -> dict[K, V]:
+        self._frozen = None
         index = hash(key) % len(self._buckets)
         if not self._owned[index]:
             self._buckets[index] = dict(self._buckets[index])
@@ -156,7 +158,11 @@ class CowMap(Generic[K, V]):
         self._buckets = [{} for _ in self._buckets]
         self._owned = [True] * len(self._buckets)
         self._length = 0
+        self._frozen = None
 
     def freeze(self) -> FrozenMap[K, V]:
-        self._owned = [False] * len(self._buckets)
-        return FrozenMap(tuple(self._buckets), self._length)
+        """The current content, immutable; the same object until the map is written again."""
+        if self._frozen is None:
+            self._owned = [False] * len(self._buckets)
+            self._frozen = FrozenMap(tuple(self._buckets), self._length)
+        return self._frozen

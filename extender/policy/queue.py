@@ -270,7 +270,6 @@ class QueueBuilder:
     def refresh(self, snapshot: ClusterSnapshot) -> GangQueue:
         if self._frozen is not None and not self._touched and not self._everything and not self._weights:
             return self._frozen
-        capacity = cluster_capacity(snapshot)
         if not self._counted_loose:
             self._loose = {}
             self._loose_pods.clear()
@@ -288,10 +287,12 @@ class QueueBuilder:
                 for key in self._gangs_with.get(group, ()):
                     origins |= self._origins.get(key, set())
         self._touched.clear()
-        for origin in origins:
-            self._update(snapshot, origin, capacity)
-        if self._weights:
-            self._reweigh(snapshot, capacity)
+        if origins or self._weights:
+            capacity = cluster_capacity(snapshot)
+            for origin in origins:
+                self._update(snapshot, origin, capacity)
+            if self._weights:
+                self._reweigh(snapshot, capacity)
         held = dict(self._held)
         for priority, amount in self._loose.items():
             held[priority] = held.get(priority, EMPTY) + amount

@@ -60,10 +60,25 @@ def parse_quantity(text: str | int | float) -> Decimal:
 
 def to_base_units(name: str, quantity: str | int | float) -> int:
     """The integer amount of `quantity` in `name`'s base unit (millicores for cpu), rounded up."""
+    if not isinstance(quantity, str | int | float):
+        raise QuantityError(f"not a resource quantity: {quantity!r}")
+    key = (name in MILLI_UNIT_RESOURCES, quantity)
+    known = _BASE_UNITS.get(key)
+    if known is not None:
+        return known
     parsed = parse_quantity(quantity)
     if name in MILLI_UNIT_RESOURCES:
         parsed *= 1000
-    return math.ceil(parsed)
+    amount = math.ceil(parsed)
+    if len(_BASE_UNITS) >= _BASE_UNITS_LIMIT:
+        _BASE_UNITS.clear()
+    _BASE_UNITS[key] = amount
+    return amount
+
+
+_BASE_UNITS: dict[tuple[bool, str | int | float], int] = {}
+"""Memo of parsed quantities: a cluster's pods repeat a handful of request strings."""
+_BASE_UNITS_LIMIT = 65536
 
 
 class Resources:
