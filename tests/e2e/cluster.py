@@ -126,9 +126,14 @@ class LocalControlPlane:
         extender_args: tuple[str, ...] = (),
         scheduler_qps: float | None = None,
         scheduler_burst: int | None = None,
+        with_extender: bool = True,
+        with_scheduler: bool = True,
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
-        instead of the one in `scheduler-config/`."""
+        instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
+        plane starts without the extender / kube-scheduler (a caller may start them later)."""
+        self.with_extender = with_extender
+        self.with_scheduler = with_scheduler
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
@@ -161,8 +166,10 @@ class LocalControlPlane:
         self._start_apiserver()
         self._install_crds()
         self._start_kwok()
-        self.start_extender()
-        self._start_scheduler()
+        if self.with_extender:
+            self.start_extender()
+        if self.with_scheduler:
+            self._start_scheduler()
         if self.with_operator:
             self._start_operator()
 
