@@ -89,6 +89,8 @@ class BindWatch:
         self._connection: http.client.HTTPSConnection | None = None
         self._thread = threading.Thread(target=self._run, name=f"watch-{namespace}", daemon=True)
         self.error: BaseException | None = None
+        self.restarts = 0
+        self._stopped = threading.Event()
 
     def start(self) -> None:
         listed = self.api.call("GET", f"/api/v1/namespaces/{self.namespace}/pods?limit=1")
@@ -99,6 +101,21 @@ class BindWatch:
             raise RuntimeError(f"the pod watch on {self.namespace} did not start")
 
     def _run(self) -> None:
+        """Watch from the last resourceVersion seen; the API server may end a watch at any time (it does
+        end slow ones), so a watch that ends is resumed, and one whose version is gone is relisted."""
+        while not self._stopped.is_set():
+            try:
+                self._watch_once()
+            except Exception as error:  # reported with the phase's results
+                self.error = error
+                if self._stopped.is_set():
+                    return
+                time.sleep(0.2)
+            finally:
+                self._ready.set()
+            self.restarts += 1
+
+    def _watch_once(self) -> None:
         query = urllib.parse.urlencode({"watch": "1", "resourceVersion": self._version, "timeoutSeconds": 3600})
         self._connection = connection = self.api.connect(timeout=None)
         try:
@@ -109,18 +126,30 @@ class BindWatch:
                 now = time.monotonic()
                 event = orjson.loads(line)
                 obj = event.get("object") or {}
-                name = (obj.get("metadata") or {}).get("name")
-                if event.get("type") not in ("ADDED", "MODIFIED") or not name:
-                    continue
-                with self.changed:
-                    self.seen.setdefault(name, now)
-                    if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
-                        self.bound[name] = now
-                    self.changed.notify_all()
-        except (OSError, http.client.HTTPException, ValueError) as error:
-            self.error = error
+                if event.get("type") == "ERROR":
+                    self._relist()
+                    return
+                meta = obj.get("metadata") or {}
+                self._version = meta.get("resourceVersion") or self._version
+                if event.get("type") in ("ADDED", "MODIFIED") and meta.get("name"):
+                    self._record(meta["name"], bool((obj.get("spec") or {}).get("nodeName")), now)
         finally:
-            self._ready.set()
+            connection.close()
+
+    def _relist(self) -> None:
+        """Pods bound while no watch ran are recorded at the time of this list (rare: counted in restarts)."""
+        listed = self.api.call("GET", f"/api/v1/namespaces/{self.namespace}/pods")
+        now = time.monotonic()
+        for pod in listed["items"]:
+            self._record(pod["metadata"]["name"], bool(pod["spec"].get("nodeName")), now)
+        self._version = listed["metadata"]["resourceVersion"]
+
+    def _record(self, name: str, bound: bool, now: float) -> None:
+        with self.changed:
+            self.seen.setdefault(name, now)
+            if bound and name not in self.bound:
+                self.bound[name] = now
+            self.changed.notify_all()
 
     def wait(self, what: Callable[[], bool], stall_s: float, deadline_s: float) -> bool:
         """Wait until `what()` holds; False when nothing changed for `stall_s` or `deadline_s` passed."""
@@ -133,6 +162,7 @@ class BindWatch:
         return True
 
     def stop(self) -> None:
+        self._stopped.set()
         if self._connection is not None and self._connection.sock is not None:
             with contextlib.suppress(OSError):
                 self._connection.sock.shutdown(socket.SHUT_RDWR)
@@ -307,6 +337,7 @@ class Result:
     verb_ms: dict[str, tuple[float | None, float | None]]
     gang_partial_s: float | None
     gangs_complete: str = ""
+    watch_restarts: int = 0
     baseline: float = field(default=0.0)
 
     @property
@@ -319,6 +350,7 @@ class Bench:
         self.plane = plane
         self.args = args
         self.api = Api(plane.api_port, plane.token)
+        self.runs = 0
 
     def pids(self, phase: Phase) -> dict[str, int]:
         under_test = SCHEDULER_UNDER_TEST[phase.profile]
@@ -386,7 +418,8 @@ class Bench:
         return requests
 
     def run(self, phase: Phase, mode: str) -> Result:
-        namespace = f"{phase.key}-{mode}"
+        self.runs += 1
+        namespace = f"{phase.key}-{mode}-{self.runs}"
         self.api.call("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": namespace}}))
         requests = self.workload(phase, namespace)
         pids = self.pids(phase)
@@ -447,7 +480,13 @@ class Bench:
         if phase.gang_size:
             partial, complete_gangs = gang_partial(bound, requests, phase.gang_size, end_check)
         if not complete:
-            print(f"# {phase.title} {mode}: only {len(bound)} of {count} pods bound", flush=True)
+            pods = self.api.call("GET", f"/api/v1/namespaces/{watch.namespace}/pods")["items"]
+            listed = sum(1 for pod in pods if pod["spec"].get("nodeName"))
+            print(
+                f"# {phase.title} {mode}: only {len(bound)} of {count} pods seen bound ({listed} bound in a list; "
+                f"watch restarts: {watch.restarts}, last error: {watch.error!r})",
+                flush=True,
+            )
         return Result(
             phase=phase,
             mode=mode,
@@ -461,6 +500,7 @@ class Bench:
             verb_ms=verbs,
             gang_partial_s=partial,
             gangs_complete=complete_gangs,
+            watch_restarts=watch.restarts,
         )
 
     def clean(self, namespace: str) -> None:
@@ -592,7 +632,7 @@ def main() -> None:
             result = bench.run(phase, mode)
             print(
                 f"# {phase.title} {mode}: {result.bound}/{result.pods} bound in {result.seconds:.1f}s "
-                f"({result.rate:.1f} pods/s)",
+                f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
                 flush=True,
             )
             results.append(result)
