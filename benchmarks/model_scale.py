@@ -619,30 +619,31 @@ def profile_load(path: Path, top: int) -> None:
 
     tracemalloc.start(1)
     state = ClusterState()
-    peak_snapshot: list[tracemalloc.Snapshot] = []
-    original = ClusterState.mark_synced
-    taken = threading.Event()
+    largest: list[tracemalloc.Snapshot] = []
+    done = threading.Event()
 
-    def mark_synced_then_snapshot(self: ClusterState, kind: Any) -> None:
-        # The first kind marked synced is the moment every raw object has been read and converted.
-        if not taken.is_set():
-            peak_snapshot.append(tracemalloc.take_snapshot())
-            taken.set()
-        original(self, kind)
+    def watch_peak() -> None:
+        """Keep a snapshot of the allocations whenever the traced total grew by 10 % past the last one:
+        the one kept last is within 10 % of the peak."""
+        kept = 0
+        while not done.wait(0.2):
+            current, _ = tracemalloc.get_traced_memory()
+            if current > kept * 1.1:
+                largest[:] = [tracemalloc.take_snapshot()]
+                kept = current
 
-    ClusterState.mark_synced = mark_synced_then_snapshot  # type: ignore[method-assign]
+    watcher = threading.Thread(target=watch_peak, daemon=True)
+    watcher.start()
     try:
         load_snapshot_file(state, path)
     finally:
-        ClusterState.mark_synced = original  # type: ignore[method-assign]
+        done.set()
+        watcher.join()
     current, peak = tracemalloc.get_traced_memory()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     print(f"## tracemalloc {path.name}: traced peak {peak / 2**20:.0f} MiB, after load {current / 2**20:.0f} MiB")
-    for title, snap in (
-        ("when the objects were all read", peak_snapshot[0] if peak_snapshot else after),
-        ("after the load", after),
-    ):
+    for title, snap in (("near the peak", largest[0] if largest else after), ("after the load", after)):
         stats = snap.statistics("lineno")
         total = sum(stat.size for stat in stats)
         print(f"### {title}: {total / 2**20:.0f} MiB traced; top {top} lines")
@@ -652,6 +653,7 @@ def profile_load(path: Path, top: int) -> None:
             shown = file.relative_to(REPO) if file.is_relative_to(REPO) else Path(*file.parts[-2:])
             where = f"{shown}:{frame.lineno}"
             print(f"{stat.size / 2**20:>9.1f} MiB {stat.count:>10} blocks  {where}")
+    largest.clear()
     del state, after
     gc.collect()
     profiler = cProfile.Profile()
@@ -813,6 +815,7 @@ def main() -> None:
     parser.add_argument("--formats", default="yaml,json", help="comma-separated subset of yaml,json")
     parser.add_argument("--live", action="store_true", help="also measure serve --kubeconfig on a local control plane")
     parser.add_argument("--no-offline", action="store_true", help="skip the offline loads")
+    parser.add_argument("--generate-only", action="store_true", help="only write the files")
     parser.add_argument("--threads", type=int, default=6, help="concurrent creates in --live")
     parser.add_argument("--live-timeout-s", type=float, default=900)
     parser.add_argument("--profile", action="store_true", help="profile the loads (tracemalloc, cProfile)")
@@ -831,8 +834,10 @@ def main() -> None:
         f"shape {args.shape}",
         flush=True,
     )
-    if not args.no_offline or args.profile:
+    if not args.no_offline or args.profile or args.generate_only:
         files = generate(args)
+        if args.generate_only:
+            return
         if not args.no_offline:
             offline(args, files)
         if args.profile:

@@ -597,7 +597,7 @@ def main() -> None:
     parser.add_argument("--qps", type=float, default=5000, help="both kube-schedulers' client QPS")
     parser.add_argument("--burst", type=int, default=5000, help="both kube-schedulers' client burst")
     parser.add_argument("--rate", type=float, default=200, help="pods created per second in paced mode")
-    parser.add_argument("--threads", type=int, default=6, help="concurrent create requests")
+    parser.add_argument("--threads", type=int, default=16, help="concurrent create requests")
     parser.add_argument("--phases", default="default,plain,gang8,gang64", help="comma-separated subset")
     parser.add_argument("--modes", default="paced,drain", help="comma-separated subset")
     parser.add_argument("--stall-s", type=float, default=60, help="end a phase after this long with no progress")
