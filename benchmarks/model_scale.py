@@ -4,9 +4,9 @@ Generates a TFJob-shaped cluster: `--nodes` nodes (64 CPU, 512 GiB, 8 GPUs, 110 
 1 PS (4 CPU) + workers (2 CPU) (sizes 4 to 19, adjusted so the pods add up to `--pods`), each with its PodGroup
 (`scheduling.x-k8s.io/v1alpha1`, `minMember` = its size) and its pods labelled and owned as
 training-operator makes them. Most gangs are bound and Running; `--pending-share` of them (default 10 %)
-are Pending, unbound. With `--shape full` (default) every object is as the API server returns it —
-managedFields, TF_CONFIG, the service-account volume, tolerations, status conditions and container
-statuses —, about what `kubectl get nodes,pods,podgroups,tfjobs -A -o yaml` prints; `--shape minimal` has
+are Pending, unbound. With `--shape full` (default) every object is as the API server returns it — TF_CONFIG, the
+service-account volume, tolerations, status conditions and container statuses; no managedFields, which
+kubectl leaves out —, about what `kubectl get nodes,pods,podgroups,tfjobs -A -o yaml` prints; `--shape minimal` has
 only the fields the model reads, as `/debug/state` dumps them.
 
 Then measures, each in a fresh subprocess:
@@ -210,90 +210,6 @@ def pod(
             "spec": spec,
             "status": {"phase": "Running" if running else "Pending"},
         }
-    managed = [
-        {
-            "apiVersion": "v1",
-            "fieldsType": "FieldsV1",
-            "fieldsV1": {
-                "f:metadata": {
-                    "f:labels": {".": {}, **{f"f:{key}": {} for key in labels}},
-                    "f:ownerReferences": {".": {}, f'k:{{"uid":"{job_uid}"}}': {}},
-                },
-                "f:spec": {
-                    "f:containers": {
-                        'k:{"name":"tensorflow"}': {
-                            ".": {},
-                            "f:args": {},
-                            "f:command": {},
-                            "f:env": {".": {}, 'k:{"name":"TF_CONFIG"}': {".": {}, "f:name": {}, "f:value": {}}},
-                            "f:image": {},
-                            "f:imagePullPolicy": {},
-                            "f:name": {},
-                            "f:ports": {
-                                ".": {},
-                                'k:{"containerPort":2222,"protocol":"TCP"}': {
-                                    ".": {},
-                                    "f:containerPort": {},
-                                    "f:name": {},
-                                    "f:protocol": {},
-                                },
-                            },
-                            "f:resources": {".": {}, "f:limits": {}, "f:requests": {}},
-                            "f:terminationMessagePath": {},
-                            "f:terminationMessagePolicy": {},
-                        }
-                    },
-                    "f:dnsPolicy": {},
-                    "f:enableServiceLinks": {},
-                    "f:restartPolicy": {},
-                    "f:schedulerName": {},
-                    "f:securityContext": {},
-                    "f:terminationGracePeriodSeconds": {},
-                },
-            },
-            "manager": "training-operator",
-            "operation": "Update",
-            "time": EPOCH,
-        }
-    ]
-    if running:
-        managed.append(
-            {
-                "apiVersion": "v1",
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {
-                    "f:status": {
-                        "f:conditions": {
-                            f'k:{{"type":"{kind}"}}': {
-                                ".": {},
-                                "f:lastProbeTime": {},
-                                "f:lastTransitionTime": {},
-                                "f:status": {},
-                                "f:type": {},
-                            }
-                            for kind in ("ContainersReady", "Initialized", "PodReadyToStartContainers", "Ready")
-                        },
-                        "f:containerStatuses": {},
-                        "f:hostIP": {},
-                        "f:hostIPs": {},
-                        "f:phase": {},
-                        "f:podIP": {},
-                        "f:podIPs": {
-                            ".": {},
-                            f'k:{{"ip":"10.{number >> 16 & 255}.{number >> 8 & 255}.{number & 255}"}}': {
-                                ".": {},
-                                "f:ip": {},
-                            },
-                        },
-                        "f:startTime": {},
-                    }
-                },
-                "manager": "kubelet",
-                "operation": "Update",
-                "subresource": "status",
-                "time": EPOCH,
-            }
-        )
     spec = {
         "containers": [
             {
@@ -410,7 +326,6 @@ def pod(
         "metadata": {
             "creationTimestamp": EPOCH,
             "labels": labels,
-            "managedFields": managed,
             "name": name,
             "namespace": namespace,
             "ownerReferences": [owner],

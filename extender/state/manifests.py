@@ -246,7 +246,7 @@ def parse_reservations(document: Mapping[str, Any]) -> list[Reservation]:
 
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader when PyYAML was built with it (several times faster, and its nodes are smaller)."""
-JSON_CHUNK_CHARS = 1 << 24
+JSON_CHUNK_CHARS = 1 << 20
 """A JSON file is read this many characters at a time."""
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _YAML_ITEMS_KEY = re.compile(r"items:[ \t]*(#.*)?$")
@@ -411,11 +411,41 @@ def _json_separator(stream: _JsonStream, closing: str) -> bool:
     return char == closing
 
 
+_YAML_STR = "tag:yaml.org,2002:str"
+_YAML_MAP = "tag:yaml.org,2002:map"
+_YAML_SEQ = "tag:yaml.org,2002:seq"
+_YAML_MERGE = "tag:yaml.org,2002:merge"
+
+
 def _yaml_load(path: Path, text: str, where: str) -> Any:
+    """One YAML document, as `yaml.safe_load` reads it; plain maps, sequences and strings (nearly every node of
+    a Kubernetes object) are built directly, anything else by the safe constructor."""
+    loader = YAML_LOADER(text)
     try:
-        return yaml.load(text, Loader=YAML_LOADER)
+        node = loader.get_single_node()
+        return None if node is None else _yaml_build(loader, node)
     except yaml.YAMLError as error:
         raise SnapshotFileError(f"{path}: {where}{error}") from error
+    except TypeError as error:  # a mapping or sequence used as a key
+        raise SnapshotFileError(f"{path}: {where}{error}") from error
+    finally:
+        loader.dispose()
+
+
+def _yaml_build(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    kind = node.__class__
+    if kind is yaml.ScalarNode:
+        return node.value if node.tag == _YAML_STR else loader.construct_object(node)
+    if kind is yaml.MappingNode and node.tag == _YAML_MAP:
+        built = {}
+        for key, value in node.value:
+            if key.tag == _YAML_MERGE:
+                return loader.construct_object(node, deep=True)
+            built[_yaml_build(loader, key)] = _yaml_build(loader, value)
+        return built
+    if kind is yaml.SequenceNode and node.tag == _YAML_SEQ:
+        return [_yaml_build(loader, child) for child in node.value]
+    return loader.construct_object(node, deep=True)
 
 
 def _yaml_documents(path: Path) -> Iterator[dict[str, Any]]:
