@@ -375,3 +375,37 @@ def test_a_file_streamed_into_an_empty_model_equals_one_replaced_into_a_used_one
     replaced = cluster(make_node("old"))
     load_snapshot_file(replaced, path)
     assert views(streamed.snapshot()) == views(replaced.snapshot()) == views(before)
+
+
+SCALARS = """\
+a: 1
+b: 1.5
+c: true
+d: null
+e: ~
+f: ''
+g: 2026-03-01T10:15:30Z
+h: 0x1F
+i: .inf
+j: -.5e3
+k: 'quoted'
+l: "2"
+m: [1, yes, No, off, 017, +1, 1e3, Y, ON]
+n: !!str 3
+o: &shared {p: 1}
+q: *shared
+r: {<<: *shared, s: 2}
+t: 1_000
+u:
+v: 12:30:00
+w: 2026-03-01
+y: |
+  text
+"""
+
+
+def test_list_items_read_the_same_as_with_the_safe_loader(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    item = "\n".join("  " + line for line in SCALARS.splitlines())
+    path.write_text("apiVersion: v1\nitems:\n-" + item[1:] + "\nkind: List\n")
+    assert manifests.read_documents(path)[0] == yaml.safe_load(SCALARS)
