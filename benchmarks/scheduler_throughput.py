@@ -64,7 +64,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.e2e.bulk import Api, create_all
+from tests.e2e.bulk import Api, create_all, run_threads
 from tests.e2e.cluster import LocalControlPlane, build_control_plane, kwok_node
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -426,10 +426,16 @@ class Bench:
         watch = BindWatch(self.api, namespace)
         watch.start()
         try:
-            return self._measure(phase, mode, requests, pids, watch)
+            result = self._measure(phase, mode, requests, pids, watch)
         finally:
             watch.stop()
-            self.clean(namespace)
+        print(
+            f"# {phase.title} {mode}: {result.bound}/{result.pods} bound in {result.seconds:.1f}s "
+            f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
+            flush=True,
+        )
+        self.clean(namespace, [name for _, name, _ in requests])
+        return result
 
     def _measure(
         self, phase: Phase, mode: str, requests: list[tuple[str, str, bytes]], pids: dict[str, int], watch: BindWatch
@@ -503,9 +509,22 @@ class Bench:
             watch_restarts=watch.restarts,
         )
 
-    def clean(self, namespace: str) -> None:
+    def clean(self, namespace: str, names: list[str]) -> None:
+        """Delete the phase's pods one by one from many connections (a deletecollection of thousands of pods
+        can outlast the API server's request timeout), then its PodGroups and TFJobs."""
         base = f"/api/v1/namespaces/{namespace}/pods"
-        self.api.call("DELETE", f"{base}?gracePeriodSeconds=0")
+        pending = iter(names)
+        lock = threading.Lock()
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    name = next(pending, None)
+                if name is None:
+                    return
+                self.api.call("DELETE", f"{base}/{name}?gracePeriodSeconds=0", ok=(200, 202, 404))
+
+        run_threads(self.args.threads, worker)
         for path in (
             f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
             f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",
@@ -629,13 +648,7 @@ def main() -> None:
         time.sleep(args.settle_s)
         results = []
         for phase, mode in selected(args):
-            result = bench.run(phase, mode)
-            print(
-                f"# {phase.title} {mode}: {result.bound}/{result.pods} bound in {result.seconds:.1f}s "
-                f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
-                flush=True,
-            )
-            results.append(result)
+            results.append(bench.run(phase, mode))
         report(results)
 
 
