@@ -1,13 +1,14 @@
 """List+watch of every kind the cluster model follows, one daemon thread per kind.
 
-Each loop lists the collection (paginated), hands the full list to the model (`replace`) and marks the
-kind synced, then watches from the list's resourceVersion, applying ADDED / MODIFIED / DELETED events
-and following BOOKMARKs. A watch that ends normally is restarted from the last resourceVersion; a
-`410 Gone` (as an HTTP status or an ERROR event) means that version has been compacted away, so the loop
-lists again instead of resuming from a stale version. Connection errors back off exponentially with
-jitter. A kind served by a CustomResourceDefinition the cluster lacks (404) counts as synced and empty,
-and is looked for again periodically. Objects are decoded as raw JSON (orjson); the client's typed
-models are never built, they are too slow for thousands of pods.
+Each loop lists the collection (paginated) into the model — the first time page by page as the pages
+arrive, later by replacing the kind with the full list — and marks the kind synced, then watches from the
+list's resourceVersion, applying ADDED / MODIFIED / DELETED events and following BOOKMARKs. A watch that
+ends normally is restarted from the last resourceVersion; a `410 Gone` (as an HTTP status or an ERROR
+event) means that version has been compacted away, so the loop lists again instead of resuming from a
+stale version. Connection errors back off exponentially with jitter. A kind served by a
+CustomResourceDefinition the cluster lacks (404) counts as synced and empty, and is looked for again
+periodically. Objects are decoded as raw JSON (orjson); the client's typed models are never built, they
+are too slow for thousands of pods.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from extender.state.feed import ModelFeed
-from extender.state.kinds import RESOURCE_TYPES, ResourceType
+from extender.state.kinds import RESOURCE_TYPES, Kind, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class Informers:
         self._jitter = jitter
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._fed: set[Kind] = set()
+        """Kinds whose list has begun feeding the model (a list that failed half way is redone whole)."""
 
     def start(self) -> None:
         for resource_type in self._types:
@@ -128,7 +131,14 @@ class Informers:
         return response
 
     def _list(self, resource_type: ResourceType) -> str | None:
-        """List everything into the model; the list's resourceVersion, or None when the kind is absent."""
+        """List everything into the model; the list's resourceVersion, or None when the kind is absent.
+
+        The first list of a kind feeds the model page by page as the pages arrive (the model holds nothing
+        of that kind yet, so adding each object is the same as replacing the kind), and each page's raw
+        objects are dropped once converted. A relist, or a first list that failed half way, replaces the kind
+        whole, dropping what went away."""
+        first = resource_type.kind not in self._fed
+        self._fed.add(resource_type.kind)
         items: list[Mapping[str, Any]] = []
         token = ""
         while True:
@@ -150,13 +160,20 @@ class Informers:
                 page = orjson.loads(response.read())
             finally:
                 response.release_conn()
-            items += [_typed(item, resource_type) for item in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue") or ""
+            if first:
+                for item in page.get("items") or []:
+                    self._state.apply(resource_type.kind, "ADDED", _typed(item, resource_type))
+            else:
+                items += [_typed(item, resource_type) for item in page.get("items") or []]
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            del page
             if not token:
                 break
-        self._state.replace(resource_type.kind, items)
+        if not first:
+            self._state.replace(resource_type.kind, items)
         self._state.mark_synced(resource_type.kind)
-        return str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return str(metadata.get("resourceVersion") or "")
 
     def _watch_until_gone(self, resource_type: ResourceType, version: str) -> None:
         while not self._stop.is_set():

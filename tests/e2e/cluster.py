@@ -80,6 +80,31 @@ def build_control_plane() -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
+def kwok_node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    gpu: int = 0,
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node that the control plane's kwok manages (it turns Ready and keeps a lease)."""
+    allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    if gpu:
+        allocatable["nvidia.com/gpu"] = str(gpu)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
+        },
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
 def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, interval_s: float = 0.2) -> T:
     """Poll `condition` until it returns something truthy."""
     deadline = time.monotonic() + timeout_s
@@ -101,8 +126,19 @@ class LocalControlPlane:
         with_operator: bool = True,
         run_dir: Path | None = None,
         extender_args: tuple[str, ...] = (),
+        scheduler_qps: float | None = None,
+        scheduler_burst: int | None = None,
+        with_extender: bool = True,
+        with_scheduler: bool = True,
     ) -> None:
+        """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
+        instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
+        plane starts without the extender / kube-scheduler (a caller may start them later)."""
+        self.with_extender = with_extender
+        self.with_scheduler = with_scheduler
         self.extender_args = extender_args
+        self.scheduler_qps = scheduler_qps
+        self.scheduler_burst = scheduler_burst
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
@@ -134,8 +170,10 @@ class LocalControlPlane:
         self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
-        self.start_extender()
-        self._start_scheduler()
+        if self.with_extender:
+            self.start_extender()
+        if self.with_scheduler:
+            self._start_scheduler()
         if self.with_operator:
             self._start_operator()
 
@@ -189,6 +227,10 @@ class LocalControlPlane:
         process = self.processes.pop(name)
         process.kill()
         process.wait(timeout=10)
+
+    def pid(self, name: str) -> int:
+        """The process id of a process started here."""
+        return self.processes[name].pid
 
     def stop_process(self, name: str) -> None:
         """End a process started here gracefully (SIGTERM)."""
@@ -316,31 +358,46 @@ class LocalControlPlane:
             env={"HOME": str(home)},
         )
 
-    def _start_scheduler(self) -> None:
-        settings = yaml.safe_load(SCHEDULER_CONFIG.read_text())
+    def scheduler_settings(self) -> dict[str, Any]:
+        """The repo's kube-scheduler configuration as this control plane runs it: its kubeconfig, no leader
+        election, the extender's URL, and the client rate limit given to the constructor, if any."""
+        settings: dict[str, Any] = yaml.safe_load(SCHEDULER_CONFIG.read_text())
         settings["clientConnection"]["kubeconfig"] = str(self.kubeconfig)
+        if self.scheduler_qps is not None:
+            settings["clientConnection"]["qps"] = self.scheduler_qps
+        if self.scheduler_burst is not None:
+            settings["clientConnection"]["burst"] = self.scheduler_burst
         settings["leaderElection"] = {"leaderElect": False}
         for extender in settings["extenders"]:
             extender["urlPrefix"] = f"http://127.0.0.1:{self.extender_port}"
-        path = self.run_dir / "kube-scheduler-config.yaml"
+        return settings
+
+    def start_scheduler(self, name: str, settings: dict[str, Any], verbosity: int = 2) -> int:
+        """A kube-scheduler process called `name` with the configuration `settings` (a
+        KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers."""
+        path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
         self._spawn(
-            "kube-scheduler",
+            name,
             [
                 str(self.bin / "kube-scheduler"),
                 f"--config={path}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
-                "--v=2",
+                f"--v={verbosity}",
             ],
         )
         wait_until(
-            "kube-scheduler /healthz",
+            f"{name} /healthz",
             lambda: self._http_ok(f"https://127.0.0.1:{port}/healthz", context=UNVERIFIED_TLS),
             60,
         )
+        return port
+
+    def _start_scheduler(self) -> None:
+        self.start_scheduler("kube-scheduler", self.scheduler_settings())
 
     def _start_operator(self) -> None:
         self.create_namespace("kubeflow")
@@ -455,24 +512,16 @@ class LocalControlPlane:
         self.post("/api/v1/namespaces", {"metadata": {"name": name}})
 
     def create_node(
-        self, name: str, *, cpu: str = "8", memory: str = "32Gi", gpu: int = 0, labels: dict[str, str] | None = None
+        self,
+        name: str,
+        *,
+        cpu: str = "8",
+        memory: str = "32Gi",
+        gpu: int = 0,
+        pods: int = 110,
+        labels: dict[str, str] | None = None,
     ) -> None:
-        allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
-        if gpu:
-            allocatable["nvidia.com/gpu"] = str(gpu)
-        self.post(
-            "/api/v1/nodes",
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-                    "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
-                },
-                "status": {"allocatable": allocatable, "capacity": allocatable},
-            },
-        )
+        self.post("/api/v1/nodes", kwok_node(name, cpu=cpu, memory=memory, gpu=gpu, pods=pods, labels=labels))
 
     def wait_nodes_ready(self, names: list[str], timeout_s: float = 60) -> None:
         def ready() -> bool:
