@@ -148,7 +148,7 @@ class PodView:
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
-    """A PodGroup, from either API group."""
+    """A PodGroup, from any of the three API groups."""
 
     namespace: str
     name: str
@@ -161,6 +161,10 @@ class GroupView:
     created: float = 0.0
     gather: tuple[GatherRule, ...] = ()
     """The network-topology gather rules of the gang (empty: placement ignores the network topology)."""
+    gated_by_scheduler: bool = False
+    """kube-scheduler itself holds this group's all-or-nothing barrier: a `scheduling.k8s.io` PodGroup
+    with a gang policy, whose pods kube-scheduler's GangScheduling plugin (feature gate `GenericWorkload`)
+    keeps back until `minCount` exist and binds all or none."""
 
     @property
     def key(self) -> str:
