@@ -24,6 +24,11 @@ class Settings:
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""
+    model_catch_up_s: float = 0.5
+    """Longest a `filter` call waits, deciding again every `model_catch_up_poll_s`, for the watch to
+    deliver members of a gang kube-scheduler gates (so they exist) but the model has not seen yet."""
+    model_catch_up_poll_s: float = 0.01
+    """Seconds between two such decisions."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     with_scaler: bool = False
     """Run the scaler loop in the extender's process (`serve --with-scaler`)."""

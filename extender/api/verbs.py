@@ -2,7 +2,8 @@
 
 Each handler reads the body under a size cap, refuses to decide before the model has synced, feeds the
 pod it was asked about into the model when a watch event has not delivered it yet, calls the pure policy
-on the current snapshot, commits the gang plan a filter decision carries, records the decision for
+on the current snapshot (a filter decides again for a short while when the model is behind kube-scheduler
+on a gang kube-scheduler gates), commits the gang plan a filter decision carries, records the decision for
 `/debug/decisions`, and encodes the reply. Any failure — a malformed body, an unreadable pod, a bug —
 becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON body.
 """
@@ -138,6 +139,11 @@ def _filter(service: Service, body: bytes) -> bytes:
     args = wire.parse_extender_args(body)
     pod, snapshot = _pod_in_model(service, args.pod)
     decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
+    deadline = time.monotonic() + service.settings.model_catch_up_s
+    while decision.model_behind and time.monotonic() < deadline:
+        time.sleep(service.settings.model_catch_up_poll_s)
+        pod, snapshot = _pod_in_model(service, args.pod)
+        decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
     if decision.reserve or decision.release_groups or decision.failed_plan is not None:
         service.state.commit_plan(
             release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan

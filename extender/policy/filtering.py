@@ -209,6 +209,7 @@ def _barrier(
         reserve=decision.reserve,
         release_groups=decision.release_groups,
         failed_plan=decision.failed_plan,
+        model_behind=waiting_reason(state) is not None,
     )
 
 

@@ -46,7 +46,7 @@ def test_a_gated_gang_that_fits_is_planned_and_steered_like_any_gang() -> None:
 def test_a_gated_gang_too_big_for_the_cluster_gets_plain_fit_and_kube_scheduler_decides() -> None:
     loop = mnist(workers=12, min_count=13)  # 13 CPU on 12
     decision = loop.filter("mnist-worker-0")
-    assert (decision.outcome, decision.feasible) == ("fit", tuple(NODES))
+    assert (decision.outcome, decision.feasible, decision.model_behind) == ("fit", tuple(NODES), False)
     assert "kube-scheduler gates gang default/mnist (gang default/mnist needs 13 pods" in decision.summary
     assert loop.snapshot.reservations == {}
     assert loop.snapshot.failed_plans["default/mnist"].placed == 12, "the failed plan is still remembered"
@@ -63,7 +63,7 @@ def test_an_incomplete_gated_gang_is_not_held_back_by_the_extender() -> None:
     # kube-scheduler only lets members through once minCount exist: fewer in the model means it is behind
     loop = mnist(workers=2, min_count=5)
     decision = loop.filter("mnist-worker-0")
-    assert decision.outcome == "fit"
+    assert (decision.outcome, decision.model_behind) == ("fit", True)
     assert "waiting for members to be created (default/mnist 3/5)" in decision.summary
     assert mnist(workers=2, min_count=5, settings=OWN_BARRIER).filter("mnist-worker-0").outcome == "waiting"
 

@@ -123,3 +123,16 @@ def test_a_dump_writes_the_dialect_back_and_reads_back_the_same(tmp_path: Path) 
         reloaded.replace(kind, items)
     assert reloaded.snapshot().groups == state.snapshot().groups
     assert reloaded.snapshot().pods == state.snapshot().pods
+
+
+def test_a_kubernetes_podgroup_wins_over_a_crd_podgroup_of_the_same_name() -> None:
+    # training-operator names its scheduling.x-k8s.io PodGroup after the TFJob; a user may name the
+    # scheduling.k8s.io one, which kube-scheduler gates the pods by, the same way
+    state = cluster(
+        *in_scheduling_group(tfjob_pods("mnist", ps=1, workers=2), "mnist"),
+        make_podgroup("mnist", min_member=3),
+        make_k8s_podgroup("mnist", min_count=2),
+    )
+    group = state.snapshot().groups["default/mnist"]
+    assert (group.api_group, group.min_member, group.gated_by_scheduler) == ("scheduling.k8s.io", 2, True)
+    assert [g.api_group for g in state.groups_of_kind(Kind.PODGROUP)] == ["scheduling.x-k8s.io"]
