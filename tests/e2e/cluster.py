@@ -8,6 +8,10 @@ and complete on cue), the extender under test, a kube-scheduler with the repo's 
 `--gang-scheduler-name=tfjob-scheduler`. Binaries come from
 `hack/build-control-plane.sh` (built once, cached outside the repo). Every process logs into the run
 directory; `stop()` ends exactly the processes it started, in reverse order.
+
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
+PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
 """
 
 from __future__ import annotations
@@ -42,9 +46,19 @@ SCHEDULER_CONFIG = REPO / "scheduler-config" / "kube-scheduler-config.yaml"
 PODGROUP_CRDS = REPO / "manifests" / "crds"
 SCHEDULER_NAME = "tfjob-scheduler"
 OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
-"""Where training-operator reads its webhook certificate, under its TMPDIR (one per control plane, so two
-control planes on one machine never serve each other's certificate)."""
+"""Where training-operator's webhook server reads its certificate, under its TMPDIR (one per control plane, so
+two control planes on one machine never serve each other's certificate)."""
+OPERATOR_CERT_PROBE = Path("/tmp/k8s-webhook-server/serving-certs/tls.crt")
+"""The file training-operator's certificate rotator waits for before it reports ready: a fixed path
+(`pkg/cert/cert.go` of v1.9.4), whatever TMPDIR says. Only its existence is checked, never its content."""
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+WORKLOAD_API = {
+    "1.37": ("scheduling.k8s.io/v1beta1", ("GenericWorkload",)),
+    "1.36": ("scheduling.k8s.io/v1alpha2", ("GenericWorkload", "GangScheduling")),
+}
+"""Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
+that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
+GenericWorkload; 1.36 has both, alpha)."""
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
@@ -99,8 +113,14 @@ class LocalControlPlane:
         with_operator: bool = True,
         run_dir: Path | None = None,
         extender_args: tuple[str, ...] = (),
+        workload_api: bool = False,
     ) -> None:
         self.extender_args = extender_args
+        self.workload_api = workload_api
+        self.workload_api_version = ""
+        """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
+        self._gates: tuple[str, ...] = ()
+        self._runtime_config: tuple[str, ...] = ()
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
@@ -126,6 +146,10 @@ class LocalControlPlane:
         self.stop()
 
     def start(self) -> None:
+        if self.workload_api:
+            self.workload_api_version, gates = self._workload_api_settings()
+            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
         self._start_etcd()
         self._start_apiserver()
         self._install_crds()
@@ -143,6 +167,22 @@ class LocalControlPlane:
             self.api = None
         if not os.environ.get("TFJOB_E2E_KEEP"):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def kubernetes_version(self) -> str:
+        """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
+        printed = subprocess.run(
+            [str(self.bin / "kube-apiserver"), "--version"], check=True, capture_output=True, text=True
+        ).stdout
+        return printed.split()[-1]
+
+    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+        version = self.kubernetes_version()
+        minor = ".".join(version.lstrip("v").split(".")[:2])
+        if minor not in WORKLOAD_API:
+            raise ControlPlaneError(
+                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
+            )
+        return WORKLOAD_API[minor]
 
     def start_extender(self) -> None:
         self._spawn(
@@ -248,6 +288,8 @@ class LocalControlPlane:
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
+                *self._gates,
+                *self._runtime_config,
             ],
         )
         wait_until(
@@ -330,6 +372,7 @@ class LocalControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 "--v=2",
+                *self._gates,
             ],
         )
         wait_until(
@@ -367,6 +410,7 @@ class LocalControlPlane:
         cert_dir.mkdir(parents=True, exist_ok=True)
         for name in ("tls.crt", "tls.key"):
             (cert_dir / name).write_bytes(base64.b64decode(data[name]))
+        _create_once(OPERATOR_CERT_PROBE, base64.b64decode(data["tls.crt"]))
         wait_until("training-operator /readyz", lambda: self._http_ok(f"http://127.0.0.1:{probe}/readyz"), 120)
 
     # -- processes --------------------------------------------------------------------------------------
@@ -489,6 +533,16 @@ class LocalControlPlane:
 
     def events(self, namespace: str) -> list[dict[str, Any]]:
         return list(self.get(f"/api/v1/namespaces/{namespace}/events")["items"])
+
+
+def _create_once(path: Path, content: bytes) -> None:
+    """Create `path` whole unless it exists (another control plane may have made it, or be making it)."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    draft.write_bytes(content)
+    os.replace(draft, path)
 
 
 class ApiError(RuntimeError):
