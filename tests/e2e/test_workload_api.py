@@ -136,7 +136,8 @@ def test_the_podgroup_crd_dialects_still_gang_beside_it(gated_plane: LocalContro
         gated_plane.create_pod(namespace, pod(f"koord-{index}", scene=namespace, labels=label))
     for job in ("upstream", "classic"):
         pods = wait_bound(gated_plane, namespace, f"{JOB}={job}", 4)
-        assert len(set(placement(pods).values())) == 1, (job, placement(pods))
+        why = (job, placement(pods), filter_summaries(gated_plane, namespace, pods))
+        assert len(set(placement(pods).values())) == 1, why
     koord = wait_bound(gated_plane, namespace, "pod-group.scheduling.sigs.k8s.io=koord", 3)
     assert len(placement(koord)) == 3
     groups = {name: debug_gang(gated_plane, namespace, name)["apiGroup"] for name in ("upstream", "classic", "koord")}
