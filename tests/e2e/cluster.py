@@ -28,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -59,6 +60,14 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
+OPERATOR_NUDGE_AFTER_S = 3.0
+"""training-operator v1.9.4 can leave a new TFJob without pods for good: when its cache misses the PodGroup
+it has just created on two reconciles within one second, the second writes an unchanged status and nothing
+calls it again (it ignores PodGroup events). A TFJob still without pods this many seconds after it was
+submitted, and every as many seconds after, gets an annotation change, which makes it reconcile again."""
+OPERATOR_NUDGE_FOR_S = 30.0
+"""Seconds after a TFJob's submission during which it is looked after so."""
+NUDGE_ANNOTATION = "e2e.tfjob-extender.io/reconcile-nudges"
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
@@ -523,6 +532,25 @@ class LocalControlPlane:
 
     def create_tfjob(self, namespace: str, body: dict[str, Any]) -> None:
         self.post(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", body)
+        name = body["metadata"]["name"]
+        threading.Thread(
+            target=self._nudge_until_pods, args=(namespace, name), name=f"nudge-{name}", daemon=True
+        ).start()
+
+    def _nudge_until_pods(self, namespace: str, name: str) -> None:
+        """Make training-operator reconcile the TFJob again while it has no pods (see OPERATOR_NUDGE_AFTER_S)."""
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        deadline = time.monotonic() + OPERATOR_NUDGE_FOR_S
+        nudges = 0
+        while time.monotonic() < deadline:
+            time.sleep(OPERATOR_NUDGE_AFTER_S)
+            try:
+                if self.pods(namespace, f"training.kubeflow.org/job-name={name}"):
+                    return
+                nudges += 1
+                self.merge_patch(path, {"metadata": {"annotations": {NUDGE_ANNOTATION: str(nudges)}}})
+            except Exception:  # the TFJob or the control plane is gone; a helper thread must never raise
+                return
 
     def delete_tfjob(self, namespace: str, name: str) -> None:
         self.delete(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
