@@ -65,6 +65,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
         "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
     )
+    serve.add_argument(
+        "--own-barrier-for-gated-gangs",
+        action="store_true",
+        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
+        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
     sim_cli.add_arguments(simulate)
@@ -160,6 +166,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             consolidation_budget=args.consolidation_budget,
             consolidation_interval_s=args.consolidation_interval_s,
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
+            defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
         ),
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),

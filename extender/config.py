@@ -23,10 +23,6 @@ class Settings:
     debug_chunk_objects: int = 64
     """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
     step stays well under a millisecond, so the verbs are answered in between)."""
-    unseen_pod_wait_s: float = 0.1
-    """Seconds a verb about a gang member the model has not received yet waits for its watch event before
-    deciding on the request's copy, read-only (kube-scheduler watches the same API server and can be a
-    moment ahead of the extender)."""
     """How many recent decisions `/debug/decisions` keeps."""
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
@@ -39,6 +35,12 @@ class Settings:
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""
+    model_catch_up_s: float = 0.5
+    """Longest a `filter` call waits, deciding again every `model_catch_up_poll_s`, for the watch to
+    deliver a gang member kube-scheduler asks about, or members of a gang it gates (so they exist), that
+    the model has not seen yet; then it decides on what it has, read-only for a pod it never saw."""
+    model_catch_up_poll_s: float = 0.01
+    """Seconds between two such decisions."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     with_scaler: bool = False
     """Run the scaler loop in the extender's process (`serve --with-scaler`)."""

@@ -132,6 +132,24 @@ def make_podgroup(
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
+def make_k8s_podgroup(name: str, *, min_count: int | None, namespace: str = "default", version: str = "v1beta1") -> Obj:
+    """Kubernetes' own PodGroup (`scheduling.k8s.io`): a gang of `min_count`, or `basic` when None."""
+    policy: Obj = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": "2026-03-01T10:15:00Z"},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def in_scheduling_group(pods: list[Obj], pod_group: str) -> list[Obj]:
+    """`pods` joined to the `scheduling.k8s.io` PodGroup `pod_group` (`spec.schedulingGroup`), labels kept."""
+    for pod in pods:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+    return pods
+
+
 def running_job_pods(name: str, *, node: str, workers: int, cpu: str, memory: str) -> list[Obj]:
     """The PS and `workers` workers of the TFJob `name`, all Running on `node`, in PodGroup `name`."""
     pods = [
@@ -279,6 +297,8 @@ def snapshot(*objects: Obj) -> ClusterSnapshot:
 
 def _kind(obj: Obj) -> Kind:
     if obj["kind"] == "PodGroup":
+        if obj["apiVersion"].startswith("scheduling.k8s.io"):
+            return Kind.PODGROUP_K8S
         return Kind.PODGROUP_SIGS if obj["apiVersion"].startswith("scheduling.sigs.k8s.io") else Kind.PODGROUP
     kinds = {
         "Node": Kind.NODE,

@@ -65,6 +65,7 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
         "gang": state.key,
         "podGroup": key,
         "apiGroup": group.api_group if group else None,
+        "gatedByKubeScheduler": group.gated_by_scheduler if group else None,
         "minMember": group.min_member if group else None,
         "members": members,
         "status": "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle",

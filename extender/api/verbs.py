@@ -2,7 +2,8 @@
 
 Each handler reads the body under a size cap, refuses to decide before the model has synced, feeds the
 pod it was asked about into the model when a watch event has not delivered it yet, calls the pure policy
-on the current snapshot, commits the gang plan a filter decision carries, records the decision for
+on the current snapshot (a filter decides again for a short while when the model is behind kube-scheduler
+on a gang kube-scheduler gates), commits the gang plan a filter decision carries, records the decision for
 `/debug/decisions`, and encodes the reply. Any failure — a malformed body, an unreadable pod, a bug —
 becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON body.
 """
@@ -33,8 +34,6 @@ from extender.state.store import ClusterState
 log = logging.getLogger(__name__)
 
 NOT_SYNCED = "cache not synced"
-UNSEEN_POD_POLL_S = 0.005
-"""Seconds between looks at the model while waiting for a pod's watch event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,16 +141,16 @@ class VerbGateway:
         await send({"type": "http.response.body", "body": reply})
 
     async def _answer(self, verb: str, body: bytes) -> bytes:
-        """The reply, giving the watch up to `unseen_pod_wait_s` to deliver a gang member kube-scheduler
-        asks about first (it watches the same API server, so it can be a moment ahead)."""
-        waited = 0.0
-        budget = self.service.settings.unseen_pod_wait_s
+        """The reply, giving the watch up to `model_catch_up_s` to deliver a gang member kube-scheduler asks
+        about first, or the members of a gang it gates (it watches the same API server, so it can be a
+        moment ahead); the event loop keeps serving meanwhile."""
+        settings = self.service.settings
+        deadline = time.monotonic() + settings.model_catch_up_s
         while True:
             try:
-                return answer(self.service, verb, body, final=waited >= budget)
+                return answer(self.service, verb, body, final=time.monotonic() >= deadline)
             except PodNotSeenYet:
-                await asyncio.sleep(UNSEEN_POD_POLL_S)
-                waited += UNSEEN_POD_POLL_S
+                await asyncio.sleep(settings.model_catch_up_poll_s)
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         """The request body, refusing anything over the cap without reading it all."""
@@ -187,6 +186,8 @@ def _filter(service: Service, body: bytes, final: bool) -> bytes:
         return filter_pod(snapshot, current, args.candidates, service.settings.policy, now)
 
     outcome = decide_and_commit(service.state, decide)
+    if outcome.decision.model_behind and not final:
+        raise PodNotSeenYet(pod.key)
     decision = outcome.decision if outcome.committed else model_kept_changing(outcome.decision, args.candidates)
     if outcome.committed and decision.reserve:
         service.publish(decision.change, outcome.snapshot)

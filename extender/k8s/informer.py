@@ -2,13 +2,15 @@
 
 Each loop lists the collection (paginated) into the model — the first time page by page as the pages
 arrive, later by replacing the kind with the full list — and marks the kind synced, then watches from the
-list's resourceVersion, applying ADDED / MODIFIED / DELETED events and following BOOKMARKs. A watch that
-ends normally is restarted from the last resourceVersion; a `410 Gone` (as an HTTP status or an ERROR
-event) means that version has been compacted away, so the loop lists again instead of resuming from a
-stale version. Connection errors back off exponentially with jitter. A kind served by a
-CustomResourceDefinition the cluster lacks (404) counts as synced and empty, and is looked for again
-periodically. Objects are decoded as raw JSON (orjson); the client's typed models are never built, they
-are too slow for thousands of pods.
+list's resourceVersion, applying ADDED / MODIFIED / DELETED events and following BOOKMARKs. A kind served
+under one of several versions (Kubernetes' own PodGroup) is first looked up in the API server's discovery
+documents (`extender.k8s.discovery`). A watch that ends normally is restarted from the last
+resourceVersion; a `410 Gone` (as an HTTP status or an ERROR event) means that version has been compacted
+away, so the loop lists again instead of resuming from a stale version. A broken watch marks its kind
+unsynced until the list is done again, and attempts back off exponentially with jitter, at most a second
+apart. A kind served by a CustomResourceDefinition the cluster lacks (404), or by an API version it does
+not serve, counts as synced and empty, and is looked for again periodically. Objects are decoded as raw
+JSON (orjson); the client's typed models are never built, they are too slow for thousands of pods.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from extender.k8s.discovery import served_resource_type
 from extender.state.feed import ModelFeed
 from extender.state.kinds import RESOURCE_TYPES, Kind, ResourceType
 
@@ -99,12 +102,15 @@ class Informers:
         delay = self._timings.backoff_initial_s
         while not self._stop.is_set():
             try:
-                version = self._list(resource_type)
-                if version is None:
+                served = served_resource_type(resource_type, self._get_json)
+                if served is None:
+                    self._absent(resource_type)
+                version = self._list(served) if served is not None else None
+                if served is None or version is None:
                     self._stop.wait(self._timings.missing_kind_recheck_s)
                     continue
                 delay = self._timings.backoff_initial_s
-                self._watch_until_gone(resource_type, version)
+                self._watch_until_gone(served, version)
             except Gone:
                 self._state.mark_unsynced(resource_type.kind)
                 log.info("%s: resourceVersion expired, listing again", resource_type.plural)
@@ -129,6 +135,27 @@ class Informers:
             response.release_conn()
             raise StatusError(response.status, f"GET {path}: HTTP {response.status}: {body!r}")
         return response
+
+    def _get_json(self, path: str) -> Any:
+        """A small JSON document (discovery); None when the API server answers 404."""
+        try:
+            response = self._get(path, {}, self._timings.read_timeout_s)
+        except StatusError as error:
+            if error.status == 404:
+                return None
+            raise
+        try:
+            return orjson.loads(response.read())
+        finally:
+            response.release_conn()
+
+    def _absent(self, resource_type: ResourceType) -> None:
+        """No version of the kind is served: synced and empty until it is looked for again."""
+        log.info(
+            "%s: %s is not served by this cluster; treating as empty", resource_type.plural, resource_type.api_group
+        )
+        self._state.replace(resource_type.kind, [])
+        self._state.mark_synced(resource_type.kind)
 
     def _list(self, resource_type: ResourceType) -> str | None:
         """List everything into the model; the list's resourceVersion, or None when the kind is absent.

@@ -29,6 +29,9 @@ class FilterDecision:
     reserve: tuple[Reservation, ...] = ()
     release_groups: tuple[str, ...] = ()
     failed_plan: FailedPlan | None = None
+    model_behind: bool = False
+    """The pod's gang is gated by kube-scheduler, which lets members through only once `minCount` exist,
+    yet the model lacks some: its watch is behind, and deciding again a moment later may plan the gang."""
 
     @property
     def change(self) -> LedgerChange:

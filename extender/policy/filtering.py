@@ -12,6 +12,11 @@ For a gang member:
 3. Otherwise plan the whole gang. A failed plan is reused while neither capacity nor membership changed.
    A plan that would delay a higher-ranked waiting gang (or take capacity held for a starving one) is
    not reserved: the gang yields (see `admission`).
+For a gang kube-scheduler gates itself (`GroupView.gated_by_scheduler`, with
+`PolicySettings.defer_to_scheduler_gang_barrier`), the barrier is kube-scheduler's: where the extender
+would turn a member away because its gang is incomplete or does not fit whole, it answers plain fit
+instead (keeping the plan changes); steering, yielding to higher-ranked gangs and waiting for preempted
+pods stay.
 Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 """
 
@@ -65,7 +70,7 @@ def filter_pod(
         broken = waiting_reason(state)
         if broken is not None:
             decision = _reject(candidates, "waiting", broken, resolvable=False)
-            return _with_release(decision, tuple(state.members))
+            return _barrier(snapshot, pod, candidates, state, settings, _with_release(decision, tuple(state.members)))
         terminating = _victims_terminating(snapshot, state.key)
         if held.node not in candidates and terminating:
             reason = f"gang {state.key}: waiting for {terminating} preempted pods to terminate (planned on {held.node})"
@@ -167,7 +172,8 @@ def _admit(
         and remembered.capacity_generation == snapshot.capacity_generation
         and remembered.membership_generation == membership_generation(snapshot, state)
     ):
-        return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
+        decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
+        return _barrier(snapshot, pod, candidates, state, settings, decision)
     verdict = plan_gang(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
     held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
     release = tuple(state.members) if replanning or held else ()
@@ -178,13 +184,14 @@ def _admit(
             verdict.reason,
             resolvable=not verdict.waiting_for_members,
         )
-        return _with_plan_changes(decision, verdict, release)
+        return _barrier(snapshot, pod, candidates, state, settings, _with_plan_changes(decision, verdict, release))
     yielding = held_back_by(snapshot, state, verdict.reservations, settings, now)
     if yielding is not None:
         return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
     if node is None:
-        return _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
+        decision = _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
+        return _barrier(snapshot, pod, candidates, state, settings, decision)
     reason = f"{verdict.reason}; this pod on {node}"
     others = dict.fromkeys(candidates, reason)
     del others[node]
@@ -205,6 +212,34 @@ def model_kept_changing(decision: FilterDecision, candidates: Sequence[str]) -> 
     reserved: wait, and plan again at kube-scheduler's next attempt."""
     reason = f"{decision.summary}; the cluster changed before the plan could be reserved, it is planned again"
     return _reject(candidates, "waiting", reason, resolvable=True)
+
+
+def _barrier(
+    snapshot: ClusterSnapshot,
+    pod: PodView,
+    candidates: Sequence[str],
+    state: GangState,
+    settings: PolicySettings,
+    decision: FilterDecision,
+) -> FilterDecision:
+    """`decision`, a member turned away by the all-or-nothing barrier; or, when kube-scheduler holds this
+    gang's barrier, plain fit with the barrier's reason in the summary and the plan changes kept."""
+    gated = settings.defer_to_scheduler_gang_barrier and any(group.gated_by_scheduler for group in state.groups)
+    if not gated:
+        return decision
+    fit = fit_filter(snapshot, pod, candidates)
+    summary = f"{fit.summary}; kube-scheduler gates gang {state.key} ({decision.summary})"
+    return FilterDecision(
+        fit.outcome,
+        summary,
+        fit.feasible,
+        fit.failed,
+        fit.unresolvable,
+        reserve=decision.reserve,
+        release_groups=decision.release_groups,
+        failed_plan=decision.failed_plan,
+        model_behind=waiting_reason(state) is not None,
+    )
 
 
 def _reject(candidates: Sequence[str], outcome: str, reason: str, *, resolvable: bool) -> FilterDecision:

@@ -153,7 +153,7 @@ class PodView:
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
-    """A PodGroup, from either API group."""
+    """A PodGroup, from any of the three API groups."""
 
     namespace: str
     name: str
@@ -171,6 +171,10 @@ class GroupView:
     `tfjob-extender.io/plan`), by whichever extender or preemption loop reserved it."""
     plan_expires: float = 0.0
     """When that plan lapses (seconds since the epoch)."""
+    gated_by_scheduler: bool = False
+    """kube-scheduler itself holds this group's all-or-nothing barrier: a `scheduling.k8s.io` PodGroup
+    with a gang policy, whose pods kube-scheduler's GangScheduling plugin (feature gate `GenericWorkload`)
+    keeps back until `minCount` exist and binds all or none."""
 
     @property
     def key(self) -> str:

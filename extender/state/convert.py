@@ -27,6 +27,7 @@ from extender.policy.model import (
     Role,
 )
 from extender.policy.resources import PODS, QuantityError, Resources
+from extender.state import workload_api
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 """training-operator and scheduler-plugins (≥ v0.25) mark gang members with this label."""
@@ -195,7 +196,7 @@ def pod_view(obj: Json) -> PodView:
         terminating=bool(meta.get("deletionTimestamp")),
         priority=_number(obj, spec.get("priority") or 0, "spec.priority", int),
         preemption_policy=intern(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
-        group=intern(_group_of(namespace, labels)),
+        group=intern(_group_of(namespace, labels, spec)),
         job=intern(_job_of(namespace, meta, labels)),
         role=role,
         index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
@@ -252,7 +253,12 @@ def _index(obj: Json, value: str | None) -> int:
         raise ConversionError(f"{identity(obj)}: label {REPLICA_INDEX_LABEL}={value!r} is not an integer") from error
 
 
-def _group_of(namespace: str, labels: Mapping[str, str]) -> str:
+def _group_of(namespace: str, labels: Mapping[str, str], spec: Json) -> str:
+    """The pod's PodGroup: the one its `spec.schedulingGroup` names (kube-scheduler gates the pod by that
+    one), else the one a PodGroup label names."""
+    scheduling_group = workload_api.scheduling_group_of(spec)
+    if scheduling_group:
+        return f"{namespace}/{scheduling_group}"
     for label in (POD_GROUP_LABEL, *LEGACY_POD_GROUP_LABELS):
         if labels.get(label):
             return f"{namespace}/{labels[label]}"
@@ -274,7 +280,7 @@ def group_view(obj: Json, api_group: str) -> GroupView:
     key = f"{namespace}/{meta.get('name')}"
     timeout = spec.get("scheduleTimeoutSeconds")
     annotations = meta.get("annotations") or {}
-    return GroupView(
+    view = GroupView(
         namespace=namespace,
         name=str(meta.get("name") or object_key(obj)),
         min_member=max(1, _number(obj, spec.get("minMember") or 1, "spec.minMember", int)),
@@ -286,6 +292,12 @@ def group_view(obj: Json, api_group: str) -> GroupView:
         gather=_gather_rules(obj, annotations.get(NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
         **_gang_plan(annotations.get(GANG_PLAN_ANNOTATION)),
     )
+    if api_group != workload_api.API_GROUP:
+        return view
+    try:
+        return workload_api.group_view(obj, view)
+    except ValueError as error:
+        raise ConversionError(f"{identity(obj)}: {error}") from error
 
 
 def _gather_rules(obj: Json, annotation: str | None) -> tuple[GatherRule, ...]:

@@ -34,7 +34,7 @@ from extender.policy.model import (
     Role,
 )
 from extender.policy.resources import EMPTY, PODS, Resources
-from extender.state import convert
+from extender.state import convert, workload_api
 from extender.state.kinds import BY_KIND, Kind, kind_of_manifest
 
 T = TypeVar("T")
@@ -72,10 +72,15 @@ def node_manifest(node: NodeView) -> dict[str, Any]:
 
 def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
     labels: dict[str, str] = {}
+    scheduling_group: dict[str, str] = {}
     if pod.group:
         group = snapshot.groups.get(pod.group)
-        legacy = group is not None and group.api_group == "scheduling.sigs.k8s.io"
-        labels[convert.LEGACY_POD_GROUP_LABELS[0] if legacy else convert.POD_GROUP_LABEL] = pod.group.split("/")[1]
+        api_group = group.api_group if group is not None else ""
+        if api_group == workload_api.API_GROUP:
+            scheduling_group["podGroupName"] = pod.group.split("/")[1]
+        else:
+            legacy = api_group == "scheduling.sigs.k8s.io"
+            labels[convert.LEGACY_POD_GROUP_LABELS[0] if legacy else convert.POD_GROUP_LABEL] = pod.group.split("/")[1]
     owners = []
     if pod.job:
         job_name = pod.job.split("/", 1)[1]
@@ -116,6 +121,8 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if scheduling_group:
+        spec["schedulingGroup"] = scheduling_group
     status: dict[str, Any] = {"phase": pod.phase}
     if pod.scheduled_at:
         status["conditions"] = [
@@ -133,6 +140,9 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
         nodes = {name: node for name, node, _ in group.plan}
         uids = {name: uid for name, _, uid in group.plan}
         annotations[convert.GANG_PLAN_ANNOTATION] = convert.plan_annotation(nodes, group.plan_expires, uids)
+    metadata = _meta(group.name, group.namespace, group.created, annotations=annotations)
+    if group.api_group == workload_api.API_GROUP:
+        return workload_api.podgroup_manifest(group, metadata)
     spec: dict[str, Any] = {"minMember": group.min_member}
     if group.schedule_timeout_s:
         spec["scheduleTimeoutSeconds"] = int(group.schedule_timeout_s)
@@ -141,7 +151,7 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
     return {
         "apiVersion": f"{group.api_group}/v1alpha1",
         "kind": "PodGroup",
-        "metadata": _meta(group.name, group.namespace, group.created, annotations=annotations),
+        "metadata": metadata,
         "spec": spec,
     }
 

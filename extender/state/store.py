@@ -43,8 +43,8 @@ from extender.state.kinds import BY_KIND, Kind
 
 log = logging.getLogger(__name__)
 
-GROUP_KINDS = (Kind.PODGROUP, Kind.PODGROUP_SIGS)
-"""Both PodGroup dialects; when both define the same namespace/name, the first listed wins."""
+GROUP_KINDS = (Kind.PODGROUP_K8S, Kind.PODGROUP, Kind.PODGROUP_SIGS)
+"""The three PodGroup dialects; when several define the same namespace/name, the first listed wins."""
 
 
 class ClusterState:

@@ -8,6 +8,10 @@ and complete on cue), the extender under test, a kube-scheduler with the repo's 
 `--gang-scheduler-name=tfjob-scheduler`. Binaries come from
 `hack/build-control-plane.sh` (built once, cached outside the repo). Every process logs into the run
 directory; `stop()` ends exactly the processes it started, in reverse order.
+
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
+PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -42,11 +47,29 @@ SCHEDULER_CONFIG = REPO / "scheduler-config" / "kube-scheduler-config.yaml"
 PODGROUP_CRDS = REPO / "manifests" / "crds"
 SCHEDULER_NAME = "tfjob-scheduler"
 OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
-"""Where training-operator reads its webhook certificate, under its TMPDIR (one per control plane, so two
-control planes on one machine never serve each other's certificate)."""
+"""Where training-operator's webhook server reads its certificate, under its TMPDIR (one per control plane, so
+two control planes on one machine never serve each other's certificate)."""
+OPERATOR_CERT_PROBE = Path("/tmp/k8s-webhook-server/serving-certs/tls.crt")
+"""The file training-operator's certificate rotator waits for before it reports ready: a fixed path
+(`pkg/cert/cert.go` of v1.9.4), whatever TMPDIR says. Only its existence is checked, never its content."""
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 LEASE_NAMESPACE = "tfjob-system"
 """Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
+WORKLOAD_API = {
+    "1.37": ("scheduling.k8s.io/v1beta1", ("GenericWorkload",)),
+    "1.36": ("scheduling.k8s.io/v1alpha2", ("GenericWorkload", "GangScheduling")),
+}
+"""Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
+that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
+GenericWorkload; 1.36 has both, alpha)."""
+OPERATOR_NUDGE_AFTER_S = 3.0
+"""training-operator v1.9.4 can leave a new TFJob without pods for good: when its cache misses the PodGroup
+it has just created on two reconciles within one second, the second writes an unchanged status and nothing
+calls it again (it ignores PodGroup events). A TFJob still without pods this many seconds after it was
+submitted, and every as many seconds after, gets an annotation change, which makes it reconcile again."""
+OPERATOR_NUDGE_FOR_S = 30.0
+"""Seconds after a TFJob's submission during which it is looked after so."""
+NUDGE_ANNOTATION = "e2e.tfjob-extender.io/reconcile-nudges"
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
@@ -130,6 +153,7 @@ class LocalControlPlane:
         scheduler_burst: int | None = None,
         with_extender: bool = True,
         with_scheduler: bool = True,
+        workload_api: bool = False,
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
@@ -139,6 +163,11 @@ class LocalControlPlane:
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
+        self.workload_api = workload_api
+        self.workload_api_version = ""
+        """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
+        self._gates: tuple[str, ...] = ()
+        self._runtime_config: tuple[str, ...] = ()
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
@@ -165,6 +194,10 @@ class LocalControlPlane:
         self.stop()
 
     def start(self) -> None:
+        if self.workload_api:
+            self.workload_api_version, gates = self._workload_api_settings()
+            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
         self._start_etcd()
         self._start_apiserver()
         self.create_namespace(LEASE_NAMESPACE)
@@ -185,6 +218,22 @@ class LocalControlPlane:
             self.api = None
         if not os.environ.get("TFJOB_E2E_KEEP"):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def kubernetes_version(self) -> str:
+        """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
+        printed = subprocess.run(
+            [str(self.bin / "kube-apiserver"), "--version"], check=True, capture_output=True, text=True
+        ).stdout
+        return printed.split()[-1]
+
+    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+        version = self.kubernetes_version()
+        minor = ".".join(version.lstrip("v").split(".")[:2])
+        if minor not in WORKLOAD_API:
+            raise ControlPlaneError(
+                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
+            )
+        return WORKLOAD_API[minor]
 
     def start_extender(self) -> None:
         self._spawn(
@@ -294,6 +343,8 @@ class LocalControlPlane:
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
+                *self._gates,
+                *self._runtime_config,
             ],
         )
         wait_until(
@@ -387,6 +438,7 @@ class LocalControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--v={verbosity}",
+                *self._gates,
             ],
         )
         wait_until(
@@ -428,6 +480,7 @@ class LocalControlPlane:
         cert_dir.mkdir(parents=True, exist_ok=True)
         for name in ("tls.crt", "tls.key"):
             (cert_dir / name).write_bytes(base64.b64decode(data[name]))
+        _create_once(OPERATOR_CERT_PROBE, base64.b64decode(data["tls.crt"]))
         wait_until("training-operator /readyz", lambda: self._http_ok(f"http://127.0.0.1:{probe}/readyz"), 120)
 
     # -- processes --------------------------------------------------------------------------------------
@@ -546,6 +599,25 @@ class LocalControlPlane:
 
     def create_tfjob(self, namespace: str, body: dict[str, Any]) -> None:
         self.post(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", body)
+        name = body["metadata"]["name"]
+        threading.Thread(
+            target=self._nudge_until_pods, args=(namespace, name), name=f"nudge-{name}", daemon=True
+        ).start()
+
+    def _nudge_until_pods(self, namespace: str, name: str) -> None:
+        """Make training-operator reconcile the TFJob again while it has no pods (see OPERATOR_NUDGE_AFTER_S)."""
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        deadline = time.monotonic() + OPERATOR_NUDGE_FOR_S
+        nudges = 0
+        while time.monotonic() < deadline:
+            time.sleep(OPERATOR_NUDGE_AFTER_S)
+            try:
+                if self.pods(namespace, f"training.kubeflow.org/job-name={name}"):
+                    return
+                nudges += 1
+                self.merge_patch(path, {"metadata": {"annotations": {NUDGE_ANNOTATION: str(nudges)}}})
+            except Exception:  # the TFJob or the control plane is gone; a helper thread must never raise
+                return
 
     def delete_tfjob(self, namespace: str, name: str) -> None:
         self.delete(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
@@ -556,6 +628,16 @@ class LocalControlPlane:
 
     def events(self, namespace: str) -> list[dict[str, Any]]:
         return list(self.get(f"/api/v1/namespaces/{namespace}/events")["items"])
+
+
+def _create_once(path: Path, content: bytes) -> None:
+    """Create `path` whole unless it exists (another control plane may have made it, or be making it)."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    draft.write_bytes(content)
+    os.replace(draft, path)
 
 
 class ApiError(RuntimeError):
