@@ -1,7 +1,8 @@
 """The `prioritize` verb's policy: PS–worker co-location and idleness, on kube-scheduler's 0–10 scale.
 
-A pod with a reserved plan scores its planned node at the top and every other node at zero. Any other
-pod of a TFJob scores each node by co-location (a worker beside its job's PS, a PS beside its workers,
+A pod with a reserved plan scores its planned node at the top and every other node at zero. A pod that
+belongs to no TFJob and no gang gets no score at all (an empty list): the extender has nothing to add to
+kube-scheduler's own scoring for it. Any other pod of a TFJob scores each node by co-location (a worker beside its job's PS, a PS beside its workers,
 or at least beside other pods of its job) and by how idle the node stays once the pod is on it; the two
 are weighted by settings and rounded to integers. Pods of other schedulers score zero everywhere.
 """
@@ -31,6 +32,10 @@ def prioritize_pod(
     if held is not None:
         planned = [settings.max_score if node == held.node else 0 for node in candidates]
         return ScoreDecision("planned", f"planned on {held.node}", candidates, planned)
+    if not pod.job and not pod.group:
+        return ScoreDecision(
+            "no-opinion", "not part of a TFJob or gang: kube-scheduler's own scoring places it", (), ()
+        )
     partners, kin = _job_neighbourhood(snapshot, pod)
     table = snapshot.capacity
     rows = table.rows_of(candidates)

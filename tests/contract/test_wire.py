@@ -179,7 +179,7 @@ def test_a_failed_prioritize_is_an_empty_list_kube_scheduler_can_decode(
 
 
 def test_repeated_node_names_are_answered_once(client: TestClient) -> None:
-    pod = make_pod("plain", cpu="1")
+    pod = make_pod("plain", cpu="1", job="solo")
     reply = post(client, "filter", filter_args(pod, ["node-0", "node-1", "node-0", "node-1"]))
     assert reply["NodeNames"] == ["node-0", "node-1"]
     scores = post(client, "prioritize", filter_args(pod, ["node-2", "node-2", "node-0"]))
