@@ -2,9 +2,10 @@
 
 A pod with a reserved plan scores its planned node at the top and every other node at zero. A pod that
 belongs to no TFJob and no gang gets no score at all (an empty list): the extender has nothing to add to
-kube-scheduler's own scoring for it. Any other pod of a TFJob scores each node by co-location (a worker beside its job's PS, a PS beside its workers,
-or at least beside other pods of its job) and by how idle the node stays once the pod is on it; the two
-are weighted by settings and rounded to integers. Pods of other schedulers score zero everywhere.
+kube-scheduler's own scoring for it. Any other pod of a TFJob scores each node by co-location (a worker
+beside its job's PS, a PS beside its workers, or at least beside other pods of its job) and by how idle
+the node stays once the pod is on it; the two are weighted by settings and rounded to integers. Pods of
+other schedulers score zero everywhere.
 """
 
 from __future__ import annotations
