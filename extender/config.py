@@ -17,13 +17,18 @@ class Settings:
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
     """Serve from this file instead of an API server (offline mode)."""
-    max_body_bytes: int = 64 * 2**20
-    """Requests larger than this (bytes) are refused with an `Error`; a 5000-node NodeList is ~63 MiB."""
+    max_body_bytes: int = 3 * 2**20
+    """Requests larger than this (bytes) are refused with an `Error`: 5000 node names of the longest kind
+    (253 characters) take 1.3 MiB, and a Pod at most 1.5 MiB (etcd's default object limit). With
+    `nodeCacheCapable: false` (whole Node objects, ~12 KiB each) that holds a few hundred nodes: raise it
+    (`--max-body-bytes`) for larger clusters in that mode."""
     decision_history: int = 256
+    """How many recent decisions `/debug/decisions` keeps."""
+    decision_history_nodes: int = 50_000
+    """How many node entries (feasible, failed, scored, victims) the kept decisions may hold together."""
     debug_chunk_objects: int = 64
     """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
     step stays well under a millisecond, so the verbs are answered in between)."""
-    """How many recent decisions `/debug/decisions` keeps."""
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""

@@ -33,8 +33,8 @@ SHOWN_CHARS = 80
 VALIDATED_NAMES_LIMIT = 65536
 """Label keys and values remembered as valid (they repeat across objects) before the memo starts afresh."""
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_BYTES = b"-.0123456789abcdefghijklmnopqrstuvwxyz"
+_EMPTY_LABEL_OR_EDGE_DASH = ("..", ".-", "-.")
 _QUALIFIED_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _valid_keys: set[str] = set()
@@ -159,14 +159,26 @@ def one_of(parent: Json, key: str, path: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def is_dns_subdomain(name: str) -> bool:
+    """Lower-case letters, digits, `-` and `.`, at most 253, each dot-separated label starting and ending
+    with a letter or digit (string scans, linear in the name: no regular expression to backtrack)."""
+    return (
+        0 < len(name) <= DNS_SUBDOMAIN_MAX_CHARS
+        and not name.encode().translate(None, _DNS_BYTES)
+        and name[0] not in "-."
+        and name[-1] not in "-."
+        and not any(sequence in name for sequence in _EMPTY_LABEL_OR_EDGE_DASH)
+    )
+
+
 def dns_label(value: Any, path: str) -> str:
-    if not isinstance(value, str) or len(value) > DNS_LABEL_MAX_CHARS or not _DNS_LABEL.fullmatch(value):
+    if not isinstance(value, str) or len(value) > DNS_LABEL_MAX_CHARS or "." in value or not is_dns_subdomain(value):
         raise FieldError(f"{path}={show(value)} is not a DNS-1123 label (lower-case letters, digits, '-'; ≤ 63)")
     return value
 
 
 def dns_subdomain(value: Any, path: str) -> str:
-    if not isinstance(value, str) or len(value) > DNS_SUBDOMAIN_MAX_CHARS or not _DNS_SUBDOMAIN.fullmatch(value):
+    if not isinstance(value, str) or not is_dns_subdomain(value):
         raise FieldError(
             f"{path}={show(value)} is not a DNS-1123 subdomain (lower-case letters, digits, '-', '.'; ≤ 253)"
         )
@@ -198,7 +210,7 @@ def qualified_name(value: Any, path: str) -> str:
     if (
         len(name) > QUALIFIED_NAME_MAX_CHARS
         or not _QUALIFIED_PART.fullmatch(name)
-        or (slash and (len(prefix) > DNS_SUBDOMAIN_MAX_CHARS or not _DNS_SUBDOMAIN.fullmatch(prefix)))
+        or (slash and not is_dns_subdomain(prefix))
     ):
         raise FieldError(f"{path}: key {show(value)} is not a qualified name ([DNS subdomain/]name, name ≤ 63)")
     _remember(_valid_keys, value)

@@ -311,13 +311,13 @@ def _paced_sorted(objects: Mapping[str, T]) -> Iterator[T | None]:
 
 
 def parse_reservations(document: Mapping[str, Any]) -> list[Reservation]:
-    records = (document.get(DUMP_EXTENSION_KEY) or {}).get("reservations") or []
     try:
+        records = (document.get(DUMP_EXTENSION_KEY) or {}).get("reservations") or []
         return [
             Reservation(r["pod"], r["group"], r["node"], Resources.parse(r["requests"]), float(r["expiresAt"]))
             for r in records
         ]
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise SnapshotFileError(f"{DUMP_EXTENSION_KEY}.reservations: malformed record ({error})") from error
 
 

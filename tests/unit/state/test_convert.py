@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -110,10 +111,14 @@ NODE = make_node("n")
     ],
 )
 def test_a_bad_field_is_refused_naming_it(obj: Any, message: str) -> None:
-    kind = obj.get("kind") if isinstance(obj, dict) else "Pod"
-    view = {"Pod": convert.pod_view, "Node": convert.node_view, "TFJob": convert.job_view}.get(
-        kind, lambda o: convert.group_view(o, "scheduling.x-k8s.io")
-    )
+    kind = str(obj.get("kind")) if isinstance(obj, dict) else "Pod"
+    views: dict[str, Callable[[Any], object]] = {
+        "Pod": convert.pod_view,
+        "Node": convert.node_view,
+        "TFJob": convert.job_view,
+        "PodGroup": lambda o: convert.group_view(o, "scheduling.x-k8s.io"),
+    }
+    view = views[kind]
     started = time.perf_counter()
     with pytest.raises(convert.ConversionError) as raised:
         view(obj)

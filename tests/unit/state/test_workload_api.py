@@ -39,7 +39,7 @@ def fixture(name: str) -> dict[str, Any]:
 def test_every_served_version_of_the_api_testdata_podgroup_reads_as_a_gated_gang(name: str) -> None:
     obj = fixture(name)
     assert kind_of_manifest(obj["apiVersion"], obj["kind"]) is Kind.PODGROUP_K8S
-    with pytest.raises(convert.ConversionError, match="metadata.namespace='namespaceValue' is not a DNS-1123 label"):
+    with pytest.raises(convert.ConversionError, match=r"metadata\.namespace='namespaceValue' is not a DNS-1123 label"):
         convert.group_view(obj, "scheduling.k8s.io")
     # the testdata's placeholder names are not names an API server accepts; its fields are what matter here
     obj["metadata"] |= {"namespace": "namespace-value", "name": "name-value"}
