@@ -144,6 +144,10 @@ def _shown(value: Any) -> str:
 def _distinct_nodes(items: list[Any]) -> tuple[list[Json], list[str]]:
     """Node objects with repeated names dropped (the first kept), and their names: each candidate is
     answered once."""
+    try:
+        orjson.dumps(items)
+    except TypeError as error:
+        raise WireError(f"Nodes.items cannot be echoed back in the reply: {error}") from None
     names: list[str] = []
     for index, node in enumerate(items):
         meta = node.get("metadata") if isinstance(node, dict) else None
