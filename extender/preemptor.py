@@ -10,10 +10,16 @@ level-triggered on a fresh snapshot:
    surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
    gang, the job-level dry run (`policy.victims`). This loop is the only place that shrinks a job for a
    waiting gang; the scaler loop only grows and consolidates;
-3. carry a plan out through the actuator — lower the Worker replicas of scaled-in jobs (training-operator
-   deletes exactly the surplus pods), evict whole victim gangs — record it, and reserve the freed
-   capacity for every member of the preemptor gang, so no lower-ranked pod takes it while victims
-   terminate (the reservations hold even while the victims still occupy the nodes);
+3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
+   PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
+   (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
+   victims still occupy the nodes), evict whole victim gangs through the Eviction API, lower the Worker
+   replicas of scaled-in jobs (training-operator deletes exactly the surplus pods), and only then
+   remember the preemption and publish the plan. When a PodDisruptionBudget refuses an eviction — in the
+   dry run, or for real because another disruption took the budget in between — the preemption is
+   abandoned: nothing more is evicted or scaled in, the reservation is released, no victim counts as
+   leaving, the reason is logged and written as a `PreemptionBlocked` Event on the preemptor's TFJob
+   (and kept in `blocked`), and the gang's preemption is tried again after `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED).
 At most one preemption per tick: the next tick sees its effect before deciding again.
 """
@@ -24,13 +30,13 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from extender.actuator import Actuator
+from extender.actuator import Actuator, EvictionRefused
 from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PreemptionRecord, Reservation
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation
 from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption import carried_out, choose_preemption
 from extender.policy.queue import queue_of
@@ -68,6 +74,11 @@ class PreemptionLoop:
     """Gang → (model generation, the gang's aged weight) of its last refused dry run. The same model and the
     same weight give the same refusal (running victim gangs do not age), so that gang is skipped for free
     until either changes: a large waiting gang does not cost a full dry run every tick."""
+    pdb_retry_s: float = 30.0
+    """Seconds before a preemption a PodDisruptionBudget refused is tried again for the same gang."""
+    blocked: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
+    refused an eviction."""
     _tracker: JobStateTracker = field(default_factory=JobStateTracker)
     _quiet: tuple[int, tuple[str, ...]] | None = None
     """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
@@ -112,6 +123,8 @@ class PreemptionLoop:
         live = queue_of(snapshot, self.settings).summaries
         self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
         plan = choice.plan
+        if plan is not None and self.blocked.get(plan.gang, (0.0, ""))[0] > now:
+            return None
         if self.dry_run:
             record = carried_out(plan, now).preemption if plan is not None else None
             if plan is not None and record is not None:
@@ -139,8 +152,12 @@ class PreemptionLoop:
                     log.info("%s", reason)
                 continue
             log.warning("%s", reason)
-            for pod in partial.bound:
-                self.actuator.evict(pod, reason)
+            try:
+                for pod in partial.bound:
+                    self.actuator.evict(pod, reason)
+            except EvictionRefused as error:
+                log.warning("%s: not released yet (tried again next tick): %s", partial.gang, error)
+                continue
             for job in sorted({pod.job for pod in partial.bound if pod.job}):
                 self.actuator.record_event("TFJob", job, "ReleasedWhole", reason)
 
@@ -153,27 +170,66 @@ class PreemptionLoop:
             log.debug("worker plans not reserved this tick: the model kept changing")
 
     def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> bool:
-        """Reserve the freed room for the gang first (only if the model did not change under the plan in
-        a way it does not survive), then act: no action is ever taken on a stale decision."""
+        """Check the evictions with the API server, reserve the freed room for the gang (only if the model
+        did not change under the plan in a way it does not survive), then act: no action is ever taken on
+        a stale decision, and a preemption a PodDisruptionBudget refuses is abandoned whole."""
         change = carried_out(plan, now)
-        if not self.state.commit(change, decided_on=snapshot.generation):
+        victims = self._evicted_victims(plan)
+        try:
+            for pod in victims:
+                self.actuator.evict(pod, plan.reason, dry_run=True)
+        except EvictionRefused as error:
+            self._blocked(snapshot, plan, now, str(error))
+            return False
+        hold = replace(change, preemption=None)
+        if not self.state.commit(hold, decided_on=snapshot.generation):
             log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
             return False
-        self.publish(change, snapshot)
         log.info("%s", plan.reason)
+        assert change.preemption is not None
+        try:
+            for pod in victims:
+                self.actuator.evict(pod, plan.reason)
+        except EvictionRefused as error:
+            groups = tuple(sorted({reservation.group for reservation in change.reserve}))
+            self.state.commit(LedgerChange(release_groups=groups), decided_on=None)
+            self._blocked(snapshot, plan, now, str(error))
+            return False
+        except Exception:
+            # Another API error: the victims reached may be leaving, so the preemption is remembered and its
+            # room stays held until the plan lapses (then it is decided again).
+            self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
+            self.publish(change, snapshot)
+            raise
         for job, replicas in sorted(plan.scale_ins.items()):
             self.actuator.scale_workers(job, replicas, plan.reason)
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
-        evicted = set(plan.evicted)
-        for pod in plan.victims:
-            subject = next((s for s in evicted if pod.key == s or (pod.group and pod.group in s.split(","))), None)
-            if subject is not None:
-                self.actuator.evict(pod, plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
-        assert change.preemption is not None
+        self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
+        self.publish(change, snapshot)
+        self.blocked.pop(plan.gang, None)
         self.history.append(change.preemption)
         return True
+
+    @staticmethod
+    def _evicted_victims(plan: PreemptionPlan) -> list[PodView]:
+        """The victims removed by eviction (members of whole evicted gangs), not by a replica patch."""
+        evicted = set(plan.evicted)
+        return [
+            pod
+            for pod in plan.victims
+            if any(pod.key == subject or (pod.group and pod.group in subject.split(",")) for subject in evicted)
+        ]
+
+    def _blocked(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float, why: str) -> None:
+        """Remember and report a preemption a PodDisruptionBudget refused; it is tried again later."""
+        reason = f"preemption for gang {plan.gang} abandoned, retried in {self.pdb_retry_s:g} s: {why}"
+        self.blocked[plan.gang] = (now + self.pdb_retry_s, reason)
+        log.warning("%s", reason)
+        members = snapshot.group_members.get(plan.gang.split(",")[0], frozenset())
+        for job in sorted({pod.job for key in members if (pod := snapshot.pods.get(key)) is not None and pod.job}):
+            self.actuator.record_event("TFJob", job, "PreemptionBlocked", reason)
 
     def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
         for status in self._tracker.states(snapshot, now, self.settings):

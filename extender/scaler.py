@@ -32,7 +32,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from extender.actuator import ScalingActuator
+from extender.actuator import EvictionRefused, ScalingActuator
 from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, Reservation
@@ -294,6 +294,9 @@ class ScalerLoop:
                     WORKER_PLAN_ANNOTATION: _plan_annotation(action),
                 }
                 self.actuator.annotate_job(action.job, annotations)
+        except EvictionRefused as error:
+            log.info("migration of %s not done: %s", action.pods[0], error)
+            outcome = f"refused by a PodDisruptionBudget: {error}"
         except Exception as error:
             log.exception("migration of %s failed", action.pods[0])
             outcome = f"failed: {error}"

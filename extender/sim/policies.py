@@ -140,7 +140,9 @@ class SimActuator:
         self.scaled += 1
         self.cluster.set_workers(job.split("/", 1)[1], replicas, self.now)
 
-    def evict(self, pod: PodView, reason: str) -> None:
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if dry_run:
+            return
         self.evicted += 1
         if pod.key in self.cluster.pods:
             self.cluster.delete_pod(pod.key, self.now)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extender.actuator import RecordingActuator
+from extender.actuator import EvictionRefused, RecordingActuator
 from extender.k8s.actuator import ApiCallError
 from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
@@ -166,11 +166,11 @@ class FlakyActuator(RecordingActuator):
         super().__init__()
         self.failures = 1
 
-    def evict(self, pod: PodView, reason: str) -> None:
-        if self.failures:
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if self.failures and not dry_run:
             self.failures -= 1
             raise ApiCallError(503, "service unavailable")
-        super().evict(pod, reason)
+        super().evict(pod, reason, dry_run=dry_run)
 
 
 def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_for_the_same_gang() -> None:
@@ -185,3 +185,42 @@ def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_fo
     assert "default/urgent" in loop.state.snapshot().preemptions
     loop.tick(NOW + SETTINGS.default_plan_timeout_s + 1)
     assert len(actuator.evicted) == 12, "once the plan lapses, the preemption is decided again and carried out"
+
+
+def test_a_preemption_a_disruption_budget_refuses_is_abandoned_whole_and_retried_later() -> None:
+    loop, actuator = loop_over(
+        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4)
+    )
+    actuator.protected = {"default/batch-worker-7"}
+    assert loop.tick(NOW) is None
+    assert actuator.evicted == [], "the dry run found the refusal before anything was evicted"
+    snapshot = loop.state.snapshot()
+    assert not snapshot.reservations and not snapshot.preemptions, "nothing reserved, no victim counted as leaving"
+    until, why = loop.blocked["default/urgent"]
+    assert until == NOW + loop.pdb_retry_s and "default/batch-worker-7" in why
+    assert "PreemptionBlocked" in [e[2] for e in actuator.events if e[1] == "default/urgent"]
+    assert loop.tick(NOW + 2) is None and not actuator.dry_runs[12:], "not tried again before the retry time"
+    actuator.protected = set()
+    assert loop.tick(NOW + loop.pdb_retry_s) is not None
+    assert len(actuator.evicted) == 12
+
+
+class RefusesForReal(RecordingActuator):
+    """A budget spent by another disruption between the dry run and the eviction."""
+
+    def evict(self, pod: Any, reason: str, *, dry_run: bool = False) -> None:
+        if not dry_run and len(self.evicted) == 3:
+            raise EvictionRefused(f"Cannot evict pod as it would violate the pod's disruption budget: {pod.key}")
+        super().evict(pod, reason, dry_run=dry_run)
+
+
+def test_an_eviction_refused_after_the_dry_run_stops_the_preemption_and_releases_the_room() -> None:
+    actuator = RefusesForReal()
+    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
+    assert loop.tick(NOW) is None
+    assert len(actuator.evicted) == 3, "no eviction after the refused one"
+    snapshot = loop.state.snapshot()
+    assert not snapshot.reservations, "the room is not held as if the victims were gone"
+    assert not snapshot.preemptions
+    assert "default/urgent" in loop.blocked
