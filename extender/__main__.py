@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from extender.config import ScalerSettings, Settings
+from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.policy.model import NetworkLayer
 from extender.sim import cli as sim_cli
 from extender.state.manifests import SnapshotFileError
@@ -72,6 +72,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULTS.max_body_bytes,
+        help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
+    )
+    add_auth_arguments(serve)
     simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
     sim_cli.add_arguments(simulate)
     simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
@@ -111,6 +118,25 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
     parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_scaler_arguments(parser)
+    add_auth_arguments(parser)
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """TLS and bearer-token checks, for a port reachable from off the loopback address."""
+    group = parser.add_argument_group("TLS and authentication (for a port off the loopback address)")
+    group.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate (PEM)")
+    group.add_argument("--tls-key-file", type=Path, help="the certificate's private key (PEM)")
+    group.add_argument(
+        "--tls-client-ca-file",
+        type=Path,
+        help="require client certificates signed by this CA (kube-scheduler's extender tlsConfig certFile/keyFile)",
+    )
+    group.add_argument("--auth-token-file", type=Path, help="accept bearer tokens listed in this file, one a line")
+    group.add_argument(
+        "--auth-token-review", action="store_true", help="accept bearer tokens the API server's TokenReview accepts"
+    )
+    group.add_argument("--auth-audience", action="append", default=[], help="audience a reviewed token must have")
+    group.add_argument("--auth-allowed-user", action="append", default=[], help="user a reviewed token must be")
 
 
 def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,6 +197,16 @@ def settings_from(args: argparse.Namespace) -> Settings:
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
+        max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
+        auth=AuthSettings(
+            tls_cert_file=args.tls_cert_file,
+            tls_key_file=args.tls_key_file,
+            tls_client_ca_file=args.tls_client_ca_file,
+            token_file=args.auth_token_file,
+            token_review=args.auth_token_review,
+            audiences=tuple(args.auth_audience),
+            allowed_users=tuple(args.auth_allowed_user),
+        ),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
             lease_namespace=args.lease_namespace,
@@ -189,16 +225,31 @@ def default_identity() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+def exposure_checked(settings: Settings) -> bool:
+    """Print what is wrong (False: do not start) or risky about who can reach the port."""
+    from extender.api.auth import exposure_warnings, settings_problems
+
+    for problem in settings_problems(settings.auth):
+        print(f"tfjob-extender: {problem}", file=sys.stderr)
+    for warning in exposure_warnings(settings.host, settings.auth):
+        print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
+    return not settings_problems(settings.auth)
+
+
 def serve(settings: Settings, log_level: str) -> int:
     import uvicorn
 
     from extender.api.app import create_app, make_service
+    from extender.api.auth import Reviewer, guarded, uvicorn_tls_options
 
+    if not exposure_checked(settings):
+        return 2
     sys.setswitchinterval(settings.switch_interval_s)
     state = ClusterState(settings.policy)
     service = make_service(settings, state, time.time)
     routers: list[APIRouter] = []
     start = stop = _nothing
+    reviewer: Reviewer | None = None
     if settings.cluster_snapshot is not None:
         if settings.with_scaler and not settings.dry_run:
             print(
@@ -215,11 +266,12 @@ def serve(settings: Settings, log_level: str) -> int:
         if settings.dry_run:
             start, stop = shadow_loops(settings, state, service, routers)
     else:
-        from extender.k8s.client import make_api_client
+        from extender.k8s.client import make_api_client, token_reviewer
         from extender.k8s.informer import Informers
         from extender.k8s.plans import PlanPublisher
 
         api_client = make_api_client(settings.kubeconfig)
+        reviewer = token_reviewer(api_client)
         informers = Informers(api_client, state)
         publisher = PlanPublisher(api_client)
         service = replace(service, publish=publisher.publish)
@@ -238,7 +290,11 @@ def serve(settings: Settings, log_level: str) -> int:
             informers.stop()
             publisher.stop()
 
-    app = create_app(service, on_start=start, on_stop=stop, routers=routers)
+    try:
+        app = guarded(create_app(service, on_start=start, on_stop=stop, routers=routers), settings.auth, reviewer)
+    except ValueError as error:
+        print(f"tfjob-extender: {error}", file=sys.stderr)
+        return 2
     uvicorn.run(
         app,
         host=settings.host,
@@ -250,6 +306,7 @@ def serve(settings: Settings, log_level: str) -> int:
         limit_concurrency=settings.max_connections,
         log_level=log_level,
         access_log=log_level == "debug",
+        **uvicorn_tls_options(settings.auth),
     )
     return 0
 
@@ -377,11 +434,14 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     import uvicorn
     from prometheus_client import CollectorRegistry
 
+    from extender.api.auth import guarded, uvicorn_tls_options
     from extender.api.scaler import create_loops_app
-    from extender.k8s.client import make_api_client
+    from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
 
+    if not exposure_checked(settings):
+        return 2
     state = ClusterState(settings.policy)
     api_client = make_api_client(settings.kubeconfig)
     informers = Informers(api_client, state)
@@ -399,8 +459,20 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
         informers.stop()
         publisher.stop()
 
-    app = create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop)
-    uvicorn.run(app, host=settings.host, port=settings.port, workers=1, log_level=log_level, access_log=False)
+    app = guarded(
+        create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop),
+        settings.auth,
+        token_reviewer(api_client),
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        log_level=log_level,
+        access_log=False,
+        **uvicorn_tls_options(settings.auth),
+    )
     return 0
 
 

@@ -56,6 +56,8 @@ class Settings:
     """Shadow mode: the preemption loop and the scaler plan as usual and show what they would do, but never
     act on the cluster nor change the model (`--dry-run`)."""
     scaler: ScalerSettings = field(default_factory=lambda: ScalerSettings())
+    auth: AuthSettings = field(default_factory=lambda: AuthSettings())
+    """TLS and who may call the port (see `extender.api.auth`); nothing by default (loopback)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +73,26 @@ class ScalerSettings:
     """Seconds a Lease holder that stopped renewing keeps it before another instance takes over."""
     identity: str = ""
     """This instance's name in the Lease (default: host name, process id and a random suffix)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """TLS for the HTTP port and the bearer-token checks on it (`extender.api.auth` explains each)."""
+
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    token_file: Path | None = None
+    token_review: bool = False
+    audiences: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    """User names (e.g. `system:serviceaccount:monitoring:prometheus`) a reviewed token must belong to;
+    empty: any user the API server authenticates."""
+
+    @property
+    def checks_tokens(self) -> bool:
+        return self.token_file is not None or self.token_review
+
+    @property
+    def authenticates(self) -> bool:
+        return self.checks_tokens or self.tls_client_ca_file is not None
