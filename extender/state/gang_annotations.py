@@ -28,6 +28,14 @@ GANG_PLAN_ANNOTATION = ANNOTATION_PREFIX + "plan"
 `{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}, "uids": {"<pod name>": "<uid>", ...}}`.
 Every extender imports it into its ledger, so a plan survives a restart and the preemption loop may run
 in a process of its own."""
+MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
+"""On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
+MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
+"""On a TFJob: the most workers it may be scaled out to (default: its Worker replicas)."""
+SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
+"""Written by the scaler with each worker-count change: seconds since the epoch."""
+CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
+"""Written by the scaler with each worker migration: seconds since the epoch."""
 LAYER_NAME_MAX_CHARS = 253
 
 
