@@ -124,16 +124,16 @@ def _node_names(names: list[str], where: str) -> list[str]:
     same few thousand over and over); the memo holds at most `VALID_NAMES_MEMO` of them."""
     if len(names) > CANDIDATES_MAX:
         raise WireError(f"{where} names {len(names)} nodes (at most {CANDIDATES_MAX})")
-    distinct = set(names)
-    unseen = distinct - _valid_node_names
-    invalid = {name for name in unseen if not is_dns_subdomain(name)}
-    if invalid:
-        index, name = next((index, name) for index, name in enumerate(names) if name in invalid)
-        raise WireError(f"{where}[{index}]={_shown(name)} is not a node name (a DNS-1123 subdomain)")
-    if len(_valid_node_names) + len(unseen) > VALID_NAMES_MEMO:
-        _valid_node_names.clear()
-    _valid_node_names.update(unseen)
-    return names if len(distinct) == len(names) else list(dict.fromkeys(names))
+    if not _valid_node_names.issuperset(names):
+        unseen = set(names) - _valid_node_names
+        invalid = {name for name in unseen if not is_dns_subdomain(name)}
+        if invalid:
+            index, name = next((index, name) for index, name in enumerate(names) if name in invalid)
+            raise WireError(f"{where}[{index}]={_shown(name)} is not a node name (a DNS-1123 subdomain)")
+        if len(_valid_node_names) + len(unseen) > VALID_NAMES_MEMO:
+            _valid_node_names.clear()
+        _valid_node_names.update(unseen)
+    return names if len(set(names)) == len(names) else list(dict.fromkeys(names))
 
 
 def _shown(value: Any) -> str:
