@@ -340,3 +340,14 @@ def test_the_network_topology_crd_is_installed_and_readable() -> None:
             "watch",
         ],
     } in role["rules"]
+
+
+def test_the_extender_and_the_loops_may_watch_every_kind_the_model_follows() -> None:
+    from extender.state.kinds import RESOURCE_TYPES
+
+    for account in ("tfjob-extender", "tfjob-extender-loops"):
+        rights = granted_to(account)
+        for kind in RESOURCE_TYPES:
+            group = kind.api_version.rpartition("/")[0]
+            for verb in ("list", "watch"):
+                assert (group, kind.plural, verb, "*") in rights, (account, kind.plural, group)
