@@ -173,6 +173,15 @@ def some_pod(rng: random.Random) -> Obj:
     if rng.random() < 0.5:
         return copy.deepcopy(rng.choice(fuzzed_pods()))
     name = rng.choice(["new", "alpha-worker-9", "plain", *ODD_STRINGS[:8]])
+    pod = new_pod(rng, name)
+    if rng.random() < 0.2:
+        pod["spec"]["schedulingGroup"] = rng.choice(
+            [{"podGroupName": "alpha"}, {"podGroupName": "ghost"}, {"podGroupName": [1]}, {"podGroupName": "a/b"}, "x"]
+        )
+    return pod
+
+
+def new_pod(rng: random.Random, name: str) -> Obj:
     return make_pod(
         name if isinstance(name, str) else "new",
         namespace=rng.choice(["default", "other", "a/b", "Default"]),
