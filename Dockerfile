@@ -1,4 +1,5 @@
-# tfjob-extender: one process, one uvicorn worker (the CLI runs exactly one), non-root.
+# tfjob-extender: one process per container (`serve` for the verbs, `loops` for the preemption loop and the
+# scaler), one uvicorn worker each (the CLI runs exactly one), non-root.
 # Build: docker build -t tfjob-extender:0.1.0 .
 FROM python:3.11-slim AS build
 WORKDIR /src
@@ -15,4 +16,4 @@ COPY --from=build /install /usr/local
 USER 65532:65532
 EXPOSE 8888
 ENTRYPOINT ["tfjob-extender"]
-CMD ["serve", "--host", "127.0.0.1", "--port", "8888", "--with-scaler"]
+CMD ["serve", "--host", "127.0.0.1", "--port", "8888", "--no-loops"]

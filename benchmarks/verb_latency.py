@@ -1,17 +1,28 @@
 """Per-verb extender latency over real HTTP, as kube-scheduler calls it: one request at a time.
 
-Writes a synthetic cluster (N nodes, running pods, a pending TFJob gang) to a snapshot file, starts
-`tfjob-extender serve --cluster-snapshot` as a subprocess on 127.0.0.1, and times serial, keep-alive
-POSTs with `nodeCacheCapable` payloads (node names) at 100, 500 and 5000 candidate nodes:
+Writes a synthetic cluster of N nodes to a snapshot file and starts the extender on it as a subprocess
+on 127.0.0.1 (the same service `serve --cluster-snapshot` builds), then times serial, keep-alive POSTs
+with `nodeCacheCapable` payloads (node names) at 100, 500 and 5000 candidate nodes:
 - filter of a plain pod (resource fit on every candidate);
 - filter of a gang member whose plan is reserved (steering);
 - filter of a gang that does not fit (answered from the failed-plan memo after the first call);
 - prioritize of a TFJob worker (co-location and idleness on every candidate).
-Prints p50 / p99 / max in milliseconds per case, twice: the HTTP round trip, and the in-process cost of
-the same call (decode → snapshot → policy → encode, i.e. `extender.api.verbs.answer`), which is what
-the extender's code controls. A bare ASGI app answering a fixed body over the same HTTP stack is timed
-first: the floor that the machine and the HTTP stack alone impose on every round trip.
-Targets: filter p99 ≤ 1 ms, prioritize ≤ 1.5 ms at 500 candidates.
+
+The cluster: even nodes half busy with plain pods; a quarter of the nodes full of low-priority elastic
+TFJobs (pool `b`); a quarter running high-priority elastic TFJobs with room to grow (pool `a`); a gang of
+32 × 4 CPU that may only use pool `b`, so it waits for job-level preemption; and the gangs of the cases.
+In the server a churn thread binds and unbinds a filler pod `--churn-per-s` times a second (watch events
+that change the model, as a live cluster does). Two modes, each printed as a table:
+- quiet: the verbs alone (with the churn);
+- busy (`--busy`): the preemption loop and the scaler also run in the server process, in shadow mode
+  (they plan every tick and record what they would do, never act), ticking every `--loop-interval-s`,
+  so every tick plans afresh on a model the churn keeps changing.
+Each case is measured for `--seconds`. Prints p50 / p99 / max milliseconds: the HTTP round trip, and in
+quiet mode also the in-process cost of the same call (decode → snapshot → policy → encode, i.e.
+`extender.api.verbs.answer`). A bare ASGI app answering a fixed body over the same HTTP stack is timed
+first: the floor the machine and the HTTP stack alone impose on every round trip.
+Targets: at 500 candidates filter and prioritize p50 ≤ 0.35 ms, p99 ≤ 0.7 ms; at 5000, p99 ≤ 3 ms;
+busy p99 ≤ 1.5 × quiet p99.
 """
 
 from __future__ import annotations
@@ -19,38 +30,56 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import random
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.api.app import make_service
 from extender.api.verbs import Service, answer
 from extender.config import Settings
+from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
-from tests.builders import make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.builders import (
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_sized_tfjob,
+    make_tfjob,
+    running_job_pods,
+    tfjob_pods,
+)
 
 CANDIDATE_COUNTS = (100, 500, 5000)
 WARMUP_CALLS = 200
-MEASURED_CALLS = 2000
+CHURN_NODES = 64
+"""The filler pod of the churn moves between this many nodes."""
 
 
 def synthetic_cluster(nodes: int) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = [make_node(f"node-{i:05d}", cpu="32", memory="128Gi", gpu=4) for i in range(nodes)]
-    objects += [
-        make_pod(f"busy-{i}", cpu="8", memory="16Gi", node=f"node-{i:05d}", phase="Running") for i in range(0, nodes, 2)
-    ]
+    objects: list[dict[str, Any]] = []
+    for i in range(nodes):
+        name = f"node-{i:05d}"
+        pool = {1: "b", 3: "a"}.get(i % 4)
+        objects.append(make_node(name, cpu="32", memory="128Gi", gpu=4, labels={"pool": pool} if pool else None))
+        if i % 2 == 0:
+            objects.append(make_pod(f"busy-{i}", cpu="8", memory="16Gi", node=name, phase="Running"))
+        elif pool == "b":
+            objects += elastic_job(f"full-{i}", node=name, workers=7, priority=0)
+        else:
+            objects += elastic_job(f"grow-{i}", node=name, workers=3, priority=2000)
     objects += tfjob_pods("mnist", ps=1, workers=8, cpu="4", memory="8Gi")
     objects += [make_podgroup("mnist", min_member=9), make_tfjob("mnist", workers=8)]
     huge = [
@@ -58,12 +87,27 @@ def synthetic_cluster(nodes: int) -> list[dict[str, Any]]:
         make_podgroup("huge", min_member=64),
         make_tfjob("huge", ps=0, workers=64),
     ]
-    return objects + [submitted_now(obj) for obj in huge]
+    urgent = [
+        make_pod(f"urgent-worker-{i}", job="urgent", role="worker", index=i, group="urgent", cpu="4", priority=1000)
+        for i in range(32)
+    ]
+    for pod in urgent:
+        pod["spec"]["nodeSelector"] = {"pool": "b"}
+    urgent += [make_podgroup("urgent", min_member=32), make_sized_tfjob("urgent", workers=32, cpu="4")]
+    return objects + [submitted_now(obj) for obj in (*huge, *urgent)]
+
+
+def elastic_job(name: str, *, node: str, workers: int, priority: int) -> list[dict[str, Any]]:
+    pods = running_job_pods(name, node=node, workers=workers, cpu="4", memory="16Gi")
+    for pod in pods:
+        pod["spec"]["priority"] = priority
+    job = make_sized_tfjob(name, workers=workers, cpu="4", memory="16Gi", min_workers=2, max_workers=7)
+    return [*pods, make_podgroup(name, min_member=3), job]
 
 
 def submitted_now(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object created at the benchmark's start: the gang that cannot fit stays below the starvation
-    limit for the whole run, so it holds no capacity back and the steered gang stays admitted."""
+    """The object created at the benchmark's start: the gangs that cannot fit stay below the starvation
+    limit for the whole run, so they hold no capacity back and the steered gang stays admitted."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {**obj, "metadata": {**obj["metadata"], "creationTimestamp": stamp}}
 
@@ -74,21 +118,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(snapshot: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "extender",
-        "serve",
-        "--port",
-        str(port),
-        "--cluster-snapshot",
-        str(snapshot),
-        "--log-level",
-        "warning",
-    ]
+def start_server(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> subprocess.Popen[bytes]:
+    command = [sys.executable, __file__, "--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn)]
+    command += ["--loop-interval-s", str(interval)] + (["--loops"] if loops else [])
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
@@ -99,11 +133,67 @@ def start_server(snapshot: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the extender did not become ready")
 
 
-def measure(client: http.client.HTTPConnection, verb: str, body: bytes, calls: int) -> list[float]:
-    """Serial round trips on one keep-alive connection (http.client: the leanest Python client)."""
-    timings = []
+def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> None:
+    """The extender as `serve --cluster-snapshot` builds it, plus the churn and (with `loops`) the
+    preemption loop and the scaler in shadow mode, in this process."""
+    import uvicorn
+
+    from extender.__main__ import settle_heap
+    from extender.actuator import RecordingActuator
+    from extender.api.app import create_app
+    from extender.preemptor import PreemptionLoop
+    from extender.scaler import ScalerLoop
+
+    settings = Settings()
+    sys.setswitchinterval(settings.switch_interval_s)
+    state = ClusterState(settings.policy)
+    load_snapshot_file(state, snapshot)
+    settle_heap()
+    service = make_service(settings, state, time.time)
+    started: list[PreemptionLoop | ScalerLoop] = []
+    if loops:
+        preemption = PreemptionLoop(
+            state, RecordingActuator(), settings.policy, time.time, interval_s=interval, dry_run=True
+        )
+        scaler = ScalerLoop(
+            state,
+            RecordingActuator(),
+            settings.policy,
+            time.time,
+            interval_s=interval,
+            replan_unchanged_s=interval,
+            dry_run=True,
+        )
+        started = [preemption, scaler]
+
+    def on_start() -> None:
+        threading.Thread(target=churn_events, args=(state, churn), daemon=True).start()
+        for loop in started:
+            loop.start()
+
+    app = create_app(service, on_start=on_start)
+    uvicorn.run(app, host="127.0.0.1", port=port, http="httptools", loop="uvloop", log_level="warning")
+
+
+def churn_events(state: ClusterState, per_second: float) -> None:
+    """Bind and unbind a filler pod on random nodes: watch events that change the model."""
+    rng = random.Random(7)
+    bound = False
+    while per_second > 0:
+        node = f"node-{2 * rng.randrange(CHURN_NODES):05d}"
+        pod = make_pod("churn", cpu="1", node=node if not bound else "", phase="Running" if not bound else "Pending")
+        state.apply(Kind.POD, "MODIFIED", pod)
+        bound = not bound
+        time.sleep(1 / per_second)
+
+
+def measure(client: http.client.HTTPConnection, verb: str, body: bytes, *, calls: int, seconds: float) -> list[float]:
+    """Serial round trips on one keep-alive connection (http.client: the leanest Python client), for at
+    least `calls` calls or `seconds`, whichever ends later."""
+    timings: list[float] = []
     headers = {"Content-Type": "application/json"}
-    for _ in range(calls):
+    until = time.monotonic() + seconds
+    while len(timings) < calls or time.monotonic() < until:
         started = time.perf_counter()
         client.request("POST", f"/{verb}", body=body, headers=headers)
         response = client.getresponse()
@@ -114,14 +204,22 @@ def measure(client: http.client.HTTPConnection, verb: str, body: bytes, calls: i
     return timings
 
 
-def report(case: str, candidates: int, http: list[float], local: list[float]) -> None:
-    def stats(timings: list[float]) -> str:
-        ordered = sorted(timings)
-        p50 = statistics.median(ordered) * 1000
-        p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
-        return f"{p50:>8.3f} {p99:>8.3f} {ordered[-1] * 1000:>8.3f}"
+def stats(timings: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(timings)
+    return (
+        statistics.median(ordered) * 1000,
+        ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000,
+        ordered[-1] * 1000,
+    )
 
-    print(f"{case:<30} {candidates:>6} | {stats(http)} | {stats(local)}", flush=True)
+
+def row(case: str, candidates: int, http: list[float], local: list[float] | None) -> str:
+    p50, p99, top = stats(http)
+    line = f"{case:<30} {candidates:>6} | {p50:>8.3f} {p99:>8.3f} {top:>8.3f}"
+    if local:
+        p50, p99, top = stats(local)
+        line += f" | {p50:>8.3f} {p99:>8.3f} {top:>8.3f}"
+    return line
 
 
 def measure_in_process(service: Service, verb: str, body: bytes, calls: int) -> list[float]:
@@ -150,8 +248,8 @@ def bare_app_floor(calls: int) -> list[float]:
         time.sleep(1.5)
         client = http.client.HTTPConnection("127.0.0.1", port)
         body = orjson.dumps({"Pod": {}, "NodeNames": [f"node-{i:05d}" for i in range(500)]})
-        measure(client, "filter", body, WARMUP_CALLS)
-        timings = measure(client, "filter", body, calls)
+        measure(client, "filter", body, calls=WARMUP_CALLS, seconds=0)
+        timings = measure(client, "filter", body, calls=calls, seconds=0)
         client.close()
         return timings
     finally:
@@ -159,58 +257,88 @@ def bare_app_floor(calls: int) -> list[float]:
         server.wait(timeout=10)
 
 
-def run(calls: int) -> None:
+def cases(count: int) -> dict[str, tuple[str, bytes]]:
+    names = [f"node-{i:05d}" for i in range(count)]
+    pods = {
+        "filter plain pod (fit)": ("filter", make_pod("plain", cpu="2", memory="4Gi")),
+        "filter gang member (steered)": ("filter", tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[3]),
+        "filter gang that cannot fit": ("filter", tfjob_pods("huge", ps=0, workers=64, cpu="64", memory="8Gi")[0]),
+        "prioritize TFJob worker": ("prioritize", tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[5]),
+    }
+    return {
+        case: (verb, orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}))
+        for case, (verb, pod) in pods.items()
+    }
+
+
+def run_mode(
+    snapshot: Path, args: argparse.Namespace, *, loops: bool, service: Service | None
+) -> dict[tuple[str, int], list[float]]:
+    port = free_port()
+    server = start_server(snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s)
+    results: dict[tuple[str, int], list[float]] = {}
+    try:
+        client = http.client.HTTPConnection("127.0.0.1", port)
+        try:
+            for count in CANDIDATE_COUNTS:
+                for case, (verb, body) in cases(count).items():
+                    measure(client, verb, body, calls=WARMUP_CALLS, seconds=0)
+                    local = None
+                    if service is not None:
+                        measure_in_process(service, verb, body, WARMUP_CALLS)
+                        local = measure_in_process(service, verb, body, args.calls)
+                    timings = measure(client, verb, body, calls=args.calls, seconds=args.seconds)
+                    results[(case, count)] = timings
+                    print(row(case, count, timings, local), flush=True)
+        finally:
+            client.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return results
+
+
+def run(args: argparse.Namespace) -> None:
     nodes = max(CANDIDATE_COUNTS)
     with tempfile.TemporaryDirectory() as workdir:
-        snapshot = Path(workdir) / "cluster.yaml"
-        snapshot.write_text(yaml.safe_dump_all(synthetic_cluster(nodes)))
+        snapshot = Path(workdir) / "cluster.json"
+        snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": synthetic_cluster(nodes)}))
         state = ClusterState()
         load_snapshot_file(state, snapshot)
         service = make_service(Settings(), state, time.time)
-        http_columns = f"{'HTTP p50':>8} {'p99':>8} {'max':>8}"
-        local_columns = f"{'local p50':>8} {'p99':>8} {'max':>8}"
-        print(f"{'case (ms)':<30} {'nodes':>6} | {http_columns} | {local_columns}")
-        floor = bare_app_floor(calls)
-        report("bare ASGI app (floor)", 500, floor, [0.0])
-        port = free_port()
-        server = start_server(snapshot, port)
-        try:
-            client = http.client.HTTPConnection("127.0.0.1", port)
-            try:
-                for count in CANDIDATE_COUNTS:
-                    names = [f"node-{i:05d}" for i in range(count)]
-                    cases = {
-                        "filter plain pod (fit)": ("filter", make_pod("plain", cpu="2", memory="4Gi")),
-                        "filter gang member (steered)": (
-                            "filter",
-                            tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[3],
-                        ),
-                        "filter gang that cannot fit": (
-                            "filter",
-                            tfjob_pods("huge", ps=0, workers=64, cpu="64", memory="8Gi")[0],
-                        ),
-                        "prioritize TFJob worker": (
-                            "prioritize",
-                            tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[5],
-                        ),
-                    }
-                    for case, (verb, pod) in cases.items():
-                        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
-                        measure(client, verb, body, WARMUP_CALLS)
-                        measure_in_process(service, verb, body, WARMUP_CALLS)
-                        local = measure_in_process(service, verb, body, calls)
-                        report(case, count, measure(client, verb, body, calls), local)
-            finally:
-                client.close()
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+        header = f"{'case (ms)':<30} {'nodes':>6} | {'HTTP p50':>8} {'p99':>8} {'max':>8}"
+        print(f"quiet (churn {args.churn_per_s:g} events/s, no loops)")
+        print(f"{header} | {'local p50':>8} {'p99':>8} {'max':>8}")
+        print(row("bare ASGI app (floor)", 500, bare_app_floor(args.calls), None), flush=True)
+        quiet = run_mode(snapshot, args, loops=False, service=service)
+        if not args.busy:
+            return
+        print(
+            f"\nbusy (churn {args.churn_per_s:g} events/s, shadow preemption loop and scaler every "
+            f"{args.loop_interval_s:g} s)"
+        )
+        print(f"{header} | p99 / quiet p99")
+        busy = run_mode(snapshot, args, loops=True, service=None)
+        for (case, count), timings in busy.items():
+            ratio = stats(timings)[1] / stats(quiet[(case, count)])[1]
+            print(f"{case:<30} {count:>6} | p99 busy / quiet = {ratio:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=MEASURED_CALLS, help="measured calls per case")
-    run(parser.parse_args().calls)
+    parser.add_argument("--calls", type=int, default=2000, help="measured calls per case (at least)")
+    parser.add_argument("--seconds", type=float, default=0.0, help="measure each case for at least this long")
+    parser.add_argument("--busy", action="store_true", help="also measure with the loops running")
+    parser.add_argument("--churn-per-s", type=float, default=20.0, help="model changes a second in the server")
+    parser.add_argument("--loop-interval-s", type=float, default=1.0, help="seconds between loop ticks (busy)")
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--loops", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        serve(args.serve, args.port, loops=args.loops, churn=args.churn_per_s, interval=args.loop_interval_s)
+    else:
+        run(args)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from extender.config import ScalerSettings, Settings
+from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.policy.model import NetworkLayer
 from extender.sim import cli as sim_cli
 from extender.state.manifests import SnapshotFileError
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
     from prometheus_client import CollectorRegistry
 
+    from extender.api.verbs import Service
+    from extender.k8s.plans import PlanPublisher
+    from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop
 
 DEFAULTS = Settings()
@@ -61,25 +65,78 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
         "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
     )
+    serve.add_argument(
+        "--own-barrier-for-gated-gangs",
+        action="store_true",
+        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
+        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULTS.max_body_bytes,
+        help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
+    )
+    add_auth_arguments(serve)
     simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
     sim_cli.add_arguments(simulate)
     simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
-        "--with-scaler", action="store_true", help="also run the scaler loop in this process (needs --kubeconfig)"
+        "--with-scaler",
+        action="store_true",
+        help="also run the scaler loop in this process (with --cluster-snapshot: only with --dry-run)",
+    )
+    serve.add_argument(
+        "--no-loops",
+        action="store_true",
+        help="answer the verbs only: the preemption loop and the scaler run in their own process "
+        "(`tfjob-extender loops`), and their plans reach this one through the API server",
+    )
+    serve.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="shadow mode: the preemption loop and the scaler plan and show what they would do, never act",
     )
     add_scaler_arguments(serve)
-    scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
-    scaler.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
-    scaler.add_argument("--host", default=DEFAULTS.host, help="address of /debug/scaler and /metrics")
-    scaler.add_argument(
-        "--port", type=int, default=8889, help="port of /debug/scaler and /metrics (default %(default)s)"
+    loops = commands.add_parser(
+        "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
-    scaler.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
-    scaler.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
-    scaler.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    add_scaler_arguments(scaler)
+    scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
+    for command in (loops, scaler):
+        add_loop_process_arguments(command, 8889)
     return parser.parse_args(argv)
+
+
+def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> None:
+    """Arguments of a process that runs loops on a model of its own: cluster, HTTP for /debug and /metrics."""
+    parser.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
+    parser.add_argument("--host", default=DEFAULTS.host, help="address of /debug and /metrics")
+    parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
+    parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
+    parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
+    parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_scaler_arguments(parser)
+    add_auth_arguments(parser)
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """TLS and bearer-token checks, for a port reachable from off the loopback address."""
+    group = parser.add_argument_group("TLS and authentication (for a port off the loopback address)")
+    group.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate (PEM)")
+    group.add_argument("--tls-key-file", type=Path, help="the certificate's private key (PEM)")
+    group.add_argument(
+        "--tls-client-ca-file",
+        type=Path,
+        help="require client certificates signed by this CA (kube-scheduler's extender tlsConfig certFile/keyFile)",
+    )
+    group.add_argument("--auth-token-file", type=Path, help="accept bearer tokens listed in this file, one a line")
+    group.add_argument(
+        "--auth-token-review", action="store_true", help="accept bearer tokens the API server's TokenReview accepts"
+    )
+    group.add_argument("--auth-audience", action="append", default=[], help="audience a reviewed token must have")
+    group.add_argument("--auth-allowed-user", action="append", default=[], help="user a reviewed token must be")
 
 
 def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,8 +176,6 @@ def network_layers(text: str) -> tuple[NetworkLayer, ...]:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    from dataclasses import replace
-
     return Settings(
         host=args.host,
         port=args.port,
@@ -137,8 +192,21 @@ def settings_from(args: argparse.Namespace) -> Settings:
             consolidation_budget=args.consolidation_budget,
             consolidation_interval_s=args.consolidation_interval_s,
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
+            defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
         ),
         with_scaler=getattr(args, "with_scaler", False),
+        with_loops=not getattr(args, "no_loops", False),
+        dry_run=getattr(args, "dry_run", False),
+        max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
+        auth=AuthSettings(
+            tls_cert_file=args.tls_cert_file,
+            tls_key_file=args.tls_key_file,
+            tls_client_ca_file=args.tls_client_ca_file,
+            token_file=args.auth_token_file,
+            token_review=args.auth_token_review,
+            audiences=tuple(args.auth_audience),
+            allowed_users=tuple(args.auth_allowed_user),
+        ),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
             lease_namespace=args.lease_namespace,
@@ -157,18 +225,36 @@ def default_identity() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+def exposure_checked(settings: Settings) -> bool:
+    """Print what is wrong (False: do not start) or risky about who can reach the port."""
+    from extender.api.auth import exposure_warnings, settings_problems
+
+    for problem in settings_problems(settings.auth):
+        print(f"tfjob-extender: {problem}", file=sys.stderr)
+    for warning in exposure_warnings(settings.host, settings.auth):
+        print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
+    return not settings_problems(settings.auth)
+
+
 def serve(settings: Settings, log_level: str) -> int:
     import uvicorn
 
     from extender.api.app import create_app, make_service
+    from extender.api.auth import Reviewer, guarded, uvicorn_tls_options
 
-    state = ClusterState()
+    if not exposure_checked(settings):
+        return 2
+    sys.setswitchinterval(settings.switch_interval_s)
+    state = ClusterState(settings.policy)
     service = make_service(settings, state, time.time)
     routers: list[APIRouter] = []
     start = stop = _nothing
+    reviewer: Reviewer | None = None
     if settings.cluster_snapshot is not None:
-        if settings.with_scaler:
-            print("tfjob-extender: --with-scaler needs a cluster, not a snapshot file", file=sys.stderr)
+        if settings.with_scaler and not settings.dry_run:
+            print(
+                "tfjob-extender: --with-scaler on a snapshot file needs --dry-run (nothing to act on)", file=sys.stderr
+            )
             return 2
         try:
             count = load_snapshot_file(state, settings.cluster_snapshot)
@@ -177,35 +263,38 @@ def serve(settings: Settings, log_level: str) -> int:
             return 2
         logging.getLogger("extender").info("loaded %d objects from %s", count, settings.cluster_snapshot)
         settle_heap()
+        if settings.dry_run:
+            start, stop = shadow_loops(settings, state, service, routers)
     else:
-        from extender.k8s.actuator import KubeActuator
-        from extender.k8s.client import make_api_client
+        from extender.k8s.client import make_api_client, token_reviewer
         from extender.k8s.informer import Informers
-        from extender.preemptor import PreemptionLoop
+        from extender.k8s.plans import PlanPublisher
 
         api_client = make_api_client(settings.kubeconfig)
+        reviewer = token_reviewer(api_client)
         informers = Informers(api_client, state)
-        preemption = PreemptionLoop(state, KubeActuator(api_client), settings.policy, time.time)
-        scaler = make_scaler(settings, state, api_client, service.metrics.registry) if settings.with_scaler else None
-        if scaler is not None:
-            from extender.api.scaler import make_scaler_router
-
-            routers.append(make_scaler_router(scaler, time.time))
+        publisher = PlanPublisher(api_client)
+        service = replace(service, publish=publisher.publish)
+        wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
+        loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
+        routers += loops.routers()
 
         def start() -> None:
+            publisher.start()
             informers.start()
-            preemption.start()
-            if scaler is not None:
-                scaler.start()
+            loops.start()
             threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True).start()
 
         def stop() -> None:
-            if scaler is not None:
-                scaler.stop()
-            preemption.stop()
+            loops.stop()
             informers.stop()
+            publisher.stop()
 
-    app = create_app(service, on_start=start, on_stop=stop, routers=routers)
+    try:
+        app = guarded(create_app(service, on_start=start, on_stop=stop, routers=routers), settings.auth, reviewer)
+    except ValueError as error:
+        print(f"tfjob-extender: {error}", file=sys.stderr)
+        return 2
     uvicorn.run(
         app,
         host=settings.host,
@@ -214,18 +303,92 @@ def serve(settings: Settings, log_level: str) -> int:
         http="httptools",
         loop="uvloop",
         timeout_keep_alive=settings.keep_alive_s,
+        limit_concurrency=settings.max_connections,
         log_level=log_level,
         access_log=log_level == "debug",
+        **uvicorn_tls_options(settings.auth),
     )
     return 0
 
 
-def make_scaler(
-    settings: Settings, state: ClusterState, api_client: ApiClient, registry: CollectorRegistry
-) -> ScalerLoop:
-    """The scaler loop over `state`, acting through the Kubernetes actuator while it holds the Lease."""
+def shadow_loops(
+    settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
+    and show what they would do; the actuator they are given is never called."""
+    from extender.actuator import RecordingActuator
+    from extender.api.scaler import make_scaler_router
+    from extender.preemptor import PreemptionLoop
+    from extender.scaler import ScalerLoop, ScalerMetrics
+
+    preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    loops: list[PreemptionLoop | ScalerLoop] = [preemption]
+    if settings.with_scaler:
+        scaler = ScalerLoop(
+            state,
+            RecordingActuator(),
+            settings.policy,
+            time.time,
+            metrics=ScalerMetrics(service.metrics.registry),
+            interval_s=settings.scaler.interval_s,
+            dry_run=True,
+        )
+        routers.append(make_scaler_router(scaler, time.time))
+        loops.append(scaler)
+
+    def start() -> None:
+        for loop in loops:
+            loop.start()
+
+    def stop() -> None:
+        for loop in loops:
+            loop.stop()
+
+    return start, stop
+
+
+@dataclass(frozen=True, slots=True)
+class Loops:
+    """Which loops a process runs."""
+
+    preemption: bool
+    scaler: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunningLoops:
+    preemption: PreemptionLoop | None
+    scaler: ScalerLoop | None
+
+    def start(self) -> None:
+        for loop in (self.preemption, self.scaler):
+            if loop is not None:
+                loop.start()
+
+    def stop(self) -> None:
+        for loop in (self.scaler, self.preemption):
+            if loop is not None:
+                loop.stop()
+
+    def routers(self) -> list[APIRouter]:
+        from extender.api.scaler import make_scaler_router
+
+        return [make_scaler_router(self.scaler, time.time)] if self.scaler is not None else []
+
+
+def make_loops(
+    settings: Settings,
+    state: ClusterState,
+    api_client: ApiClient,
+    registry: CollectorRegistry,
+    publisher: PlanPublisher,
+    wanted: Loops,
+) -> RunningLoops:
+    """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
+    Lease (one lease for both: one instance acts cluster-wide)."""
     from extender.k8s.actuator import KubeActuator
     from extender.k8s.lease import KubeLease
+    from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop, ScalerMetrics
 
     lease = KubeLease(
@@ -235,42 +398,81 @@ def make_scaler(
         identity=settings.scaler.identity,
         duration_s=settings.scaler.lease_duration_s,
     )
-    return ScalerLoop(
-        state,
-        KubeActuator(api_client),
-        settings.policy,
-        time.time,
-        leader=lease,
-        metrics=ScalerMetrics(registry),
-        interval_s=settings.scaler.interval_s,
+    actuator = KubeActuator(api_client)
+    preemption = (
+        PreemptionLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            dry_run=settings.dry_run,
+            leader=lease,
+            publish=publisher.publish,
+        )
+        if wanted.preemption
+        else None
     )
+    scaler = (
+        ScalerLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            leader=lease,
+            metrics=ScalerMetrics(registry),
+            interval_s=settings.scaler.interval_s,
+            dry_run=settings.dry_run,
+        )
+        if wanted.scaler
+        else None
+    )
+    return RunningLoops(preemption, scaler)
 
 
-def run_scaler(settings: Settings, log_level: str) -> int:
-    """The scaler alone: its own model fed by informers, `/debug/scaler` and `/metrics` on its port."""
+def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
+    """Loops alone: their own model fed by informers, `/debug/scaler` and `/metrics` on their port."""
     import uvicorn
     from prometheus_client import CollectorRegistry
 
-    from extender.api.scaler import create_scaler_app
-    from extender.k8s.client import make_api_client
+    from extender.api.auth import guarded, uvicorn_tls_options
+    from extender.api.scaler import create_loops_app
+    from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
+    from extender.k8s.plans import PlanPublisher
 
-    state = ClusterState()
+    if not exposure_checked(settings):
+        return 2
+    state = ClusterState(settings.policy)
     api_client = make_api_client(settings.kubeconfig)
     informers = Informers(api_client, state)
     registry = CollectorRegistry()
-    scaler = make_scaler(settings, state, api_client, registry)
+    publisher = PlanPublisher(api_client)
+    loops = make_loops(settings, state, api_client, registry, publisher, wanted)
 
     def start() -> None:
+        publisher.start()
         informers.start()
-        scaler.start()
+        loops.start()
 
     def stop() -> None:
-        scaler.stop()
+        loops.stop()
         informers.stop()
+        publisher.stop()
 
-    app = create_scaler_app(scaler, registry, time.time, on_start=start, on_stop=stop)
-    uvicorn.run(app, host=settings.host, port=settings.port, workers=1, log_level=log_level, access_log=False)
+    app = guarded(
+        create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop),
+        settings.auth,
+        token_reviewer(api_client),
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        log_level=log_level,
+        access_log=False,
+        **uvicorn_tls_options(settings.auth),
+    )
     return 0
 
 
@@ -300,7 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "simulate":
         return sim_cli.run(args)
     if args.command == "scaler":
-        return run_scaler(settings_from(args), args.log_level)
+        return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
+    if args.command == "loops":
+        return run_loops(settings_from(args), args.log_level, Loops(preemption=True, scaler=True))
     return 2
 
 

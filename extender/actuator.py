@@ -1,7 +1,8 @@
 """The one seam for side effects: scale a TFJob's workers, evict a pod, write an Event.
 
 The service uses the Kubernetes implementation (`extender.k8s.actuator`); tests and the simulator use
-`RecordingActuator`, which only remembers what it was asked to do. The scaler needs a little more
+`RecordingActuator`, which only remembers what it was asked to do. Pods are only ever removed through
+the Eviction API, so PodDisruptionBudgets are respected: a refusal is `EvictionRefused`. The scaler needs a little more
 (`ScalingActuator`): a worker-count change conditioned on the count it planned from, restarting a worker
 pod so its controller recreates it elsewhere, and stamping annotations on a TFJob.
 """
@@ -15,12 +16,18 @@ from typing import Protocol
 from extender.policy.model import PodView
 
 
+class EvictionRefused(Exception):
+    """The API server refused an eviction: a PodDisruptionBudget allows no disruption now (HTTP 429)."""
+
+
 class Actuator(Protocol):
     def scale_workers(self, job: str, replicas: int, reason: str) -> None:
         """Set `spec.tfReplicaSpecs.Worker.replicas` of the TFJob `namespace/name`."""
 
-    def evict(self, pod: PodView, reason: str) -> None:
-        """Mark the pod as a disruption target with `reason`, then delete it (graceful)."""
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        """Evict the pod through the Eviction API (graceful, only this UID; a pod already gone is fine),
+        or with `dry_run` only ask whether it may be evicted now. Raises `EvictionRefused` when a
+        PodDisruptionBudget forbids it."""
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         """Write an Event about the object `kind` `namespace/name`."""
@@ -45,7 +52,8 @@ class ScalingActuator(Actuator, Protocol):
         replicas are still `expected` (otherwise leave it and report what was found)."""
 
     def restart_pod(self, pod: PodView, reason: str) -> bool:
-        """Delete the pod (graceful, only this UID) so its controller recreates it; False if already gone."""
+        """Evict the pod (graceful, only this UID) so its controller recreates it; False if already gone.
+        Raises `EvictionRefused` when a PodDisruptionBudget forbids it."""
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         """Add `annotations` to the TFJob `namespace/name`."""
@@ -62,12 +70,20 @@ class RecordingActuator:
     annotated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)
     """Worker replicas per TFJob as resized here (a job not resized yet is taken to have `expected`)."""
+    protected: set[str] = field(default_factory=set)
+    """Pods (`namespace/name`) a PodDisruptionBudget protects: evicting them is refused."""
+    dry_runs: list[str] = field(default_factory=list)
 
     def scale_workers(self, job: str, replicas: int, reason: str) -> None:
         self.scaled.append((job, replicas, reason))
 
-    def evict(self, pod: PodView, reason: str) -> None:
-        self.evicted.append((pod.key, reason))
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if pod.key in self.protected:
+            raise EvictionRefused(f"Cannot evict pod as it would violate the pod's disruption budget: {pod.key}")
+        if dry_run:
+            self.dry_runs.append(pod.key)
+        else:
+            self.evicted.append((pod.key, reason))
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((kind, key, reason, message))
@@ -84,6 +100,8 @@ class RecordingActuator:
         return Resize(True, observed)
 
     def restart_pod(self, pod: PodView, reason: str) -> bool:
+        if pod.key in self.protected:
+            raise EvictionRefused(f"Cannot evict pod as it would violate the pod's disruption budget: {pod.key}")
         self.restarted.append((pod.key, reason))
         return True
 

@@ -17,17 +17,47 @@ class Settings:
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
     """Serve from this file instead of an API server (offline mode)."""
-    max_body_bytes: int = 64 * 2**20
-    """Requests larger than this (bytes) are refused with an `Error`; a 5000-node NodeList is ~63 MiB."""
+    max_body_bytes: int = 3 * 2**20
+    """Requests larger than this (bytes) are refused with an `Error`: 5000 node names of the longest kind
+    (253 characters) take 1.3 MiB, and a Pod at most 1.5 MiB (etcd's default object limit). With
+    `nodeCacheCapable: false` (whole Node objects, ~12 KiB each) that holds a few hundred nodes: raise it
+    (`--max-body-bytes`) for larger clusters in that mode."""
     decision_history: int = 256
     """How many recent decisions `/debug/decisions` keeps."""
+    decision_history_nodes: int = 50_000
+    """How many node entries (feasible, failed, scored, victims) the kept decisions may hold together."""
+    debug_chunk_objects: int = 64
+    """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
+    step stays well under a millisecond, so the verbs are answered in between)."""
+    switch_interval_s: float = 0.001
+    """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
+    watches and any loops running in this process hand the interpreter to a waiting verb within this."""
+    body_timeout_s: float = 10.0
+    """Seconds a verb waits for its whole request body before answering with an `Error` (a stalled client
+    cannot hold a request open)."""
+    max_connections: int = 64
+    """Open connections served at once; beyond it new ones are refused (kube-scheduler keeps one or two)."""
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""
+    model_catch_up_s: float = 0.5
+    """Longest a `filter` call waits, deciding again every `model_catch_up_poll_s`, for the watch to
+    deliver a gang member kube-scheduler asks about, or members of a gang it gates (so they exist), that
+    the model has not seen yet; then it decides on what it has, read-only for a pod it never saw."""
+    model_catch_up_poll_s: float = 0.01
+    """Seconds between two such decisions."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     with_scaler: bool = False
     """Run the scaler loop in the extender's process (`serve --with-scaler`)."""
+    with_loops: bool = True
+    """Run the preemption loop in the extender's process (`serve`, unless `--no-loops`: then the loops run in
+    their own process, `tfjob-extender loops`)."""
+    dry_run: bool = False
+    """Shadow mode: the preemption loop and the scaler plan as usual and show what they would do, but never
+    act on the cluster nor change the model (`--dry-run`)."""
     scaler: ScalerSettings = field(default_factory=lambda: ScalerSettings())
+    auth: AuthSettings = field(default_factory=lambda: AuthSettings())
+    """TLS and who may call the port (see `extender.api.auth`); nothing by default (loopback)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +73,26 @@ class ScalerSettings:
     """Seconds a Lease holder that stopped renewing keeps it before another instance takes over."""
     identity: str = ""
     """This instance's name in the Lease (default: host name, process id and a random suffix)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """TLS for the HTTP port and the bearer-token checks on it (`extender.api.auth` explains each)."""
+
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    token_file: Path | None = None
+    token_review: bool = False
+    audiences: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    """User names (e.g. `system:serviceaccount:monitoring:prometheus`) a reviewed token must belong to;
+    empty: any user the API server authenticates."""
+
+    @property
+    def checks_tokens(self) -> bool:
+        return self.token_file is not None or self.token_review
+
+    @property
+    def authenticates(self) -> bool:
+        return self.checks_tokens or self.tls_client_ca_file is not None

@@ -10,10 +10,16 @@ level-triggered on a fresh snapshot:
    surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
    gang, the job-level dry run (`policy.victims`). This loop is the only place that shrinks a job for a
    waiting gang; the scaler loop only grows and consolidates;
-3. carry a plan out through the actuator — lower the Worker replicas of scaled-in jobs (training-operator
-   deletes exactly the surplus pods), evict whole victim gangs — record it, and reserve the freed
-   capacity for every member of the preemptor gang, so no lower-ranked pod takes it while victims
-   terminate (the reservations hold even while the victims still occupy the nodes);
+3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
+   PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
+   (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
+   victims still occupy the nodes), evict whole victim gangs through the Eviction API, lower the Worker
+   replicas of scaled-in jobs (training-operator deletes exactly the surplus pods), and only then
+   remember the preemption and publish the plan. When a PodDisruptionBudget refuses an eviction — in the
+   dry run, or for real because another disruption took the budget in between — the preemption is
+   abandoned: nothing more is evicted or scaled in, the reservation is released, no victim counts as
+   leaving, the reason is logged and written as a `PreemptionBlocked` Event on the preemptor's TFJob
+   (and kept in `blocked`), and the gang's preemption is tried again after `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED).
 At most one preemption per tick: the next tick sees its effect before deciding again.
 """
@@ -22,18 +28,22 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from extender.actuator import Actuator
-from extender.policy.gang import gang_state, plan_gang, waiting_reason
-from extender.policy.jobstates import JobState, job_states
-from extender.policy.model import ClusterSnapshot, PreemptionRecord
-from extender.policy.ranking import rank_gangs
-from extender.policy.scaling import plan_scale_in
+from extender.actuator import Actuator, EvictionRefused
+from extender.leadership import AlwaysLeader, LeaderElector
+from extender.policy.jobstates import JobState, JobStateTracker
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation
+from extender.policy.partial import PartialGang, overdue_partial_gangs
+from extender.policy.preemption import carried_out, choose_preemption
+from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.policy.victims import PreemptionPlan
 from extender.policy.workerplan import imported_reservations
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -49,12 +59,30 @@ class PreemptionLoop:
     """Seconds between ticks."""
     max_gangs_per_tick: int = 3
     """Waiting gangs, highest rank first, tried for preemption in one tick."""
+    dry_run: bool = False
+    """Shadow mode: plan as usual and remember what would be done (`shadowed`), but never act through the
+    actuator nor change the model."""
+    leader: LeaderElector = field(default_factory=AlwaysLeader)
+    """Only the instance holding the leadership preempts (several replicas must never evict twice)."""
+    publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
+    """Where the plans reserved for preemptor gangs are published for other processes (the API server)."""
+    shadowed: deque[PreemptionRecord] = field(default_factory=lambda: deque(maxlen=256))
+    """In shadow mode, the preemptions that would have been carried out, oldest first."""
     job_states: dict[str, JobState] = field(default_factory=dict)
     history: list[PreemptionRecord] = field(default_factory=list)
     refused: dict[str, tuple[int, float]] = field(default_factory=dict)
     """Gang → (model generation, the gang's aged weight) of its last refused dry run. The same model and the
     same weight give the same refusal (running victim gangs do not age), so that gang is skipped for free
     until either changes: a large waiting gang does not cost a full dry run every tick."""
+    pdb_retry_s: float = 30.0
+    """Seconds before a preemption a PodDisruptionBudget refused is tried again for the same gang."""
+    blocked: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
+    refused an eviction."""
+    _tracker: JobStateTracker = field(default_factory=JobStateTracker)
+    _quiet: tuple[int, tuple[str, ...]] | None = None
+    """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
+    no gang newly starving gives the same answer, so the pass is skipped."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -66,6 +94,7 @@ class PreemptionLoop:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.leader.release()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -77,75 +106,145 @@ class PreemptionLoop:
                 log.exception("preemption tick failed")
 
     def tick(self, now: float) -> PreemptionPlan | None:
-        """One pass; returns the preemption carried out, if any."""
+        """One pass; returns the preemption carried out, if any (none unless this instance leads)."""
+        if not self.leader.holds():
+            return None
         self.state.release_expired(now)
-        planned = imported_reservations(self.state.snapshot(), now)
-        if planned:
-            self.state.commit_plan(reserve=planned)
+        self._import_worker_plans(now)
         snapshot = self.state.snapshot()
-        plan = self._choose(snapshot, now)
-        if plan is not None:
-            self._carry_out(snapshot, plan, now)
+        starving = tuple(rank.subject for rank in queue_of(snapshot, self.settings).starving(now, self.settings))
+        overdue = list(overdue_partial_gangs(snapshot, now, self.settings))
+        if overdue:
+            self._resolve(snapshot, overdue, now)
+            snapshot = self.state.snapshot()
+        if (snapshot.generation, starving) == self._quiet:
+            return None
+        choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
+        live = queue_of(snapshot, self.settings).summaries
+        self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
+        plan = choice.plan
+        if plan is not None and self.blocked.get(plan.gang, (0.0, ""))[0] > now:
+            return None
+        if self.dry_run:
+            record = carried_out(plan, now).preemption if plan is not None else None
+            if plan is not None and record is not None:
+                self.shadowed.append(record)
+                log.info("would carry out (dry run): %s", plan.reason)
+            self._quiet = (snapshot.generation, starving)
+            return plan
+        if plan is not None and not self._carry_out(snapshot, plan, now):
+            plan = None
         self._report_states(self.state.snapshot(), now)
+        self._quiet = (snapshot.generation, starving) if choice.plan is None else None
         return plan
 
-    def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionPlan | None:
-        tried = 0
-        ranks = rank_gangs(snapshot, now, self.settings)
-        live = {rank.subject for rank in ranks}
-        self.refused = {gang: memo for gang, memo in self.refused.items() if gang in live}
-        for rank in ranks:
-            if tried >= self.max_gangs_per_tick:
-                break
-            group = rank.subject.split(",")[0]
-            state = gang_state(snapshot, group)
-            pending = any(pod.pending for members in state.members.values() for pod in members)
-            held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
-            if not pending or held or waiting_reason(state) is not None:
+    def _resolve(self, snapshot: ClusterSnapshot, overdue: list[PartialGang], now: float) -> None:
+        """Complete each half-placed gang (reserve its plan) or, when it cannot be, release it whole."""
+        for partial in overdue:
+            reason = partial.reason(now)
+            if self.dry_run:
+                log.info("would resolve (dry run): %s", reason)
                 continue
-            if self.refused.get(state.key) == (snapshot.generation, rank.weight):
+            if partial.verdict.admitted:
+                change = LedgerChange(reserve=partial.verdict.reservations)
+                if self.state.commit(change, decided_on=snapshot.generation):
+                    self.publish(change, snapshot)
+                    log.info("%s", reason)
                 continue
-            tried += 1
-            if plan_gang(snapshot, state, self.settings, now).admitted:
+            log.warning("%s", reason)
+            try:
+                for pod in partial.bound:
+                    self.actuator.evict(pod, reason)
+            except EvictionRefused as error:
+                log.warning("%s: not released yet (tried again next tick): %s", partial.gang, error)
                 continue
-            earlier = snapshot.preemptions.get(state.key)
-            terminating = earlier.victims if earlier else frozenset()
-            decision = plan_scale_in(snapshot, group, self.settings, now, terminating_victims=terminating)
-            if not isinstance(decision, PreemptionPlan):
-                decision = plan_preemption(snapshot, group, self.settings, now, terminating_victims=terminating)
-            if isinstance(decision, PreemptionPlan):
-                return decision
-            self.refused[state.key] = (snapshot.generation, rank.weight)
-            log.debug("no preemption for %s: %s", state.key, decision.reason)
-        return None
+            for job in sorted({pod.job for pod in partial.bound if pod.job}):
+                self.actuator.record_event("TFJob", job, "ReleasedWhole", reason)
 
-    def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> None:
+    def _import_worker_plans(self, now: float) -> None:
+        """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""
+        if self.dry_run:
+            return
+        outcome = decide_and_commit(self.state, lambda snapshot: _Imported(imported_reservations(snapshot, now)))
+        if not outcome.committed:
+            log.debug("worker plans not reserved this tick: the model kept changing")
+
+    def _carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> bool:
+        """Check the evictions with the API server, reserve the freed room for the gang (only if the model
+        did not change under the plan in a way it does not survive), then act: no action is ever taken on
+        a stale decision, and a preemption a PodDisruptionBudget refuses is abandoned whole."""
+        change = carried_out(plan, now)
+        victims = self._evicted_victims(plan)
+        try:
+            for pod in victims:
+                self.actuator.evict(pod, plan.reason, dry_run=True)
+        except EvictionRefused as error:
+            self._blocked(snapshot, plan, now, str(error))
+            return False
+        hold = replace(change, preemption=None)
+        if not self.state.commit(hold, decided_on=snapshot.generation):
+            log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
+            return False
         log.info("%s", plan.reason)
+        assert change.preemption is not None
+        try:
+            for pod in victims:
+                self.actuator.evict(pod, plan.reason)
+        except EvictionRefused as error:
+            groups = tuple(sorted({reservation.group for reservation in change.reserve}))
+            self.state.commit(LedgerChange(release_groups=groups), decided_on=None)
+            self._blocked(snapshot, plan, now, str(error))
+            return False
+        except Exception:
+            # Another API error: the victims reached may be leaving, so the preemption is remembered and its
+            # room stays held until the plan lapses (then it is decided again).
+            self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
+            self.publish(change, snapshot)
+            raise
         for job, replicas in sorted(plan.scale_ins.items()):
             self.actuator.scale_workers(job, replicas, plan.reason)
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
-        evicted = set(plan.evicted)
-        for pod in plan.victims:
-            subject = next((s for s in evicted if pod.key == s or (pod.group and pod.group in s.split(","))), None)
-            if subject is not None:
-                self.actuator.evict(pod, plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
-        record = PreemptionRecord(
-            plan.gang,
-            frozenset(pod.key for pod in plan.victims),
-            tuple(sorted(plan.scale_ins)),
-            plan.evicted,
-            plan.reason,
-            now,
-        )
-        self.state.commit_plan(reserve=plan.verdict.reservations)
-        self.state.record_preemption(record)
-        self.history.append(record)
+        self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
+        self.publish(change, snapshot)
+        self.blocked.pop(plan.gang, None)
+        self.history.append(change.preemption)
+        return True
+
+    @staticmethod
+    def _evicted_victims(plan: PreemptionPlan) -> list[PodView]:
+        """The victims removed by eviction (members of whole evicted gangs), not by a replica patch."""
+        evicted = set(plan.evicted)
+        return [
+            pod
+            for pod in plan.victims
+            if any(pod.key == subject or (pod.group and pod.group in subject.split(",")) for subject in evicted)
+        ]
+
+    def _blocked(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float, why: str) -> None:
+        """Remember and report a preemption a PodDisruptionBudget refused; it is tried again later."""
+        reason = f"preemption for gang {plan.gang} abandoned, retried in {self.pdb_retry_s:g} s: {why}"
+        self.blocked[plan.gang] = (now + self.pdb_retry_s, reason)
+        log.warning("%s", reason)
+        members = snapshot.group_members.get(plan.gang.split(",")[0], frozenset())
+        for job in sorted({pod.job for key in members if (pod := snapshot.pods.get(key)) is not None and pod.job}):
+            self.actuator.record_event("TFJob", job, "PreemptionBlocked", reason)
 
     def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
-        for status in job_states(snapshot, now, self.settings):
+        for status in self._tracker.states(snapshot, now, self.settings):
             if self.job_states.get(status.job) is status.state:
                 continue
             self.job_states[status.job] = status.state
             self.actuator.record_event("TFJob", status.job, status.state.value.capitalize(), status.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Imported:
+    """Worker-plan reservations to hold, as a decision the commit seam can apply."""
+
+    reservations: list[Reservation]
+
+    @property
+    def change(self) -> LedgerChange:
+        return LedgerChange(reserve=tuple(self.reservations))

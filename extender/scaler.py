@@ -32,8 +32,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from extender.actuator import ScalingActuator
+from extender.actuator import EvictionRefused, ScalingActuator
 from extender.leadership import AlwaysLeader, LeaderElector
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
 from extender.policy.settings import PolicySettings
@@ -41,11 +42,13 @@ from extender.state.convert import (
     CONSOLIDATED_AT_ANNOTATION,
     SCALED_AT_ANNOTATION,
     WORKER_PLAN_ANNOTATION,
-    worker_plan_annotation,
+    plan_annotation,
 )
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
+
+DRY_RUN = "dry-run: planned, not carried out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,9 @@ class ScalerLoop:
     replan_unchanged_s: float = 10.0
     """Seconds after which a model that has not changed since a plan with no actions is planned again
     (cooldowns end and waits age with the clock alone); at most the scale cooldown."""
+    dry_run: bool = False
+    """Shadow mode: plan as usual and record each action with the outcome `dry-run`, but never act through
+    the actuator nor change the model."""
     records: deque[ScalerRecord] = field(default_factory=lambda: deque(maxlen=256))
     left_alone: dict[str, str] = field(default_factory=dict)
     """TFJob → why the scaler left it alone at the last tick."""
@@ -182,9 +188,16 @@ class ScalerLoop:
         cooldowns = self._cooldowns(snapshot)
         done: list[ScalerRecord] = []
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
+        if self.dry_run:
+            moves = plan_consolidation(snapshot, self.settings, now, cooldowns, self.last_consolidation)
+            shadow = [self._record(action, now, DRY_RUN) for action in (*grow.actions, *moves.actions)]
+            self.left_alone = dict(grow.skipped)
+            self.records.extend(shadow)
+            self._quiet = (snapshot.generation, now)
+            return shadow
         self._report_left_alone(grow.skipped)
         for action in grow.actions:
-            done.append(self._scale_out(action, now))
+            done.append(self._scale_out(action, snapshot, now))
             cooldowns[action.job] = now
         moves = plan_consolidation(self.state.snapshot(), self.settings, now, cooldowns, self.last_consolidation)
         for action in moves.actions:
@@ -208,7 +221,8 @@ class ScalerLoop:
                 continue
             if key not in snapshot.reservations:
                 expires = now + self.settings.default_plan_timeout_s
-                self.state.commit_plan(reserve=[replace(migration.target, expires_at=expires)])
+                target = replace(migration.target, expires_at=expires)
+                self.state.commit(LedgerChange(reserve=(target,)), decided_on=snapshot.generation)
 
     def render(self, now: float) -> dict[str, Any]:
         """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
@@ -244,9 +258,10 @@ class ScalerLoop:
                 last[job] = max(last.get(job, record.at), record.at)
         return last
 
-    def _scale_out(self, action: ScalingAction, now: float) -> ScalerRecord:
+    def _scale_out(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         group = action.placements[0].group if action.placements else ""
-        self.state.commit_plan(reserve=action.placements)
+        if not self.state.commit(LedgerChange(reserve=action.placements), decided_on=snapshot.generation):
+            return self._record(action, now, "stale: the cluster changed since the plan was made")
         outcome = "done"
         try:
             annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
@@ -260,7 +275,7 @@ class ScalerLoop:
             log.exception("scale-out of %s failed", action.job)
             outcome = f"failed: {error}"
         if outcome != "done":
-            self.state.commit_plan(release_groups=[group] if group else ())
+            self.state.commit(LedgerChange(release_groups=(group,) if group else ()), decided_on=None)
         else:
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "ScaledOut", action.reason)
@@ -279,6 +294,9 @@ class ScalerLoop:
                     WORKER_PLAN_ANNOTATION: _plan_annotation(action),
                 }
                 self.actuator.annotate_job(action.job, annotations)
+        except EvictionRefused as error:
+            log.info("migration of %s not done: %s", action.pods[0], error)
+            outcome = f"refused by a PodDisruptionBudget: {error}"
         except Exception as error:
             log.exception("migration of %s failed", action.pods[0])
             outcome = f"failed: {error}"
@@ -310,7 +328,7 @@ class ScalerLoop:
 def _plan_annotation(action: ScalingAction) -> str:
     """The action's placements as the TFJob annotation an extender in another process steers by."""
     expires = max((r.expires_at for r in action.placements), default=0.0)
-    return worker_plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
+    return plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
 __all__ = ["ActionKind", "Migration", "ScalerLoop", "ScalerMetrics", "ScalerRecord"]

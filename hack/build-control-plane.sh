@@ -9,11 +9,19 @@
 # staging module at its published v0.X.Y tag; etcd's server module is built the same way.
 set -euo pipefail
 
-# v1.34.4: the newest 1.34 patch whose k8s.io/kubernetes module and every staging module (v0.34.4) the
-# Go module proxy serves; v1.34.5-7 lack some (kube-aggregator, kubectl, endpointslice, ... answer 403).
-K8S_VERSION=${K8S_VERSION:-v1.34.4}
-ETCD_VERSION=${ETCD_VERSION:-v3.6.16}   # the newest v3.6 patch on the proxy
-KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# Supported: v1.37.1 (the default) and v1.36.4, the current patches whose k8s.io/kubernetes module and
+# every staging module (v0.37.1, v0.36.4) the Go module proxy serves; hack/test-matrix.sh runs the e2e
+# suite on each. Any other version can be asked for; it is built the same way but not tested.
+K8S_VERSION=${K8S_VERSION:-v1.37.1}
+# etcd: the version each Kubernetes release itself pins (build/dependencies.yaml, "etcd"); other minors
+# fall back to the newest v3.6 patch on the proxy.
+case "$K8S_VERSION" in
+  v1.37.*) default_etcd=v3.7.0 ;;
+  v1.36.*) default_etcd=v3.6.8 ;;
+  *) default_etcd=v3.6.16 ;;
+esac
+ETCD_VERSION=${ETCD_VERSION:-$default_etcd}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}   # the newest kwok release; it speaks only core/v1 and coordination/v1
 TO_VERSION=${TO_VERSION:-v1.9.4}
 KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_to-${TO_VERSION}"
 CACHE=${TFJOB_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/control-plane}/$KEY
@@ -35,7 +43,7 @@ if complete; then
   exit 0
 fi
 if ! command -v go >/dev/null 2>&1; then
-  echo "[build] error: 'go' is not installed; the local control plane is built from Go modules (Go >= 1.24)." >&2
+  echo "[build] error: 'go' is not installed; the local control plane is built from Go modules (Go >= 1.26)." >&2
   exit 3
 fi
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from extender.policy.model import ClusterSnapshot
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 
@@ -128,6 +130,24 @@ def make_podgroup(
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def make_k8s_podgroup(name: str, *, min_count: int | None, namespace: str = "default", version: str = "v1beta1") -> Obj:
+    """Kubernetes' own PodGroup (`scheduling.k8s.io`): a gang of `min_count`, or `basic` when None."""
+    policy: Obj = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": "2026-03-01T10:15:00Z"},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def in_scheduling_group(pods: list[Obj], pod_group: str) -> list[Obj]:
+    """`pods` joined to the `scheduling.k8s.io` PodGroup `pod_group` (`spec.schedulingGroup`), labels kept."""
+    for pod in pods:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+    return pods
 
 
 def running_job_pods(name: str, *, node: str, workers: int, cpu: str, memory: str) -> list[Obj]:
@@ -277,6 +297,8 @@ def snapshot(*objects: Obj) -> ClusterSnapshot:
 
 def _kind(obj: Obj) -> Kind:
     if obj["kind"] == "PodGroup":
+        if obj["apiVersion"].startswith("scheduling.k8s.io"):
+            return Kind.PODGROUP_K8S
         return Kind.PODGROUP_SIGS if obj["apiVersion"].startswith("scheduling.sigs.k8s.io") else Kind.PODGROUP
     kinds = {
         "Node": Kind.NODE,
@@ -286,3 +308,15 @@ def _kind(obj: Obj) -> Kind:
         "ClusterNetworkTopology": Kind.NETWORK_TOPOLOGY,
     }
     return kinds[obj["kind"]]
+
+
+def hold(
+    state: ClusterState,
+    *,
+    reserve: Sequence[Reservation] = (),
+    release_groups: Sequence[str] = (),
+    failed_plan: FailedPlan | None = None,
+) -> None:
+    """Put a change into the gang ledger directly (a test's given state, not a decision)."""
+    change = LedgerChange(tuple(release_groups), tuple(reserve), failed_plan)
+    assert state.commit(change, decided_on=None)

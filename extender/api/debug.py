@@ -7,19 +7,24 @@ failed or what the gang still waits for.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
-from extender.policy.jobstates import job_states
+from extender.policy.jobstates import each_job_state
 from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.queue import queue_of
+from extender.policy.settings import PolicySettings
 from extender.state.kinds import BY_KIND
-from extender.state.manifests import dump_state, reservation_record
+from extender.state.manifests import dump_state_chunks, reservation_record
 
 NOT_PLANNED_YET = "no member has reached filter since the gang became pending"
 
@@ -60,6 +65,7 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
         "gang": state.key,
         "podGroup": key,
         "apiGroup": group.api_group if group else None,
+        "gatedByKubeScheduler": group.gated_by_scheduler if group else None,
         "minMember": group.min_member if group else None,
         "members": members,
         "status": "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle",
@@ -69,16 +75,40 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
     }
 
 
-def gangs_pending(snapshot: ClusterSnapshot) -> int:
-    return sum(
-        1
-        for key in gang_keys_of(snapshot)
-        if any(
-            (pod := snapshot.pods.get(k)) is not None and pod.pending
-            for k in snapshot.group_members.get(key, frozenset())
-        )
-        and not is_satisfied(snapshot, gang_state(snapshot, key))
-    )
+def gangs_pending(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:
+    """Gangs with members waiting to be placed and fewer than minMember placed (from the gang queue)."""
+    return sum(1 for summary in queue_of(snapshot, settings).summaries.values() if summary.ages)
+
+
+def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
+    """A JSON body sent piece by piece, handing the event loop back between pieces: a large document is
+    rendered in small steps, and kube-scheduler's calls are answered between them."""
+
+    async def paced() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            if piece:
+                yield piece
+            await asyncio.sleep(0)
+
+    return StreamingResponse(paced(), media_type="application/json")
+
+
+def json_document(head: dict[str, Any], lists: list[tuple[str, Iterator[object]]], chunk: int) -> Iterator[bytes]:
+    """`head` with `lists` appended as JSON arrays, rendered `chunk` items at a time."""
+    yield orjson.dumps(head)[:-1]
+    for index, (name, items) in enumerate(lists):
+        yield (b"," if head or index else b"") + orjson.dumps(name) + b":["
+        first = True
+        batch: list[object] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= chunk:
+                yield (b"" if first else b",") + orjson.dumps(batch)[1:-1]
+                first, batch = False, []
+        if batch:
+            yield (b"" if first else b",") + orjson.dumps(batch)[1:-1]
+        yield b"]"
+    yield b"}"
 
 
 def make_router(service: Service) -> APIRouter:
@@ -94,18 +124,18 @@ def make_router(service: Service) -> APIRouter:
         body = {"ready": service.state.is_synced(), "synced": {k.value: k in synced for k in BY_KIND}}
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
+    chunk = service.settings.debug_chunk_objects
+
     @router.get("/debug/state")
-    def state() -> dict[str, Any]:
-        return dump_state(service.state.snapshot())
+    async def state() -> StreamingResponse:
+        return streamed(dump_state_chunks(service.state.snapshot(), chunk))
 
     @router.get("/debug/gangs")
-    def gangs() -> dict[str, Any]:
+    async def gangs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
-        return {
-            "generation": snapshot.generation,
-            "gangs": [gang_summary(snapshot, key, now) for key in gang_keys_of(snapshot)],
-        }
+        summaries = (gang_summary(snapshot, key, now) for key in gang_keys_of(snapshot))
+        return streamed(json_document({"generation": snapshot.generation}, [("gangs", summaries)], chunk))
 
     @router.get("/debug/gangs/{namespace}/{name}")
     def gang(namespace: str, name: str) -> JSONResponse:
@@ -116,27 +146,26 @@ def make_router(service: Service) -> APIRouter:
         return JSONResponse(gang_summary(snapshot, key, service.clock()))
 
     @router.get("/debug/jobs")
-    def jobs() -> dict[str, Any]:
+    async def jobs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
-        return {
-            "generation": snapshot.generation,
-            "jobs": [
-                {"job": s.job, "state": s.state.value, "reason": s.reason, "pods": s.pods, "bound": s.bound}
-                for s in job_states(snapshot, now, service.settings.policy)
-            ],
-            "preemptions": [
-                {
-                    "gang": r.gang,
-                    "reason": r.reason,
-                    "at": r.at,
-                    "scaledIn": list(r.scaled_in),
-                    "evicted": list(r.evicted),
-                    "victims": sorted(r.victims),
-                }
-                for _, r in sorted(snapshot.preemptions.items())
-            ],
-        }
+        statuses = (
+            {"job": s.job, "state": s.state.value, "reason": s.reason, "pods": s.pods, "bound": s.bound}
+            for s in each_job_state(snapshot, now, service.settings.policy)
+        )
+        preemptions = (
+            {
+                "gang": r.gang,
+                "reason": r.reason,
+                "at": r.at,
+                "scaledIn": list(r.scaled_in),
+                "evicted": list(r.evicted),
+                "victims": sorted(r.victims),
+            }
+            for _, r in sorted(snapshot.preemptions.items())
+        )
+        lists: list[tuple[str, Iterator[object]]] = [("jobs", statuses), ("preemptions", preemptions)]
+        return streamed(json_document({"generation": snapshot.generation}, lists, chunk))
 
     @router.get("/debug/topology")
     def topology(

@@ -3,6 +3,9 @@
 A bounded ring buffer of records (verb, pod, outcome, summary, per-node reasons and scores). Recording
 stores references to the decision objects already built, so it adds O(1) to the verb's latency; the
 JSON rendering — reasons grouped with the nodes that share them — happens only when someone reads it.
+Two bounds hold: at most `capacity` records, and at most `node_budget` node entries (feasible, failed,
+scored or victim nodes) across all of them, oldest records dropped first — so a run of 5000-node calls
+keeps a few of them, not hundreds (a record always keeps at least the newest decision).
 """
 
 from __future__ import annotations
@@ -27,20 +30,36 @@ class Record:
 
 
 class DecisionHistory:
-    def __init__(self, capacity: int) -> None:
-        self._records: deque[Record] = deque(maxlen=capacity)
+    def __init__(self, capacity: int, node_budget: int = 50_000) -> None:
+        self._records: deque[tuple[Record, int]] = deque()
+        self._capacity = capacity
+        self._node_budget = node_budget
+        self._nodes = 0
         self._lock = threading.Lock()
 
     def add(self, record: Record) -> None:
+        size = _node_entries(record.decision)
         with self._lock:
-            self._records.append(record)
+            self._records.append((record, size))
+            self._nodes += size
+            while len(self._records) > 1 and (len(self._records) > self._capacity or self._nodes > self._node_budget):
+                self._nodes -= self._records.popleft()[1]
 
     def render(self, *, pod: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first; only `pod`'s decisions when given."""
         with self._lock:
-            records = list(self._records)
+            records = [record for record, _ in self._records]
         chosen = [r for r in reversed(records) if pod is None or r.pod == pod][:limit]
         return [_render(record) for record in chosen]
+
+
+def _node_entries(decision: Decision) -> int:
+    """How many node entries a decision holds (what its record costs in memory)."""
+    if isinstance(decision, FilterDecision):
+        return 1 + len(decision.feasible) + len(decision.failed) + len(decision.unresolvable)
+    if isinstance(decision, ScoreDecision):
+        return 1 + len(decision.hosts)
+    return 1 + sum(len(uids) + 1 for uids in decision.victims.values())
 
 
 def _render(record: Record) -> dict[str, Any]:

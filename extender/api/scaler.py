@@ -3,7 +3,7 @@ scaler runs alone (`/healthz`, `/debug/scaler`, `/metrics`). Read-only: every ro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Response
@@ -23,16 +23,17 @@ def make_scaler_router(loop: ScalerLoop, clock: Callable[[], float]) -> APIRoute
     return router
 
 
-def create_scaler_app(
-    loop: ScalerLoop,
+def create_loops_app(
+    routers: Sequence[APIRouter],
     registry: CollectorRegistry,
-    clock: Callable[[], float],
     *,
     on_start: Callable[[], None],
     on_stop: Callable[[], None],
 ) -> FastAPI:
-    app = lifecycle_app("tfjob-extender scaler", on_start, on_stop)
-    app.include_router(make_scaler_router(loop, clock))
+    """The HTTP side of a process that runs only loops: `/healthz`, their `/debug` routes and `/metrics`."""
+    app = lifecycle_app("tfjob-extender loops", on_start, on_stop)
+    for router in routers:
+        app.include_router(router)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -2,13 +2,15 @@
 
 Each handler reads the body under a size cap, refuses to decide before the model has synced, feeds the
 pod it was asked about into the model when a watch event has not delivered it yet, calls the pure policy
-on the current snapshot, commits the gang plan a filter decision carries, records the decision for
+on the current snapshot (a filter decides again for a short while when the model is behind kube-scheduler
+on a gang kube-scheduler gates), commits the gang plan a filter decision carries, records the decision for
 `/debug/decisions`, and encodes the reply. Any failure — a malformed body, an unreadable pod, a bug —
 becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON body.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -20,10 +22,13 @@ from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.metrics import Metrics
 from extender.config import Settings
-from extender.policy import filter_pod, preempt_pod, prioritize_pod
+from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
+from extender.policy.filtering import model_kept_changing
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.preemption import job_level_preemption
 from extender.state import convert
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -40,47 +45,69 @@ class Service:
     clock: Callable[[], float]
     history: DecisionHistory
     metrics: Metrics
+    publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
+    """Where plans reserved by `filter` are published for other processes (the API server, live)."""
 
 
 class BodyTooLarge(wire.WireError):
     pass
 
 
-def _pod_in_model(service: Service, raw_pod: wire.Json) -> tuple[PodView, ClusterSnapshot]:
-    """The pod as the model knows it (feeding the request's copy in first if the watch lags)."""
+class PodNotSeenYet(Exception):
+    """The pod asked about is a gang member the model has not received from its watch yet."""
+
+
+def _pod_in_model(service: Service, raw_pod: wire.Json, *, final: bool) -> tuple[PodView, ClusterSnapshot]:
+    """The pod as the model knows it, or, for a pod the watch has not delivered, the request's copy —
+    used read-only, never stored: only the API server feeds the model. Before its last attempt (`final`),
+    a call about an unseen gang member raises `PodNotSeenYet`, so the caller can let the watch catch up."""
     service.state.release_expired(service.clock())
     snapshot = service.state.snapshot()
     known = snapshot.pods.get(convert.pod_key(raw_pod))
     if known is not None:
         return known, snapshot
     pod = convert.pod_view(raw_pod)
-    service.state.observe_pod(raw_pod)
-    snapshot = service.state.snapshot()
-    return snapshot.pods.get(pod.key, pod), snapshot
+    if pod.group and not final:
+        raise PodNotSeenYet(pod.key)
+    return pod, snapshot
 
 
-Handler = Callable[[Service, bytes], bytes]
+Handler = Callable[[Service, bytes, bool], bytes]
 EMPTY_REPLIES: dict[str, dict[str, object]] = {
     "filter": {"NodeNames": None, "Nodes": None, "FailedNodes": None, "FailedAndUnresolvableNodes": None},
-    "prioritize": {},
     "preempt": {"NodeNameToMetaVictims": {}},
 }
 
 
-def answer(service: Service, verb: str, body: bytes) -> bytes:
-    """The reply to one extender call, errors included; everything but the HTTP framing."""
+def error_reply(verb: str, message: str) -> bytes:
+    """A 200 body kube-scheduler can decode for a failed call. A HostPriorityList has no `Error` field
+    (kube-scheduler ignores prioritize failures), so a failed prioritize is an empty list and the
+    message goes to the log."""
+    if verb == "prioritize":
+        log.warning("%s", message)
+        return b"[]"
+    return wire.encode_error(message, **EMPTY_REPLIES[verb])
+
+
+def answer(service: Service, verb: str, body: bytes, *, final: bool = True) -> bytes:
+    """The reply to one extender call, errors included; everything but the HTTP framing.
+
+    With `final=False`, a call about a gang member the watch has not delivered yet raises
+    `PodNotSeenYet` instead of answering, so the caller can retry once the model has the pod."""
     started = time.perf_counter()
     try:
         if not service.state.is_synced():
             raise wire.WireError(NOT_SYNCED)
-        reply = HANDLERS[verb](service, body)
+        reply = HANDLERS[verb](service, body, final)
+    except PodNotSeenYet:
+        raise
     except (wire.WireError, convert.ConversionError) as error:
         service.metrics.decisions.labels(verb, "bad-request").inc()
-        reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+        reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
     except Exception as error:
         log.exception("%s failed", verb)
         service.metrics.decisions.labels(verb, "error").inc()
-        reply = wire.encode_error(f"tfjob-extender {verb}: internal error: {error!r}", **EMPTY_REPLIES[verb])
+        reply = error_reply(verb, f"tfjob-extender {verb}: internal error: {error!r}")
     service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
     return reply
 
@@ -102,13 +129,28 @@ class VerbGateway:
             await self.app(scope, receive, send)
             return
         try:
-            body = await self._body(scope, receive)
-            reply = answer(self.service, verb, body)
+            body = await asyncio.wait_for(self._body(scope, receive), self.service.settings.body_timeout_s)
+            reply = await self._answer(verb, body)
+        except TimeoutError:
+            limit = self.service.settings.body_timeout_s
+            reply = error_reply(verb, f"tfjob-extender {verb}: request body not received within {limit:g} s")
         except BodyTooLarge as error:
-            reply = wire.encode_error(f"tfjob-extender {verb}: {error}", **EMPTY_REPLIES[verb])
+            reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": reply})
+
+    async def _answer(self, verb: str, body: bytes) -> bytes:
+        """The reply, giving the watch up to `model_catch_up_s` to deliver a gang member kube-scheduler asks
+        about first, or the members of a gang it gates (it watches the same API server, so it can be a
+        moment ahead); the event loop keeps serving meanwhile."""
+        settings = self.service.settings
+        deadline = time.monotonic() + settings.model_catch_up_s
+        while True:
+            try:
+                return answer(self.service, verb, body, final=time.monotonic() >= deadline)
+            except PodNotSeenYet:
+                await asyncio.sleep(settings.model_catch_up_poll_s)
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         """The request body, refusing anything over the cap without reading it all."""
@@ -134,29 +176,36 @@ def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot
     service.history.add(Record(service.clock(), verb, pod.key, snapshot.generation, decision))
 
 
-def _filter(service: Service, body: bytes) -> bytes:
+def _filter(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
-    decision = filter_pod(snapshot, pod, args.candidates, service.settings.policy, service.clock())
-    if decision.reserve or decision.release_groups or decision.failed_plan is not None:
-        service.state.commit_plan(
-            release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
-        )
-    _record(service, "filter", pod, snapshot, decision)
+    pod, _ = _pod_in_model(service, args.pod, final=final)
+    now = service.clock()
+
+    def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+        current = snapshot.pods.get(pod.key, pod)
+        return filter_pod(snapshot, current, args.candidates, service.settings.policy, now)
+
+    outcome = decide_and_commit(service.state, decide)
+    if outcome.decision.model_behind and not final:
+        raise PodNotSeenYet(pod.key)
+    decision = outcome.decision if outcome.committed else model_kept_changing(outcome.decision, args.candidates)
+    if outcome.committed and decision.reserve:
+        service.publish(decision.change, outcome.snapshot)
+    _record(service, "filter", pod, outcome.snapshot, decision)
     return wire.encode_filter(decision, args)
 
 
-def _prioritize(service: Service, body: bytes) -> bytes:
+def _prioritize(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
+    pod, snapshot = _pod_in_model(service, args.pod, final=True)
     decision = prioritize_pod(snapshot, pod, args.candidates, service.settings.policy)
     _record(service, "prioritize", pod, snapshot, decision)
-    return wire.encode_scores(decision, args.candidates)
+    return wire.encode_scores(decision)
 
 
-def _preempt(service: Service, body: bytes) -> bytes:
+def _preempt(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_preemption_args(body)
-    pod, snapshot = _pod_in_model(service, args.pod)
+    pod, snapshot = _pod_in_model(service, args.pod, final=True)
     if pod.group and pod.scheduler_name == service.settings.policy.scheduler_name:
         decision = job_level_preemption(pod)
     else:

@@ -6,19 +6,39 @@ are looked up exactly first, then case-insensitively; unknown keys are ignored; 
 PascalCase names. Scores are integers (Go's int64 rejects `5.0`). `Error` strings have `%` doubled
 because kube-scheduler formats them with `fmt.Errorf`. Decoding uses orjson and no validation library:
 this module sits on the serial path of every scheduling attempt.
+
+Everything but the pod is validated here, and the pod by `state.convert` when the model does not know
+it: a body holds at most `JSON_CONTAINERS_MAX` objects and lists (counted before decoding, so no body
+within the size cap can make decoding allocate more than a few times its size), at most
+`CANDIDATES_MAX` candidate nodes, node names by Kubernetes' rules (checked in one pass over all of
+them), victim UIDs as bounded printable strings, PDB violation counts as int64. A body that breaks a
+rule gets a `WireError` naming the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
+from extender.state.fields import is_dns_subdomain
 
 Json = Mapping[str, Any]
+
+JSON_CONTAINERS_MAX = 100_000
+"""Objects and lists one request body may hold (a Pod has a few hundred; 5000 Node objects ~ 60 000)."""
+CANDIDATES_MAX = 15_000
+"""Candidate nodes one call may name (Kubernetes supports clusters of 5000 nodes)."""
+NODE_NAME_MAX_CHARS = 253
+UID_MAX_CHARS = 128
+INT64_MAX = 2**63 - 1
+VALID_NAMES_MEMO = 16_384
+"""Node names remembered as valid before the memo starts afresh."""
+_valid_node_names: set[str] = set()
 
 
 class WireError(ValueError):
@@ -37,6 +57,9 @@ def field(obj: Json, name: str) -> Any:
 
 
 def decode(body: bytes) -> Json:
+    containers = body.count(b"{") + body.count(b"[")
+    if containers > JSON_CONTAINERS_MAX:
+        raise WireError(f"request body holds {containers} objects and lists (at most {JSON_CONTAINERS_MAX})")
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
@@ -67,27 +90,77 @@ class ExtenderArgs:
     pod: Json
     node_names: list[str] | None
     nodes: list[Json] | None
+    item_names: list[str] | None = None
+    """The names of `nodes`, in their order."""
 
     @property
     def candidates(self) -> list[str]:
         if self.node_names is not None:
             return self.node_names
-        return [str((node.get("metadata") or {}).get("name", "")) for node in self.nodes or []]
+        return self.item_names or []
 
 
 def parse_extender_args(body: bytes) -> ExtenderArgs:
     document = decode(body)
     pod = _pod(document)
     names = field(document, "NodeNames")
-    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-        raise WireError("NodeNames must be a list of strings or null")
+    if names is not None:
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+            raise WireError("NodeNames must be a list of strings or null")
+        names = _node_names(names, "NodeNames")
     node_list = _mapping(document, "Nodes")
     items = None if node_list is None else field(node_list, "items")
-    if items is not None and (not isinstance(items, list) or not all(isinstance(n, dict) for n in items)):
+    if items is not None and not isinstance(items, list):
         raise WireError("Nodes.items must be a list of Node objects")
     if names is None and node_list is not None:
-        items = items or []
+        items, item_names = _distinct_nodes(items or [])
+        return ExtenderArgs(pod, None, items, item_names)
     return ExtenderArgs(pod, names, items)
+
+
+def _node_names(names: list[str], where: str) -> list[str]:
+    """`names` without repeats (the first kept) when there are at most `CANDIDATES_MAX` and each is a
+    node name Kubernetes allows. Names seen valid before are not checked again (kube-scheduler sends the
+    same few thousand over and over); the memo holds at most `VALID_NAMES_MEMO` of them."""
+    if len(names) > CANDIDATES_MAX:
+        raise WireError(f"{where} names {len(names)} nodes (at most {CANDIDATES_MAX})")
+    if not _valid_node_names.issuperset(names):
+        unseen = set(names) - _valid_node_names
+        invalid = {name for name in unseen if not is_dns_subdomain(name)}
+        if invalid:
+            index, name = next((index, name) for index, name in enumerate(names) if name in invalid)
+            raise WireError(f"{where}[{index}]={_shown(name)} is not a node name (a DNS-1123 subdomain)")
+        if len(_valid_node_names) + len(unseen) > VALID_NAMES_MEMO:
+            _valid_node_names.clear()
+        _valid_node_names.update(unseen)
+    return names if len(set(names)) == len(names) else list(dict.fromkeys(names))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _distinct_nodes(items: list[Any]) -> tuple[list[Json], list[str]]:
+    """Node objects with repeated names dropped (the first kept), and their names: each candidate is
+    answered once."""
+    try:
+        orjson.dumps(items)
+    except TypeError as error:
+        raise WireError(f"Nodes.items cannot be echoed back in the reply: {error}") from None
+    names: list[str] = []
+    for index, node in enumerate(items):
+        meta = node.get("metadata") if isinstance(node, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str):
+            raise WireError(f"Nodes.items[{index}] must be a Node object with metadata.name")
+        names.append(name)
+    if len(_node_names(names, "Nodes.items[].metadata.name")) == len(items):
+        return items, names
+    first: dict[str, Json] = {}
+    for name, node in zip(names, items, strict=True):
+        first.setdefault(name, node)
+    return list(first.values()), list(first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +178,7 @@ def parse_preemption_args(body: bytes) -> PreemptionArgs:
     violations: dict[str, int] = {}
     for key, uid_of in (("NodeNameToMetaVictims", _meta_uid), ("NodeNameToVictims", _full_pod_uid)):
         per_node = _mapping(document, key) or {}
+        _node_names(list(per_node), key)
         for node, entry in per_node.items():
             if entry is None:
                 victims.setdefault(node, [])
@@ -122,23 +196,24 @@ def parse_preemption_args(body: bytes) -> PreemptionArgs:
 def _int(value: Any, where: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WireError(f"{where} must be an integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise WireError(f"{where} must be an integer from 0 to {INT64_MAX}")
     return value
 
 
-def _meta_uid(entry: Any, key: str, node: str) -> str:
-    uid = field(entry, "UID") if isinstance(entry, dict) else None
-    if not isinstance(uid, str) or not uid:
-        raise WireError(f"{key}[{node}].Pods entries need a UID")
+def _uid(uid: Any, where: str) -> str:
+    if not isinstance(uid, str) or not uid or len(uid) > UID_MAX_CHARS or not uid.isprintable():
+        raise WireError(f"{where} must be a printable string of 1 to {UID_MAX_CHARS} characters")
     return uid
+
+
+def _meta_uid(entry: Any, key: str, node: str) -> str:
+    return _uid(field(entry, "UID") if isinstance(entry, dict) else None, f"{key}[{node}].Pods[].UID")
 
 
 def _full_pod_uid(entry: Any, key: str, node: str) -> str:
-    uid = ((entry.get("metadata") or {}) if isinstance(entry, dict) else {}).get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise WireError(f"{key}[{node}].Pods entries need metadata.uid")
-    return uid
+    meta = entry.get("metadata") if isinstance(entry, dict) else None
+    return _uid(meta.get("uid") if isinstance(meta, dict) else None, f"{key}[{node}].Pods[].metadata.uid")
 
 
 def go_safe(message: str) -> str:
@@ -158,25 +233,33 @@ def encode_filter(decision: FilterDecision, args: ExtenderArgs) -> bytes:
         result["NodeNames"] = list(decision.feasible)
     else:
         keep = set(decision.feasible)
-        items = [node for node in args.nodes or [] if (node.get("metadata") or {}).get("name") in keep]
+        items = [node for node, name in zip(args.nodes or [], args.candidates, strict=True) if name in keep]
         result["Nodes"] = {"metadata": {}, "items": items}
     return orjson.dumps(result)
 
 
-def encode_filter_error(message: str) -> bytes:
+_HOST_ENTRY_PREFIXES: dict[str, bytes] = {}
+"""Node name → `{"Host":"<name>","Score":` (JSON-escaped), so a reply is joined from ready-made pieces."""
+_HOST_ENTRY_LIMIT = 16_384
+"""Host entries kept ready before the cache starts afresh (a 253-character name costs ~350 bytes)."""
+_SCORE_SUFFIXES = [b"%d}" % score for score in range(101)]
+
+
+def encode_scores(decision: ScoreDecision) -> bytes:
+    """A HostPriorityList: one `{"Host", "Score"}` per scored node (integer scores, as Go's int64 needs)."""
+    prefixes = _HOST_ENTRY_PREFIXES
+    if len(prefixes) > _HOST_ENTRY_LIMIT:
+        prefixes.clear()
+    for host in decision.hosts:
+        if host not in prefixes:
+            prefixes[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
+    values = decision.values
+    if values and min(values) >= 0 and max(values) < len(_SCORE_SUFFIXES):
+        entries = map(operator.add, map(prefixes.__getitem__, decision.hosts), map(_SCORE_SUFFIXES.__getitem__, values))
+        return b"[" + b",".join(entries) + b"]"
     return orjson.dumps(
-        {
-            "NodeNames": None,
-            "Nodes": None,
-            "FailedNodes": None,
-            "FailedAndUnresolvableNodes": None,
-            "Error": go_safe(message),
-        }
+        [{"Host": host, "Score": int(value)} for host, value in zip(decision.hosts, values, strict=True)]
     )
-
-
-def encode_scores(decision: ScoreDecision, candidates: Sequence[str]) -> bytes:
-    return orjson.dumps([{"Host": node, "Score": int(decision.scores.get(node, 0))} for node in candidates])
 
 
 def encode_preemption(decision: PreemptDecision) -> bytes:

@@ -3,14 +3,16 @@
 - Scaling reads the TFJob, patches the replica count under whatever key the stored spec uses for the
   Worker replicas (training-operator accepts `worker` as well as `Worker`), with the resourceVersion it
   read as a precondition, and retries on a conflict.
-- An eviction first adds a `DisruptionTarget` condition naming the reason (as kube-scheduler does for its
-  own victims), then deletes the pod with its UID as a precondition, so a pod recreated under the same
-  name is never hit.
+- An eviction goes through the pod's `eviction` subresource (`policy/v1` Eviction, the pod's UID as a
+  precondition, so a pod recreated under the same name is never hit): the API server refuses it with
+  429 while a PodDisruptionBudget allows no disruption (`EvictionRefused`), and otherwise marks the pod
+  with a `DisruptionTarget` condition itself. A dry run (`dryRun: [All]`) asks the same question
+  without evicting. A pod already gone (404, or 409 for another UID) counts as evicted.
 - A conditioned resize (the scaler's) re-reads the TFJob on every attempt and changes nothing unless the
   Worker replicas are still the count the plan was made from, so a retry after a conflict, or a second
   scaler instance acting on a stale model, never applies the same step twice.
-- Restarting a worker deletes it with its UID as a precondition; training-operator recreates any index
-  below `replicas` under the same name (an empty bucket means create).
+- Restarting a worker evicts it the same way; training-operator recreates any index below `replicas`
+  under the same name (an empty bucket means create).
 - Events are core/v1 Events from the component `tfjob-extender`.
 Failures are logged and raised; the caller decides whether to retry.
 """
@@ -27,7 +29,7 @@ from typing import Any
 import orjson
 from kubernetes.client import ApiClient
 
-from extender.actuator import Resize
+from extender.actuator import EvictionRefused, Resize
 from extender.policy.model import PodView, Role
 
 log = logging.getLogger(__name__)
@@ -119,14 +121,8 @@ class KubeActuator:
             return Resize(True, observed, conflicts)
 
     def restart_pod(self, pod: PodView, reason: str) -> bool:
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
-        try:
-            self._call("DELETE", path, body)
-        except ApiCallError as error:
-            if error.status in (404, 409):
-                return False
-            raise
+        if not self._evict(pod, dry_run=False):
+            return False
         log.info("restarted %s: %s", pod.key, reason)
         return True
 
@@ -135,32 +131,30 @@ class KubeActuator:
         path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
         self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
 
-    def evict(self, pod: PodView, reason: str) -> None:
-        base = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        condition = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "PreemptionByScheduler",
-            "message": f"{COMPONENT}: {reason}",
-            "lastTransitionTime": _now(),
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if self._evict(pod, dry_run=dry_run) and not dry_run:
+            log.info("evicted %s: %s", pod.key, reason)
+
+    def _evict(self, pod: PodView, *, dry_run: bool) -> bool:
+        """POST an Eviction for `pod`; False when the pod is already gone."""
+        options: dict[str, Any] = {"preconditions": {"uid": pod.uid}}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": options,
         }
         try:
-            self._call(
-                "PATCH",
-                f"{base}/status",
-                {"status": {"conditions": [condition]}},
-                content_type="application/strategic-merge-patch+json",
-            )
+            self._call("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body)
         except ApiCallError as error:
-            if error.status != 404:
-                raise
-            return
-        try:
-            self._call("DELETE", base, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}})
-        except ApiCallError as error:
-            if error.status not in (404, 409):
-                raise
-        log.info("evicted %s: %s", pod.key, reason)
+            if error.status == 429:
+                raise EvictionRefused(f"eviction of {pod.key} refused: {error}") from error
+            if error.status in (404, 409):
+                return False
+            raise
+        return True
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         namespace, name = key.split("/", 1) if "/" in key else ("default", key)

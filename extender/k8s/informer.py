@@ -1,13 +1,16 @@
 """List+watch of every kind the cluster model follows, one daemon thread per kind.
 
-Each loop lists the collection (paginated), hands the full list to the model (`replace`) and marks the
-kind synced, then watches from the list's resourceVersion, applying ADDED / MODIFIED / DELETED events
-and following BOOKMARKs. A watch that ends normally is restarted from the last resourceVersion; a
-`410 Gone` (as an HTTP status or an ERROR event) means that version has been compacted away, so the loop
-lists again instead of resuming from a stale version. Connection errors back off exponentially with
-jitter. A kind served by a CustomResourceDefinition the cluster lacks (404) counts as synced and empty,
-and is looked for again periodically. Objects are decoded as raw JSON (orjson); the client's typed
-models are never built, they are too slow for thousands of pods.
+Each loop lists the collection (paginated) into the model — the first time page by page as the pages
+arrive, later by replacing the kind with the full list — and marks the kind synced, then watches from the
+list's resourceVersion, applying ADDED / MODIFIED / DELETED events and following BOOKMARKs. A kind served
+under one of several versions (Kubernetes' own PodGroup) is first looked up in the API server's discovery
+documents (`extender.k8s.discovery`). A watch that ends normally is restarted from the last
+resourceVersion; a `410 Gone` (as an HTTP status or an ERROR event) means that version has been compacted
+away, so the loop lists again instead of resuming from a stale version. A broken watch marks its kind
+unsynced until the list is done again, and attempts back off exponentially with jitter, at most a second
+apart. A kind served by a CustomResourceDefinition the cluster lacks (404), or by an API version it does
+not serve, counts as synced and empty, and is looked for again periodically. Objects are decoded as raw
+JSON (orjson); the client's typed models are never built, they are too slow for thousands of pods.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from extender.k8s.discovery import served_resource_type
 from extender.state.feed import ModelFeed
-from extender.state.kinds import RESOURCE_TYPES, ResourceType
+from extender.state.kinds import RESOURCE_TYPES, Kind, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +43,9 @@ class InformerTimings:
     read_timeout_s: float = 10.0
     """Client read timeout; the loop notices a stop request at least this often."""
     backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
+    backoff_max_s: float = 1.0
+    """Longest wait between attempts to reach the API server: a restarted one is seen within a second or
+    two (the model answers `cache not synced` meanwhile: no decision is made on a model that missed events)."""
     missing_kind_recheck_s: float = 30.0
     """How often a kind whose CRD is absent is looked for again."""
 
@@ -75,6 +81,8 @@ class Informers:
         self._jitter = jitter
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._fed: set[Kind] = set()
+        """Kinds whose list has begun feeding the model (a list that failed half way is redone whole)."""
 
     def start(self) -> None:
         for resource_type in self._types:
@@ -94,16 +102,21 @@ class Informers:
         delay = self._timings.backoff_initial_s
         while not self._stop.is_set():
             try:
-                version = self._list(resource_type)
-                if version is None:
+                served = served_resource_type(resource_type, self._get_json)
+                if served is None:
+                    self._absent(resource_type)
+                version = self._list(served) if served is not None else None
+                if served is None or version is None:
                     self._stop.wait(self._timings.missing_kind_recheck_s)
                     continue
                 delay = self._timings.backoff_initial_s
-                self._watch_until_gone(resource_type, version)
+                self._watch_until_gone(served, version)
             except Gone:
+                self._state.mark_unsynced(resource_type.kind)
                 log.info("%s: resourceVersion expired, listing again", resource_type.plural)
             except (StatusError, ApiException, HTTPError, OSError, ValueError) as error:
-                log.warning("%s: %s; retrying in %.1fs", resource_type.plural, error, delay)
+                self._state.mark_unsynced(resource_type.kind)
+                log.warning("%s: %s; listing again in %.1fs", resource_type.plural, error, delay)
                 self._stop.wait(delay * (0.5 + self._jitter()))
                 delay = min(delay * 2, self._timings.backoff_max_s)
 
@@ -123,8 +136,36 @@ class Informers:
             raise StatusError(response.status, f"GET {path}: HTTP {response.status}: {body!r}")
         return response
 
+    def _get_json(self, path: str) -> Any:
+        """A small JSON document (discovery); None when the API server answers 404."""
+        try:
+            response = self._get(path, {}, self._timings.read_timeout_s)
+        except StatusError as error:
+            if error.status == 404:
+                return None
+            raise
+        try:
+            return orjson.loads(response.read())
+        finally:
+            response.release_conn()
+
+    def _absent(self, resource_type: ResourceType) -> None:
+        """No version of the kind is served: synced and empty until it is looked for again."""
+        log.info(
+            "%s: %s is not served by this cluster; treating as empty", resource_type.plural, resource_type.api_group
+        )
+        self._state.replace(resource_type.kind, [])
+        self._state.mark_synced(resource_type.kind)
+
     def _list(self, resource_type: ResourceType) -> str | None:
-        """List everything into the model; the list's resourceVersion, or None when the kind is absent."""
+        """List everything into the model; the list's resourceVersion, or None when the kind is absent.
+
+        The first list of a kind feeds the model page by page as the pages arrive (the model holds nothing
+        of that kind yet, so adding each object is the same as replacing the kind), and each page's raw
+        objects are dropped once converted. A relist, or a first list that failed half way, replaces the kind
+        whole, dropping what went away."""
+        first = resource_type.kind not in self._fed
+        self._fed.add(resource_type.kind)
         items: list[Mapping[str, Any]] = []
         token = ""
         while True:
@@ -146,13 +187,20 @@ class Informers:
                 page = orjson.loads(response.read())
             finally:
                 response.release_conn()
-            items += [_typed(item, resource_type) for item in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue") or ""
+            if first:
+                for item in page.get("items") or []:
+                    self._state.apply(resource_type.kind, "ADDED", _typed(item, resource_type))
+            else:
+                items += [_typed(item, resource_type) for item in page.get("items") or []]
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            del page
             if not token:
                 break
-        self._state.replace(resource_type.kind, items)
+        if not first:
+            self._state.replace(resource_type.kind, items)
         self._state.mark_synced(resource_type.kind)
-        return str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return str(metadata.get("resourceVersion") or "")
 
     def _watch_until_gone(self, resource_type: ResourceType, version: str) -> None:
         while not self._stop.is_set():

@@ -7,24 +7,66 @@ waiting gang:
 - a higher-ranked gang that does not fit now cannot use the capacity either, so the lower one may take
   it (backfill);
 - the highest-ranked STARVING gangs (`starving_reservations`; see `backfill`) hold capacity against every
-  other gang of their PriorityClass or below, whatever their rank: the room their minimum needs on the
-  nodes that clear soonest, which fills up as what runs there leaves; a plan that leaves that room
-  whole starts (backfill). With `starving_backfill` off every starving gang holds all capacity that frees
-  up. A starving gang too large for the whole cluster holds nothing back (it could never start).
+  other gang of their PriorityClass, whatever their rank: the room their minimum needs on the nodes that
+  clear soonest, which fills up as what runs there leaves; a plan that leaves that room whole starts
+  (backfill), and `filter` plans around it. With `starving_backfill` off every starving gang (up to
+  `rank_gangs_checked`) holds all capacity that frees up. A starving gang too large for the whole
+  cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
 `settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from extender.policy.backfill import Holds, goes_before, holding_gangs, starving_holds, takes_held_room
-from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang, waiting_reason
+from extender.policy.backfill import (
+    NO_HOLDERS,
+    Holders,
+    Holds,
+    Verdicts,
+    could_ever_fit,
+    goes_before,
+    holding_gangs,
+    plan_now,
+    starving_holds,
+    takes_held_room,
+)
+from extender.policy.gang import GangState, gang_state, plan_gang
 from extender.policy.model import ClusterSnapshot, Reservation
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank, rank_gangs
-from extender.policy.resources import EMPTY, Resources, total
+from extender.policy.queue import GangQueue, queue_of
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.resources import EMPTY, Resources
 from extender.policy.settings import PolicySettings
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where a gang planning now stands among the waiting gangs: worked out once per decision and shared
+    by the plan (which leaves `holds` out) and the held-back check."""
+
+    queue: GangQueue
+    own: JobRank
+    starving: tuple[JobRank, ...]
+    """Every starving gang, highest rank first (`GangQueue.starving`)."""
+    holders: Holders
+    holds: Holds
+    """The room held against this gang for starving gangs that go before it (see `backfill`)."""
+    capacity: Resources
+    verdicts: Verdicts = field(default_factory=dict)
+
+
+def standing_of(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> Standing:
+    """The standing of the gang of `state` at `now`."""
+    queue = queue_of(snapshot, settings)
+    own = queue.rank(state.key, now, settings) or gang_rank(snapshot, next(iter(state.members)), now, settings)
+    starving = tuple(queue.starving(now, settings))
+    holders = holding_gangs(queue, starving, settings) if starving else NO_HOLDERS
+    capacity = cluster_capacity(snapshot)
+    verdicts: Verdicts = {}
+    holds = starving_holds(snapshot, queue, holders, own, settings, now, capacity, verdicts) if starving else {}
+    return Standing(queue, own, starving, holders, holds, capacity, verdicts)
 
 
 def held_back_by(
@@ -33,43 +75,48 @@ def held_back_by(
     plan: Sequence[Reservation],
     settings: PolicySettings,
     now: float,
-    holds: Holds | None = None,
-    ranks: Sequence[JobRank] | None = None,
+    standing: Standing | None = None,
 ) -> str | None:
-    """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start. `holds`
-    is the room held against it for starving gangs and `ranks` every gang's rank (`rank_gangs`), when the
-    caller has them (`held_for_starving`)."""
-    if ranks is None:
-        ranks = rank_gangs(snapshot, now, settings)
-    own = next((rank for rank in ranks if rank.subject == state.key), None)
-    if own is None:
-        own = gang_rank(snapshot, next(iter(state.members)), now, settings)
+    """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start.
+    `standing`: the caller's `standing_of` the gang, when it has it."""
+    if standing is None:
+        standing = standing_of(snapshot, state, settings, now)
+    queue = standing.queue
     taken = _taken(plan)
-    capacity = cluster_capacity(snapshot)
-    holding = holding_gangs(snapshot, ranks, settings)
-    if holds is None:
-        holds = starving_holds(snapshot, ranks, own, settings, now, capacity, holding)
     checked = 0
-    for rank in ranks:
+    for rank in _going_first(queue, standing, now, settings):
         if checked >= settings.rank_gangs_checked:
             break
-        if rank.subject == own.subject or not goes_before(rank, own, holding):
-            continue
-        other = gang_state(snapshot, rank.subject.split(",")[0])
-        if not _waiting(snapshot, other):
+        summary = queue.summaries[rank.subject]
+        if not summary.waiting:
             continue
         checked += 1
-        reason = _conflict(
-            snapshot, other, rank, taken, capacity, settings, now, holds if rank.subject in holding else None
-        )
+        other = gang_state(snapshot, summary.origin)
+        holds = standing.holds if rank.subject in standing.holders.subjects else None
+        reason = _conflict(snapshot, other, rank, taken, standing, settings, now, holds)
         if reason is not None:
             return f"gang {state.key} waits: {reason}"
     return None
 
 
-def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:
-    has_pending = any(pod.pending for members in state.members.values() for pod in members)
-    return has_pending and waiting_reason(state) is None and not is_satisfied(snapshot, state)
+def _going_first(queue: GangQueue, standing: Standing, now: float, settings: PolicySettings) -> Iterator[JobRank]:
+    """The waiting gangs that go before the one planning, in rank order: those ranked above it that
+    `goes_before` lets through, then (when it does not hold) the holding gangs of its PriorityClass ranked
+    below it."""
+    own, holders = standing.own, standing.holders
+    for rank in queue.waiting(now, settings, standing.starving):
+        if rank.subject == own.subject:
+            continue
+        if not rank.outranks(own):
+            break
+        if goes_before(rank, own, holders):
+            yield rank
+    if own.subject not in holders.subjects:
+        yield from (
+            rank
+            for rank in holders.ranks
+            if rank.priority == own.priority and own.outranks(rank) and rank.subject != own.subject
+        )
 
 
 def _conflict(
@@ -77,19 +124,21 @@ def _conflict(
     other: GangState,
     rank: JobRank,
     taken: dict[str, Resources],
-    capacity: Resources,
+    standing: Standing,
     settings: PolicySettings,
     now: float,
     holds: Holds | None,
 ) -> str | None:
     """Why a plan taking `taken` conflicts with the waiting gang `other` that goes before it; `holds` is the
     room held for starving gangs when `other` is one that holds, else None."""
-    fits_now = plan_gang(snapshot, other, settings, now).admitted
-    if fits_now:
+    fits_now = plan_now(snapshot, other, settings, now, standing.verdicts)
+    if fits_now is not None and fits_now.admitted:
+        if _survives(snapshot, other, fits_now.reservations, taken):
+            return None
         if plan_gang(snapshot, other, settings, now, freed=taken).admitted:
             return None
         return f"starting it would delay higher-ranked gang {other.key}"
-    if holds is not None and _could_ever_fit(other, capacity):
+    if holds is not None and could_ever_fit(other, standing.capacity):
         held = f"capacity is held for starving gang {other.key} (waiting {rank.waited_s:.0f}s)"
         if not settings.starving_backfill:
             return held
@@ -98,16 +147,18 @@ def _conflict(
     return None
 
 
-def held_for_starving(
-    snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float, ranks: Sequence[JobRank]
-) -> Holds:
-    """The room held against the gang of `state` for the starving gangs that go before it (see `backfill`):
-    the planner leaves it out, so a lower-ranked gang is planned around it. `ranks`: `rank_gangs`."""
-    own = next((rank for rank in ranks if rank.subject == state.key), None)
-    if own is None:
-        own = gang_rank(snapshot, next(iter(state.members)), now, settings)
-    holding = holding_gangs(snapshot, ranks, settings)
-    return starving_holds(snapshot, ranks, own, settings, now, cluster_capacity(snapshot), holding)
+def _survives(
+    snapshot: ClusterSnapshot, state: GangState, plan: Sequence[Reservation], taken: Mapping[str, Resources]
+) -> bool:
+    """Whether the other gang's own plan still fits once `taken` is reserved: then both can start, and
+    there is no need to plan it again."""
+    if any(pod.key in snapshot.reservations for members in state.members.values() for pod in members):
+        return False
+    needs: dict[str, Resources] = {}
+    for reservation in plan:
+        if reservation.node in taken:
+            needs[reservation.node] = needs.get(reservation.node, EMPTY) + reservation.requests
+    return all(need.fits_in(snapshot.free_on(node) + taken[node]) for node, need in needs.items())
 
 
 def _taken(plan: Sequence[Reservation]) -> dict[str, Resources]:
@@ -116,8 +167,3 @@ def _taken(plan: Sequence[Reservation]) -> dict[str, Resources]:
     for reservation in plan:
         taken[reservation.node] = taken.get(reservation.node, EMPTY) - reservation.requests
     return taken
-
-
-def _could_ever_fit(state: GangState, capacity: Resources) -> bool:
-    demand = total(pod.requests for members in state.members.values() for pod in members if pod.pending)
-    return demand.fits_in(capacity)

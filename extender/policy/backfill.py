@@ -1,79 +1,125 @@
 """Room held for starving gangs: where each will start, so that everything else can be backfilled.
 
-The highest-ranked waiting starving gangs — `starving_reservations` of them, or every one with
-`starving_backfill` off — hold: each goes before every gang of its PriorityClass that does not hold,
-whatever their rank. A holding gang that cannot be planned now gets a reservation of the room its minimum
-needs (every group's `minMember`, PS first) on the nodes that clear soonest: those running the fewest
-jobs, then the least free now (so little room sits idle while it waits), each counted at its whole
-allocatable, the pods one cannot take going to the next. Nothing may be planned into that room, so the
-gang starts as soon as what runs there now has left, while gangs that fit elsewhere, or beside it in what
-it does not need, start at once. Room is counted per resource: a plan that asks for no GPU never
-conflicts with GPUs held on a node. Holding gangs reserve in rank order, each from what the ones before it
-left; the next starving gang holds once one of them has started, so a long queue of starving gangs does
-not hold the whole cluster. A gang too large for the whole cluster holds nothing (it could never start).
-Pure: the snapshot, the ranks and `now` are the inputs.
+The highest-ranked waiting starving gangs — `starving_reservations` of them, or up to
+`rank_gangs_checked` with `starving_backfill` off — hold: each goes before every gang of its
+PriorityClass that does not hold, whatever their rank. A holding gang that cannot be planned now gets a
+reservation of the room its minimum needs (every group's `minMember`, PS first) on the nodes that clear
+soonest: those running the fewest jobs, then the least free now (so little room sits idle while it
+waits), each counted at its whole allocatable, the pods one cannot take going to the next. Nothing may
+be planned into that room, so the gang starts as soon as what runs there now has left, while gangs that
+fit elsewhere, or beside it in what it does not need, start at once. Room is counted per resource: a
+plan that asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
+order, each from what the ones before it left; the next starving gang holds once one of them has
+started, so a long queue of starving gangs does not hold the whole cluster. A gang too large for the
+whole cluster holds nothing (it could never start).
+
+The starving gangs come from the gang queue (`GangQueue.starving`), so finding the holders costs what
+the starving gangs number, not the cluster; the reservation is only computed for a holder that cannot
+be planned now (a failed plan still valid is not planned again). Pure: the snapshot, the queue and
+`now` are the inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 
-from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang, waiting_reason
+from extender.policy.gang import GangState, GangVerdict, gang_state, membership_generation, plan_gang
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.placement import idleness, role_order
-from extender.policy.ranking import JobRank
+from extender.policy.queue import GangQueue
 from extender.policy.resources import EMPTY, Resources, total
 from extender.policy.settings import PolicySettings
+from extender.policy.weights import JobRank
 
 Holds = dict[str, Resources]
 """Node → the room held on it for starving gangs."""
 
+Verdicts = MutableMapping[str, GangVerdict | None]
+"""Gang key → its plan on the snapshot as it is (None: a failed plan still valid says it does not fit),
+shared by the checks of one decision so that no gang is planned twice."""
 
-def holding_gangs(snapshot: ClusterSnapshot, ranks: Sequence[JobRank], settings: PolicySettings) -> frozenset[str]:
-    """The subjects of the starving gangs that hold room now: the highest-ranked waiting starving gangs,
-    `starving_reservations` of them (up to `rank_gangs_checked` with `starving_backfill` off). A starving
-    gang climbs in rank as it waits, so each one gets to hold in bounded time."""
+
+@dataclass(frozen=True, slots=True)
+class Holders:
+    """The starving gangs that hold room, highest rank first, and the room held for those that cannot
+    start now (in the order they reserved it)."""
+
+    ranks: tuple[JobRank, ...] = ()
+    subjects: frozenset[str] = frozenset()
+
+
+NO_HOLDERS = Holders()
+
+
+def holding_gangs(queue: GangQueue, starving: Sequence[JobRank], settings: PolicySettings) -> Holders:
+    """The starving gangs that hold room now: the highest-ranked waiting ones among `starving`
+    (`GangQueue.starving`, highest rank first), `starving_reservations` of them (up to
+    `rank_gangs_checked` with `starving_backfill` off). A starving gang climbs in rank as it waits, so each
+    one gets to hold in bounded time."""
     limit = settings.starving_reservations if settings.starving_backfill else settings.rank_gangs_checked
-    holding: list[str] = []
-    for rank in ranks:
+    holding: list[JobRank] = []
+    for rank in starving:
         if len(holding) >= limit:
             break
-        if rank.starving and _waiting(snapshot, gang_state(snapshot, rank.subject.split(",")[0])):
-            holding.append(rank.subject)
-    return frozenset(holding)
+        if queue.summaries[rank.subject].waiting:
+            holding.append(rank)
+    return Holders(tuple(holding), frozenset(rank.subject for rank in holding)) if holding else NO_HOLDERS
+
+
+def goes_before(rank: JobRank, own: JobRank, holders: Holders) -> bool:
+    """A holding gang goes before every gang of its PriorityClass that does not hold, whatever their
+    rank; otherwise the rank order decides."""
+    if rank.priority == own.priority and (rank.subject in holders.subjects) != (own.subject in holders.subjects):
+        return rank.subject in holders.subjects
+    return rank.outranks(own)
+
+
+def plan_now(
+    snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float, verdicts: Verdicts
+) -> GangVerdict | None:
+    """The gang's plan on the snapshot as it is, or None when a failed plan that still holds says it does
+    not fit; remembered in `verdicts`."""
+    if state.key in verdicts:
+        return verdicts[state.key]
+    remembered = snapshot.failed_plans.get(state.key)
+    still_valid = (
+        remembered is not None
+        and remembered.capacity_generation == snapshot.capacity_generation
+        and remembered.membership_generation == membership_generation(snapshot, state)
+    )
+    verdict = None if still_valid else plan_gang(snapshot, state, settings, now)
+    verdicts[state.key] = verdict
+    return verdict
 
 
 def starving_holds(
     snapshot: ClusterSnapshot,
-    ranks: Sequence[JobRank],
+    queue: GangQueue,
+    holders: Holders,
     own: JobRank,
     settings: PolicySettings,
     now: float,
     capacity: Resources,
-    holding: frozenset[str],
+    verdicts: Verdicts,
 ) -> Holds:
     """The room held against the gang ranked `own`: the reservations of the holding gangs that go before it
     and cannot be planned now; empty with `starving_backfill` off (holding gangs then hold all capacity)."""
     holds: Holds = {}
     if not settings.starving_backfill:
         return holds
-    for rank in ranks:
-        if rank.subject not in holding or rank.subject == own.subject or not goes_before(rank, own, holding):
+    for rank in holders.ranks:
+        if rank.subject == own.subject or not goes_before(rank, own, holders):
             continue
-        state = gang_state(snapshot, rank.subject.split(",")[0])
-        if not _pending_demand(state).fits_in(capacity) or plan_gang(snapshot, state, settings, now).admitted:
+        state = gang_state(snapshot, queue.summaries[rank.subject].origin)
+        if not could_ever_fit(state, capacity):
+            continue
+        verdict = plan_now(snapshot, state, settings, now, verdicts)
+        if verdict is not None and verdict.admitted:
             continue
         for node, room in reserved_room(snapshot, state, holds).items():
             holds[node] = holds.get(node, EMPTY) + room
     return holds
-
-
-def goes_before(rank: JobRank, own: JobRank, holding: frozenset[str]) -> bool:
-    """A holding gang goes before every gang of its PriorityClass or below that does not hold, whatever
-    their weights; otherwise the rank order decides."""
-    if rank.priority == own.priority and (rank.subject in holding) != (own.subject in holding):
-        return rank.subject in holding
-    return rank.outranks(own)
 
 
 def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str, Resources]) -> Holds:
@@ -82,10 +128,9 @@ def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str
     fewer jobs clear sooner; a node whose job leaves moves to the front, so the reservation only ever gains
     room), then how little of them is free now (room occupied until the handover is room nobody waits
     on), then name; each counts its allocatable less what `held` already keeps there, and pods (PS first)
-    go where they fit. Pods that fit nowhere are left out."""
-    selectable = _selectable(snapshot, state)
+    go where they fit and may go. Pods that fit nowhere are left out."""
     order = sorted(
-        (name for name, node in snapshot.nodes.items() if node.node.schedulable and name in selectable),
+        (name for name, node in snapshot.nodes.items() if node.node.schedulable),
         key=lambda name: (_jobs_on(snapshot, name), _free_share(snapshot, name), name),
     )
     room = {name: snapshot.nodes[name].node.allocatable - held.get(name, EMPTY) for name in order}
@@ -97,16 +142,6 @@ def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str
                 needs[name] = needs.get(name, EMPTY) + pod.requests
                 break
     return needs
-
-
-def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
-    """Distinct jobs (or loose pods) with a pod bound to the node."""
-    return len({(pod.job or pod.key) for key in snapshot.nodes[node].pods if (pod := snapshot.pods.get(key))})
-
-
-def _free_share(snapshot: ClusterSnapshot, node: str) -> float:
-    state = snapshot.nodes[node]
-    return idleness(state.available, state.node.allocatable)
 
 
 def takes_held_room(snapshot: ClusterSnapshot, planned: Mapping[str, Resources], holds: Holds) -> str | None:
@@ -122,13 +157,20 @@ def takes_held_room(snapshot: ClusterSnapshot, planned: Mapping[str, Resources],
     return None
 
 
-def _waiting(snapshot: ClusterSnapshot, state: GangState) -> bool:
-    has_pending = any(pod.pending for members in state.members.values() for pod in members)
-    return has_pending and waiting_reason(state) is None and not is_satisfied(snapshot, state)
+def could_ever_fit(state: GangState, capacity: Resources) -> bool:
+    """Whether the gang's pending members fit in the whole cluster's capacity."""
+    demand = total(pod.requests for members in state.members.values() for pod in members if pod.pending)
+    return demand.fits_in(capacity)
 
 
-def _pending_demand(state: GangState) -> Resources:
-    return total(pod.requests for members in state.members.values() for pod in members if pod.pending)
+def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
+    """Distinct jobs (or loose pods) with a pod bound to the node."""
+    return len({(pod.job or pod.key) for key in snapshot.nodes[node].pods if (pod := snapshot.pods.get(key))})
+
+
+def _free_share(snapshot: ClusterSnapshot, node: str) -> float:
+    state = snapshot.nodes[node]
+    return idleness(state.available, state.node.allocatable)
 
 
 def _minimum_pods(snapshot: ClusterSnapshot, state: GangState) -> list[PodView]:
@@ -142,10 +184,16 @@ def _minimum_pods(snapshot: ClusterSnapshot, state: GangState) -> list[PodView]:
     return pods
 
 
-def _selectable(snapshot: ClusterSnapshot, state: GangState) -> frozenset[str]:
-    """Nodes at least one pending member may use (by node selector)."""
-    pending = [pod for members in state.members.values() for pod in members if pod.pending]
-    return frozenset(name for name, node in snapshot.nodes.items() if any(pod.selects(node.node) for pod in pending))
-
-
-__all__ = ["Holds", "goes_before", "holding_gangs", "reserved_room", "starving_holds", "takes_held_room"]
+__all__ = [
+    "NO_HOLDERS",
+    "Holders",
+    "Holds",
+    "Verdicts",
+    "could_ever_fit",
+    "goes_before",
+    "holding_gangs",
+    "plan_now",
+    "reserved_room",
+    "starving_holds",
+    "takes_held_room",
+]

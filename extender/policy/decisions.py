@@ -8,9 +8,11 @@ remember — which the caller applies; the policy itself never mutates anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from extender.policy.capacity import Floats
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import FailedPlan, Reservation
 
 
@@ -27,16 +29,39 @@ class FilterDecision:
     reserve: tuple[Reservation, ...] = ()
     release_groups: tuple[str, ...] = ()
     failed_plan: FailedPlan | None = None
+    model_behind: bool = False
+    """The pod's gang is gated by kube-scheduler, which lets members through only once `minCount` exist,
+    yet the model lacks some: its watch is behind, and deciding again a moment later may plan the gang."""
+
+    @property
+    def change(self) -> LedgerChange:
+        """What committing this decision changes in the model (empty for most decisions)."""
+        return LedgerChange(self.release_groups, self.reserve, self.failed_plan)
 
 
 @dataclass(frozen=True, slots=True)
 class ScoreDecision:
     outcome: str
     summary: str
-    scores: Mapping[str, int]
-    breakdown: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    """Node → the score's components, named by `components`."""
+    hosts: Sequence[str]
+    """The candidate nodes, as asked (each once)."""
+    values: Sequence[int]
+    """The score of each of `hosts`, in the same order."""
+    parts: tuple[Floats, ...] = ()
+    """For each of `components`, its value on each of `hosts` (kept as computed, rendered on demand)."""
     components: tuple[str, ...] = ()
+
+    @property
+    def scores(self) -> dict[str, int]:
+        """Node → score."""
+        return dict(zip(self.hosts, self.values, strict=True))
+
+    @property
+    def breakdown(self) -> dict[str, tuple[float, ...]]:
+        """Node → the score's components, named by `components`."""
+        if not self.parts:
+            return {}
+        return {host: tuple(float(part[i]) for part in self.parts) for i, host in enumerate(self.hosts)}
 
 
 @dataclass(frozen=True, slots=True)

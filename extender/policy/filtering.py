@@ -13,14 +13,24 @@ For a gang member:
    `backfill`). A failed plan is reused while neither capacity nor membership changed. A plan that would
    delay a higher-ranked waiting gang, or fits only in room held for a starving one, is not reserved:
    the gang yields (see `admission`).
+For a gang kube-scheduler gates itself (`GroupView.gated_by_scheduler`, with
+`PolicySettings.defer_to_scheduler_gang_barrier`), the barrier is kube-scheduler's: where the extender
+would turn a member away because its gang is incomplete or does not fit whole, it answers plain fit
+instead (keeping the plan changes); steering, yielding to higher-ranked gangs and waiting for preempted
+pods stay.
 Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 
-from extender.policy.admission import held_back_by, held_for_starving
+import numpy as np
+
+from extender.policy.admission import held_back_by, standing_of
+from extender.policy.backfill import Holds
+from extender.policy.capacity import Demand, Mask, Matrix
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
     GangState,
@@ -33,8 +43,7 @@ from extender.policy.gang import (
     waiting_reason,
 )
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.ranking import rank_gangs
-from extender.policy.resources import EMPTY, describe
+from extender.policy.resources import EMPTY, Resources, describe
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import planned_reservation
 
@@ -51,13 +60,19 @@ def filter_pod(
         return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
     if not pod.group:
         return fit_filter(snapshot, pod, candidates)
+    if pod.key not in snapshot.pods:
+        reason = (
+            f"gang {pod.group}: pod {pod.key} is not in the extender's model yet (its watch event has not "
+            "arrived); the gang is planned once it is"
+        )
+        return _reject(candidates, "waiting", reason, resolvable=True)
     held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)
     if held is not None and held.expires_at > now:
         state = gang_state(snapshot, pod.group)
         broken = waiting_reason(state)
         if broken is not None:
             decision = _reject(candidates, "waiting", broken, resolvable=False)
-            return _with_release(decision, tuple(state.members))
+            return _barrier(snapshot, pod, candidates, state, settings, _with_release(decision, tuple(state.members)))
         terminating = _victims_terminating(snapshot, state.key)
         if held.node not in candidates and terminating:
             reason = f"gang {state.key}: waiting for {terminating} preempted pods to terminate (planned on {held.node})"
@@ -101,33 +116,45 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     """Keep the nodes whose free capacity (after bound pods and reservations) holds the pod's requests.
 
     Only the pod's own reservation (one left behind by an expired plan) counts as free for it; the places
-    its gang holds for other members do not.
+    its gang holds for other members do not. The check runs on the dense capacity table, all candidates
+    at once; only the nodes that fail are visited one by one, for their reasons.
     """
-    feasible: list[str] = []
+    table = snapshot.capacity
+    rows = table.rows_of(candidates)
+    known = rows >= 0
+    demand = table.demand(pod.requests)
+    room = table.available[np.where(known, rows, 0)] if len(rows) else table.available[:0]
+    own = snapshot.reservations.get(pod.key)
+    if own is not None and own.node in table.rows:
+        room = room.copy()
+        room[rows == table.rows[own.node]] += table.vector(own.requests)
+    short = _short_columns(room, demand)
+    fits = known & ~short.any(axis=1) if not demand.unknown else np.zeros(len(rows), dtype=np.bool_)
+    summary = f"{int(fits.sum())}/{len(candidates)} nodes fit {describe(pod.requests)}"
+    if fits.all():
+        return FilterDecision("fit", summary, tuple(candidates))
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    own = snapshot.reservations.get(pod.key)
-    handed_back = {own.node: own.requests} if own is not None else {}
-    reasons: dict[tuple[str, ...], str] = {}
-    requests = pod.requests
-    nodes = snapshot.nodes
-    for name in candidates:
-        state = nodes.get(name)
-        if state is None:
+    reasons: dict[bytes, str] = {}
+    names = table.layout.names
+    for position in np.flatnonzero(~fits).tolist():
+        name = candidates[position]
+        if not known[position]:
             unresolvable[name] = "node is not in the extender's cluster model yet"
             continue
-        back = handed_back.get(name)
-        free = state.available if back is None else state.available + back
-        if requests.fits_in(free):
-            feasible.append(name)
-            continue
-        missing = requests.missing_names(free)
-        reason = reasons.get(missing)
+        pattern = short[position].tobytes()
+        reason = reasons.get(pattern)
         if reason is None:
-            reason = reasons[missing] = "insufficient " + ", ".join(missing)
+            missing = sorted({*(names[c] for c in demand.columns[short[position]].tolist()), *demand.unknown})
+            reason = reasons[pattern] = "insufficient " + ", ".join(missing)
         failed[name] = reason
-    summary = f"{len(feasible)}/{len(candidates)} nodes fit {describe(pod.requests)}"
-    return FilterDecision("fit" if feasible else "no-fit", summary, tuple(feasible), failed, unresolvable)
+    feasible = tuple(compress(candidates, fits.tolist()))
+    return FilterDecision("fit" if feasible else "no-fit", summary, feasible, failed, unresolvable)
+
+
+def _short_columns(room: Matrix, demand: Demand) -> Mask:
+    """Per row of `room`, which of the demand's columns it lacks."""
+    return np.asarray(room[:, demand.columns] < demand.amounts, dtype=np.bool_)
 
 
 def _admit(
@@ -147,13 +174,12 @@ def _admit(
         and remembered.capacity_generation == snapshot.capacity_generation
         and remembered.membership_generation == membership_generation(snapshot, state)
     ):
-        return _reject(candidates, "unplannable", remembered.reason, resolvable=True)
+        decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
+        return _barrier(snapshot, pod, candidates, state, settings, decision)
     pinned = {pod.key: frozenset(candidates)}
-    ranks = rank_gangs(snapshot, now, settings)
-    holds = held_for_starving(snapshot, state, settings, now, ranks)
-    kept_out = {node: EMPTY - room for node, room in holds.items()}
-    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=kept_out or None)
-    if holds and not verdict.admitted:
+    standing = standing_of(snapshot, state, settings, now)
+    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=_kept_out(standing.holds))
+    if standing.holds and not verdict.admitted:
         # Without the held room: a plan that fits then yields to the hold it takes (named below); one that
         # does not fails on its own, and is remembered.
         verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
@@ -166,18 +192,24 @@ def _admit(
             verdict.reason,
             resolvable=not verdict.waiting_for_members,
         )
-        return _with_plan_changes(decision, verdict, release)
-    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, holds, ranks)
+        return _barrier(snapshot, pod, candidates, state, settings, _with_plan_changes(decision, verdict, release))
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, standing)
     if yielding is not None:
         return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
     if node is None:
-        return _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
+        decision = _with_plan_changes(_fit_after_plan(snapshot, pod, candidates, verdict), verdict, release)
+        return _barrier(snapshot, pod, candidates, state, settings, decision)
     reason = f"{verdict.reason}; this pod on {node}"
     others = dict.fromkeys(candidates, reason)
     del others[node]
     decision = FilterDecision("planned", reason, (node,), unresolvable=others)
     return _with_plan_changes(decision, verdict, release)
+
+
+def _kept_out(holds: Holds) -> dict[str, Resources] | None:
+    """The room held for starving gangs as negative freed capacity, so a plan goes around it."""
+    return {node: EMPTY - room for node, room in holds.items()} or None
 
 
 def _fit_after_plan(
@@ -186,6 +218,41 @@ def _fit_after_plan(
     """The gang is admitted without this pod (a surplus member): reject it for now, with the reason."""
     reason = f"{verdict.reason}; this surplus member waits for room beyond the gang's minimum"
     return _reject(candidates, "waiting", reason, resolvable=True)
+
+
+def model_kept_changing(decision: FilterDecision, candidates: Sequence[str]) -> FilterDecision:
+    """The answer when every plan for the gang was overtaken by changes to the model before it could be
+    reserved: wait, and plan again at kube-scheduler's next attempt."""
+    reason = f"{decision.summary}; the cluster changed before the plan could be reserved, it is planned again"
+    return _reject(candidates, "waiting", reason, resolvable=True)
+
+
+def _barrier(
+    snapshot: ClusterSnapshot,
+    pod: PodView,
+    candidates: Sequence[str],
+    state: GangState,
+    settings: PolicySettings,
+    decision: FilterDecision,
+) -> FilterDecision:
+    """`decision`, a member turned away by the all-or-nothing barrier; or, when kube-scheduler holds this
+    gang's barrier, plain fit with the barrier's reason in the summary and the plan changes kept."""
+    gated = settings.defer_to_scheduler_gang_barrier and any(group.gated_by_scheduler for group in state.groups)
+    if not gated:
+        return decision
+    fit = fit_filter(snapshot, pod, candidates)
+    summary = f"{fit.summary}; kube-scheduler gates gang {state.key} ({decision.summary})"
+    return FilterDecision(
+        fit.outcome,
+        summary,
+        fit.feasible,
+        fit.failed,
+        fit.unresolvable,
+        reserve=decision.reserve,
+        release_groups=decision.release_groups,
+        failed_plan=decision.failed_plan,
+        model_behind=waiting_reason(state) is not None,
+    )
 
 
 def _reject(candidates: Sequence[str], outcome: str, reason: str, *, resolvable: bool) -> FilterDecision:

@@ -8,7 +8,7 @@ a copy of the whole cluster, however many readers hold older snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Generic, TypeVar, overload
 
 K = TypeVar("K")
@@ -48,6 +48,59 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
     def __len__(self) -> int:
         return self._length
 
+    def values(self) -> ValuesView[V]:
+        return _Values(self._buckets, self._length)
+
+    def buckets(self) -> tuple[Mapping[K, V], ...]:
+        """The buckets themselves (read-only by contract): for walks that pause between small steps."""
+        return self._buckets
+
+    def items(self) -> ItemsView[K, V]:
+        return _Items(self._buckets, self._length)
+
+
+class _Values(ValuesView[V]):
+    """A FrozenMap's values, read straight from its buckets (the generic view looks each key up again)."""
+
+    __slots__ = ("_buckets", "_length")
+
+    def __init__(self, buckets: tuple[dict[K, V], ...], length: int) -> None:
+        self._buckets = buckets
+        self._length = length
+
+    def __iter__(self) -> Iterator[V]:
+        for bucket in self._buckets:
+            yield from bucket.values()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, value: object) -> bool:
+        return any(value in bucket.values() for bucket in self._buckets)
+
+
+class _Items(ItemsView[K, V]):
+    """A FrozenMap's items, read straight from its buckets."""
+
+    __slots__ = ("_buckets", "_length")
+
+    def __init__(self, buckets: tuple[dict[K, V], ...], length: int) -> None:
+        self._buckets = buckets
+        self._length = length
+
+    def __iter__(self) -> Iterator[tuple[K, V]]:
+        for bucket in self._buckets:
+            yield from bucket.items()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, tuple) or len(item) != 2:
+            return False
+        bucket = self._buckets[hash(item[0]) % len(self._buckets)]
+        return item[0] in bucket and bool(bucket[item[0]] == item[1])
+
 
 def empty_frozen_map() -> FrozenMap[K, V]:
     return FrozenMap(({},), 0)
@@ -56,14 +109,16 @@ def empty_frozen_map() -> FrozenMap[K, V]:
 class CowMap(Generic[K, V]):
     """The mutable side: a map that can be frozen cheaply and repeatedly."""
 
-    __slots__ = ("_buckets", "_length", "_owned")
+    __slots__ = ("_buckets", "_frozen", "_length", "_owned")
 
     def __init__(self, bucket_count: int = BUCKET_COUNT) -> None:
         self._buckets: list[dict[K, V]] = [{} for _ in range(bucket_count)]
         self._owned = [True] * bucket_count
         self._length = 0
+        self._frozen: FrozenMap[K, V] | None = None
 
     def _writable(self, key: K) -> dict[K, V]:
+        self._frozen = None
         index = hash(key) % len(self._buckets)
         if not self._owned[index]:
             self._buckets[index] = dict(self._buckets[index])
@@ -103,7 +158,11 @@ class CowMap(Generic[K, V]):
         self._buckets = [{} for _ in self._buckets]
         self._owned = [True] * len(self._buckets)
         self._length = 0
+        self._frozen = None
 
     def freeze(self) -> FrozenMap[K, V]:
-        self._owned = [False] * len(self._buckets)
-        return FrozenMap(tuple(self._buckets), self._length)
+        """The current content, immutable; the same object until the map is written again."""
+        if self._frozen is None:
+            self._owned = [False] * len(self._buckets)
+            self._frozen = FrozenMap(tuple(self._buckets), self._length)
+        return self._frozen

@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation, Role
-from extender.policy.placement import Placement, PlacementUnit, place_units
+from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
 from extender.policy.resources import EMPTY, Resources, describe, smallest
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
@@ -144,7 +146,7 @@ def plan_gang(
     }
     pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
     smallest_pod = smallest(pod.requests for pods in pending.values() for pod in pods)
-    free, allocatable = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
+    capacity = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
     units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
     required = {
         group.key: group.min_member - _already_placed(state.members[group.key], own_reservations)
@@ -152,9 +154,9 @@ def plan_gang(
     }
     where = refusal = ""
     if _rules(state) and any(count > 0 for count in required.values()):
-        placement, where, refusal = _gathered(snapshot, state, units, free, allocatable, required, settings)
+        placement, where, refusal = _gathered(snapshot, state, units, capacity, required, settings)
     else:
-        placement = place_units(units, free, allocatable)
+        placement = place(units, capacity)
     placed_by_group = Counter(
         group for group, pods in pending.items() for pod in pods if pod.key in placement.assignments
     )
@@ -172,7 +174,7 @@ def plan_gang(
             needed,
         )
         return GangVerdict(state.key, False, reason, failed_plan=failed)
-    timeout = _timeout(state.groups, settings)
+    timeout = plan_timeout(state.groups, settings)
     reservations = tuple(
         Reservation(pod.key, group, placement.assignments[pod.key], pod.requests, now + timeout)
         for group, pods in pending.items()
@@ -188,8 +190,7 @@ def _gathered(
     snapshot: ClusterSnapshot,
     state: GangState,
     units: Sequence[PlacementUnit],
-    free: Mapping[str, Resources],
-    allocatable: Mapping[str, Resources],
+    capacity: FreeCapacity,
     required: Mapping[str, int],
     settings: PolicySettings,
 ) -> tuple[Placement, str, str]:
@@ -200,6 +201,7 @@ def _gathered(
     must_depth = must_gather_depth(tree, _rules(state))
     if isinstance(must_depth, str):
         return Placement({}, ()), "", f"gang {state.key}: {must_depth}"
+    free, _ = capacity.as_resources()
     pods = [pod for unit in units for pod in unit.pods]
     allowed = {key: nodes for unit in units for key, nodes in unit.allowed.items()}
     shapes = shapes_of(pods, allowed)
@@ -214,7 +216,7 @@ def _gathered(
             if by_index:
                 placement = place_in_index_order(units, nodes, order)
             else:
-                placement = place_units(units, nodes, allocatable, node_order=order)
+                placement = place(units, capacity.subset(order), node_order=order)
             if every_pod:
                 return placement, not placement.unplaced
             placed = Counter(unit.key for unit in units for pod in unit.pods if pod.key in placement.assignments)
@@ -295,17 +297,26 @@ def _already_placed(members: Sequence[PodView], replanned: set[str]) -> int:
     return sum(1 for pod in members if (pod.node_name or pod.finished) and pod.key not in replanned)
 
 
-def _timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
+def plan_timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float:
+    """Seconds a plan of these PodGroups lives: the shortest `scheduleTimeoutSeconds`, else the default."""
     timeouts = [g.schedule_timeout_s for g in groups if g.schedule_timeout_s]
     return min(timeouts) if timeouts else settings.default_plan_timeout_s
 
 
 def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
-    """Schedulable nodes with room (before any hand-back) for at least the smallest of `pods`."""
-    least = smallest(pod.requests for pod in pods)
-    return frozenset(
-        name for name, node in snapshot.nodes.items() if node.node.schedulable and least.fits_in(node.available)
-    )
+    """Schedulable nodes that one of `pods` may use (node selectors) with room, before any hand-back, for
+    at least the smallest of them."""
+    pods = list(pods)
+    table = snapshot.capacity
+    usable = table.schedulable.copy()
+    if pods and all(pod.node_selector for pod in pods):
+        selected = np.zeros(len(table.names), dtype=np.bool_)
+        for selector in {pod.node_selector for pod in pods}:
+            selected |= table.row_mask(selected_nodes(snapshot, selector))
+        usable &= selected
+    rows = np.flatnonzero(usable)
+    roomy = rows[table.fits(rows, table.demand(smallest(pod.requests for pod in pods)))]
+    return frozenset(table.names[row] for row in roomy.tolist())
 
 
 def _free_capacity(
@@ -314,26 +325,32 @@ def _free_capacity(
     freed: Mapping[str, Resources],
     smallest_pod: Resources,
     nodes: Collection[str] | None,
-) -> tuple[dict[str, Resources], dict[str, Resources]]:
+) -> FreeCapacity:
     """Free capacity, with the given pods' reservations handed back, on the schedulable nodes that can hold
     at least `smallest_pod` (no member fits anywhere else, so leaving those nodes out changes no plan)."""
     handed_back: dict[str, Resources] = dict(freed)
     for pod_key in released:
         held = snapshot.reservations[pod_key]
         handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests
-    names: Iterable[str] = snapshot.nodes if nodes is None else {*nodes, *handed_back}
-    free: dict[str, Resources] = {}
-    allocatable: dict[str, Resources] = {}
-    for name in names:
-        node = snapshot.nodes.get(name)
-        if node is None or not node.node.schedulable:
-            continue
-        back = handed_back.get(name)
-        room = node.available if back is None else node.available + back
-        if smallest_pod.fits_in(room):
-            free[name] = room
-            allocatable[name] = node.node.allocatable
-    return free, allocatable
+    table = snapshot.capacity
+    if nodes is None:
+        rows = np.arange(len(table.names), dtype=np.intp)
+    else:
+        rows = table.rows_of(sorted({*nodes, *handed_back}))
+        rows = rows[rows >= 0]
+    room = table.available[rows]
+    if handed_back:
+        position = np.full(len(table.names), -1, dtype=np.intp)
+        position[rows] = np.arange(len(rows), dtype=np.intp)
+        back_rows = table.rows_of(list(handed_back))
+        at = np.where(back_rows >= 0, position[np.where(back_rows >= 0, back_rows, 0)], -1)
+        known = at >= 0
+        if known.any():
+            backs = [table.vector(back) for back, ok in zip(handed_back.values(), known.tolist(), strict=True) if ok]
+            room = room.copy()
+            room[at[known]] += np.vstack(backs)
+    keep = table.schedulable[rows] & table.fits(rows, table.demand(smallest_pod), room)
+    return FreeCapacity(table, rows[keep], room[keep])
 
 
 def _unit(
@@ -358,9 +375,23 @@ def _unit(
     allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
     for pod in pods:
         if pod.node_selector:
-            selected = frozenset(name for name, node in snapshot.nodes.items() if pod.selects(node.node))
+            selected = selected_nodes(snapshot, pod.node_selector)
             allowed[pod.key] = allowed[pod.key] & selected if pod.key in allowed else selected
     return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
+
+
+def selected_nodes(snapshot: ClusterSnapshot, selector: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The nodes carrying every label of a node selector, derived once per node-labels epoch."""
+    memo = snapshot.node_labels_epoch.derived
+    key = ("node-selector", selector)
+    known = memo.get(key)
+    if isinstance(known, frozenset):
+        return known
+    selected = frozenset(
+        name for name, node in snapshot.nodes.items() if all(node.node.labels.get(k) == v for k, v in selector)
+    )
+    memo[key] = selected
+    return selected
 
 
 def _reserved_node(snapshot: ClusterSnapshot, pod_key: str) -> str:

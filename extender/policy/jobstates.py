@@ -13,10 +13,12 @@ Each state comes with the reason a person can act on. Pure: `now` is a parameter
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
 from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord
+from extender.policy.queue import queue_of
 from extender.policy.ranking import gang_rank
 from extender.policy.settings import PolicySettings
 
@@ -40,7 +42,13 @@ class JobStatus:
 
 def job_states(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobStatus]:
     """The state of every TFJob the model knows, sorted by key."""
-    return [_status(snapshot, key, now, settings) for key in sorted(snapshot.jobs)]
+    return list(each_job_state(snapshot, now, settings))
+
+
+def each_job_state(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> Iterator[JobStatus]:
+    """`job_states` one job at a time (for a reader that pauses between jobs)."""
+    for key in sorted(snapshot.jobs):
+        yield _status(snapshot, key, now, settings)
 
 
 def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySettings) -> JobStatus:
@@ -80,4 +88,58 @@ def _preemption_of(snapshot: ClusterSnapshot, job: str, group: str) -> Preemptio
         hit = job in record.scaled_in or any(group and group in subject.split(",") for subject in record.evicted)
         if hit and (latest is None or record.at > latest.at):
             latest = record
+    return latest
+
+
+class JobStateTracker:
+    """The state of every TFJob, re-derived only for jobs whose inputs changed since the last call.
+
+    A job's state depends on the job, its pods (through its gang's summary in the gang queue, which the
+    model replaces whenever a member changes), the failed plan and the preemption recorded for it, and,
+    while it waits, on whether it has started starving. Those are compared by identity, so a call on a
+    cluster where little changed costs a dictionary lookup per job. Jobs without a gang are always
+    re-derived. The memo never changes a result: it only skips recomputing one.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[tuple[object, ...], JobStatus]] = {}
+
+    def states(self, snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobStatus]:
+        queue = queue_of(snapshot, settings)
+        records = _records_by_subject(snapshot)
+        fresh: dict[str, tuple[tuple[object, ...], JobStatus]] = {}
+        statuses = []
+        for key, job in snapshot.jobs.items():
+            members = snapshot.job_members.get(key, frozenset())
+            pod = snapshot.pods.get(next(iter(members))) if members else None
+            summary = queue.summary_of_group(pod.group) if pod is not None and pod.group else None
+            inputs: tuple[object, ...] | None = None
+            if summary is not None or not members:
+                starving = summary is not None and summary.rank(now, settings).starving
+                failed = snapshot.failed_plans.get(summary.key) if summary is not None else None
+                record = records.get(key) or (records.get(summary.key) if summary is not None else None)
+                inputs = (job, members, summary, failed, record, starving)
+            known = self._memo.get(key)
+            if inputs is not None and known is not None and _same(known[0], inputs):
+                status = known[1]
+            else:
+                status = _status(snapshot, key, now, settings)
+            if inputs is not None:
+                fresh[key] = (inputs, status)
+            statuses.append(status)
+        self._memo = fresh
+        return sorted(statuses, key=lambda status: status.job)
+
+
+def _same(old: tuple[object, ...], new: tuple[object, ...]) -> bool:
+    return len(old) == len(new) and all(a is b or a == b for a, b in zip(old, new, strict=True))
+
+
+def _records_by_subject(snapshot: ClusterSnapshot) -> dict[str, PreemptionRecord]:
+    """TFJob keys and gang keys → the latest preemption that scaled in or evicted them."""
+    latest: dict[str, PreemptionRecord] = {}
+    for record in snapshot.preemptions.values():
+        for subject in (*record.scaled_in, *record.evicted):
+            if subject not in latest or record.at > latest[subject].at:
+                latest[subject] = record
     return latest

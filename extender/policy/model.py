@@ -11,9 +11,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from extender.policy.capacity import EMPTY_TABLE, CapacityTable
 from extender.policy.frozenmap import FrozenMap, empty_frozen_map
-from extender.policy.resources import CPU, EMPTY, GPU, MEMORY, Resources
+from extender.policy.resources import EMPTY, Resources
+
+if TYPE_CHECKING:
+    from extender.policy.queue import GangQueue
 
 
 class Role(enum.Enum):
@@ -42,9 +47,6 @@ _PLACEMENT_ORDER = {
 }
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
-"""The resources whose free share measures how idle a node is."""
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 """The built-in top network layer: one domain, the whole cluster."""
@@ -122,10 +124,13 @@ class PodView:
     """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
     topology_index: int | None = None
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
+    scheduled_at: float = 0.0
+    """When the pod was bound (its PodScheduled condition turned true), seconds since the epoch; 0 if not."""
+    key: str = field(init=False, compare=False)
+    """`namespace/name`, computed once."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     def selects(self, node: NodeView) -> bool:
         """True when the node carries every label of the pod's node selector."""
@@ -148,7 +153,7 @@ class PodView:
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
-    """A PodGroup, from either API group."""
+    """A PodGroup, from any of the three API groups."""
 
     namespace: str
     name: str
@@ -161,6 +166,15 @@ class GroupView:
     created: float = 0.0
     gather: tuple[GatherRule, ...] = ()
     """The network-topology gather rules of the gang (empty: placement ignores the network topology)."""
+    plan: tuple[tuple[str, str, str], ...] = ()
+    """(pod name, node, pod uid) of the gang plan reserved for this group's members (annotation
+    `tfjob-extender.io/plan`), by whichever extender or preemption loop reserved it."""
+    plan_expires: float = 0.0
+    """When that plan lapses (seconds since the epoch)."""
+    gated_by_scheduler: bool = False
+    """kube-scheduler itself holds this group's all-or-nothing barrier: a `scheduling.k8s.io` PodGroup
+    with a gang policy, whose pods kube-scheduler's GangScheduling plugin (feature gate `GenericWorkload`)
+    keeps back until `minCount` exist and binds all or none."""
 
     @property
     def key(self) -> str:
@@ -224,18 +238,9 @@ class NodeState:
     """Requests of pods planned onto this node by a gang reservation and not bound yet."""
     available: Resources = field(init=False)
     """Allocatable minus requested minus reserved: what any new pod may still take."""
-    idle_terms: tuple[tuple[str, int, float], ...] = field(init=False)
-    """(resource, available amount, 1 / allocatable) for each idleness dimension the node has."""
 
     def __post_init__(self) -> None:
-        available = self.node.allocatable - self.requested - self.reserved
-        object.__setattr__(self, "available", available)
-        terms = tuple(
-            (name, available.get(name), 1.0 / self.node.allocatable.get(name))
-            for name in IDLENESS_DIMENSIONS
-            if self.node.allocatable.get(name) > 0
-        )
-        object.__setattr__(self, "idle_terms", terms)
+        object.__setattr__(self, "available", self.node.allocatable - self.requested - self.reserved)
 
     @property
     def name(self) -> str:
@@ -310,6 +315,10 @@ class ClusterSnapshot:
     network_topology: tuple[NetworkLayer, ...] | None = None
     """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
     node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
+    capacity: CapacityTable = field(default=EMPTY_TABLE, compare=False)
+    """The nodes' allocatable and available capacity as dense arrays (the same numbers as `nodes`)."""
+    queue: GangQueue | None = field(default=None, compare=False)
+    """Every gang's rank inputs and the wait queue, kept by the model (None: derive it when needed)."""
 
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""

@@ -1,4 +1,4 @@
-"""The `preempt` verb's policy.
+"""The `preempt` verb's policy, and which gang the preemption loop makes room for next.
 
 For a gang member, kube-scheduler's pod-level proposal is declined (no node, no victim): job-level
 preemption — the whole gang, elastic surplus first, never half a victim gang — is decided and carried
@@ -11,9 +11,16 @@ other node keeps its victims in the order proposed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from extender.policy.decisions import PreemptDecision
-from extender.policy.model import PodView
+from extender.policy.gang import gang_state, plan_gang
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord
+from extender.policy.queue import queue_of
+from extender.policy.scaling import plan_scale_in
+from extender.policy.settings import PolicySettings
+from extender.policy.victims import PreemptionPlan, plan_preemption
 
 
 def preempt_pod(proposed: Mapping[str, Sequence[str]], pdb_violations: Mapping[str, int]) -> PreemptDecision:
@@ -27,3 +34,66 @@ def preempt_pod(proposed: Mapping[str, Sequence[str]], pdb_violations: Mapping[s
 def job_level_preemption(pod: PodView) -> PreemptDecision:
     """Decline pod-level preemption for a gang member: the preemption loop handles its whole gang."""
     return PreemptDecision("job-level", f"gang {pod.group}: preemption is planned for the whole gang", {})
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionChoice:
+    """What one pass of the preemption loop decided."""
+
+    plan: PreemptionPlan | None
+    """The preemption to carry out, if any (at most one per pass: the next sees its effect)."""
+    refused: Mapping[str, tuple[int, float]]
+    """Gangs whose search found nothing, with (model generation, aged weight) they were tried at."""
+
+
+def choose_preemption(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    refused: Mapping[str, tuple[int, float]],
+    *,
+    max_gangs: int,
+) -> PreemptionChoice:
+    """Walk the waiting gangs in rank order (trying at most `max_gangs`); a gang that can be planned now is
+    left to `filter`; for the first that cannot, try KOD2 scale-in (surplus workers of lower-ranked elastic
+    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang
+    refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
+    running victims do not age, so nothing else could change the answer."""
+    queue = queue_of(snapshot, settings)
+    tried = 0
+    refusals: dict[str, tuple[int, float]] = {}
+    for rank in queue.waiting(now, settings):
+        if tried >= max_gangs:
+            break
+        summary = queue.summaries[rank.subject]
+        if not summary.complete or summary.reserved:
+            continue
+        if refused.get(summary.key) == (snapshot.generation, rank.weight):
+            continue
+        tried += 1
+        state = gang_state(snapshot, summary.origin)
+        if plan_gang(snapshot, state, settings, now).admitted:
+            continue
+        earlier = snapshot.preemptions.get(state.key)
+        terminating = earlier.victims if earlier else frozenset()
+        decision = plan_scale_in(snapshot, summary.origin, settings, now, terminating_victims=terminating)
+        if not isinstance(decision, PreemptionPlan):
+            decision = plan_preemption(snapshot, summary.origin, settings, now, terminating_victims=terminating)
+        if isinstance(decision, PreemptionPlan):
+            return PreemptionChoice(decision, refusals)
+        refusals[state.key] = (snapshot.generation, rank.weight)
+    return PreemptionChoice(None, refusals)
+
+
+def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:
+    """The model change that goes with carrying a plan out: the preemptor gang's plan reserved on the room
+    its victims are leaving, and the preemption remembered (its victims gate the next one)."""
+    record = PreemptionRecord(
+        plan.gang,
+        frozenset(pod.key for pod in plan.victims),
+        tuple(sorted(plan.scale_ins)),
+        plan.evicted,
+        plan.reason,
+        now,
+    )
+    return LedgerChange(reserve=plan.verdict.reservations, leaving=record.victims, preemption=record)

@@ -3,6 +3,9 @@
 Every amount is an integer in the resource's base unit: millicores for `cpu`, bytes for `memory` and
 `ephemeral-storage`, plain counts for everything else (`pods`, `nvidia.com/gpu`, ...). Integers make fit
 decisions exact and reproducible; parsing rounds up, as the API server does when it compares requests.
+Parsing is bounded: a quantity is at most `QUANTITY_MAX_CHARS` long, never negative, and at most
+`AMOUNT_MAX` base units (an int64, what the API server's own quantities hold), so no input makes the
+arithmetic grow with an exponent (`1e999999` is refused in microseconds, not expanded into an integer).
 A `Resources` value is immutable; arithmetic returns new values and drops zero entries.
 """
 
@@ -11,13 +14,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 GPU = "nvidia.com/gpu"
 MILLI_UNIT_RESOURCES = frozenset({CPU})
+IDLENESS_DIMENSIONS = (CPU, MEMORY, GPU)
+"""The resources whose free share measures how idle a node is."""
 
 _BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_SUFFIXES = {
@@ -34,6 +39,17 @@ _DECIMAL_SUFFIXES = {
 }
 _QUANTITY = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?")
 """A quantity's grammar: a signed decimal, then an exponent, a decimal suffix or a binary suffix."""
+QUANTITY_MAX_CHARS = 64
+"""Longest quantity text read (characters); canonical quantities are a dozen at most."""
+QUANTITY_MAX_EXPONENT = 64
+"""Largest decimal exponent (`e±N`) read; anything beyond makes an amount over `AMOUNT_MAX` or below
+one nano-unit."""
+AMOUNT_MAX = 2**63 - 1
+"""Largest amount of one resource in base units: an int64, as the API server stores quantities."""
+_EXACT = Context(prec=2 * QUANTITY_MAX_CHARS + 40, Emax=10**6, Emin=-(10**6))
+"""Decimal arithmetic wide enough that scaling a quantity of at most `QUANTITY_MAX_CHARS` digits by a
+suffix (at most 2^60) and by 1000 (millicores) is exact."""
+_AMOUNT_MAX_DECIMAL = Decimal(AMOUNT_MAX)
 
 
 class QuantityError(ValueError):
@@ -41,27 +57,69 @@ class QuantityError(ValueError):
 
 
 def parse_quantity(text: str | int | float) -> Decimal:
-    """Parse a Kubernetes quantity ("500m", "4Gi", "1.5", "2e3") into an exact Decimal."""
-    value = str(text).strip()
-    if not _QUANTITY.fullmatch(value):
+    """Parse a Kubernetes quantity ("500m", "4Gi", "1.5", "2e3") into an exact Decimal.
+
+    Only strings of at most `QUANTITY_MAX_CHARS` characters, ints and finite floats are quantities
+    (not bools); the result may be huge or tiny (`1e999999`): `to_base_units` bounds it."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise QuantityError(f"not a resource quantity: a {type(text).__name__}, not a string or a number")
+    if isinstance(text, int) and not -_AMOUNT_MAX_DECIMAL <= text <= _AMOUNT_MAX_DECIMAL:
+        raise QuantityError(f"resource quantity {text} is out of range (at most {AMOUNT_MAX})")
+    value = (text if isinstance(text, str) else repr(text)).strip()
+    if len(value) > QUANTITY_MAX_CHARS:
+        raise QuantityError(f"not a resource quantity: {len(value)} characters (at most {QUANTITY_MAX_CHARS})")
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
         raise QuantityError(f"not a resource quantity: {text!r}")
+    exponent = match.group(2) or ""
+    if exponent[1:].lstrip("+-").isdigit() and abs(int(exponent[1:])) > QUANTITY_MAX_EXPONENT:
+        raise QuantityError(f"resource quantity {text!r}: exponent beyond ±{QUANTITY_MAX_EXPONENT}")
     try:
         for suffix, factor in _BINARY_SUFFIXES.items():
             if value.endswith(suffix):
-                return Decimal(value[: -len(suffix)]) * factor
-        if value and value[-1] in _DECIMAL_SUFFIXES and not value[-1].isdigit():
-            return Decimal(value[:-1]) * _DECIMAL_SUFFIXES[value[-1]]
-        return Decimal(value)
-    except InvalidOperation as error:
+                return _EXACT.multiply(Decimal(value[: -len(suffix)]), factor)
+        if value[-1] in _DECIMAL_SUFFIXES and not value[-1].isdigit():
+            return _EXACT.multiply(Decimal(value[:-1]), _DECIMAL_SUFFIXES[value[-1]])
+        return _EXACT.plus(Decimal(value))
+    except (InvalidOperation, ArithmeticError) as error:
         raise QuantityError(f"not a resource quantity: {text!r}") from error
 
 
 def to_base_units(name: str, quantity: str | int | float) -> int:
-    """The integer amount of `quantity` in `name`'s base unit (millicores for cpu), rounded up."""
+    """The integer amount of `quantity` in `name`'s base unit (millicores for cpu), rounded up; a
+    negative quantity, or one over `AMOUNT_MAX` base units, raises `QuantityError`."""
+    if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
+        raise QuantityError(f"not a resource quantity: a {type(quantity).__name__}, not a string or a number")
+    key = (name in MILLI_UNIT_RESOURCES, quantity)
+    known = _BASE_UNITS.get(key)
+    if known is not None:
+        return known
     parsed = parse_quantity(quantity)
     if name in MILLI_UNIT_RESOURCES:
-        parsed *= 1000
-    return math.ceil(parsed)
+        parsed = _EXACT.multiply(parsed, 1000)
+    if parsed < 0:
+        raise QuantityError(f"resource quantity {quantity!r} is negative")
+    if parsed > _AMOUNT_MAX_DECIMAL:
+        raise QuantityError(f"resource quantity {quantity!r} is over {AMOUNT_MAX} {_unit(name)}")
+    amount = math.ceil(parsed)
+    if len(_BASE_UNITS) >= _BASE_UNITS_LIMIT:
+        _BASE_UNITS.clear()
+    _BASE_UNITS[key] = amount
+    return amount
+
+
+_BASE_UNITS: dict[tuple[bool, str | int | float], int] = {}
+"""Memo of parsed quantities: a cluster's pods repeat a handful of request strings. Only quantities that
+parsed are remembered, each at most `QUANTITY_MAX_CHARS` long."""
+_BASE_UNITS_LIMIT = 4096
+"""Quantities remembered before the memo starts afresh (a cluster repeats a few hundred; this bound keeps
+what odd requests can leave behind to about half a MiB)."""
+
+
+def _unit(name: str) -> str:
+    return (
+        "millicores" if name in MILLI_UNIT_RESOURCES else "bytes" if name in (MEMORY, "ephemeral-storage") else "units"
+    )
 
 
 class Resources:

@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
-from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang, waiting_reason
+from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
 from extender.policy.placement import idleness
+from extender.policy.queue import GangSummary, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, dominant_share, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
@@ -115,10 +117,12 @@ def plan_scale_out(
     """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
     capacity = cluster_capacity(snapshot)
     running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    if not running:
+        return ScalingPlan((), tuple(skipped))
     if settings.scale_out_by_gain:
         running.sort(key=lambda job: (-scale_out_gain(job.replicas, job.worker_requests, capacity), job.rank.sort_key))
-    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
-    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    waiting = _waiting_gangs(snapshot, settings, now)
+    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     by_name = sorted(remaining)
     exhausted: set[Resources] = set()
@@ -138,7 +142,7 @@ def plan_scale_out(
         trial_taken = dict(taken)
         for node in nodes:
             trial_taken[node] = trial_taken.get(node, EMPTY) - job.worker_requests
-        if any(not plan_gang(snapshot, state, settings, now, freed=trial_taken).admitted for state in fitting):
+        if not fitting.still_fit(trial_taken):
             skipped.append((job.job.key, "not scaled out: the room is needed by a waiting gang that fits now"))
             continue
         for node in nodes:
@@ -173,7 +177,8 @@ def plan_scale_in(
         return search
     state = search.state
     chosen: list[VictimUnit] = []
-    for unit in _within_step(search.units, settings):
+    surplus = (unit for subject in search.subjects if subject.surplus for unit in search.units_of(subject))
+    for unit in _within_step(surplus, settings):
         chosen.append(unit)
         verdict = search.dry_run(chosen)
         if verdict is not None and verdict.admitted:
@@ -195,13 +200,15 @@ def plan_consolidation(
         return ScalingPlan()
     capacity = cluster_capacity(snapshot)
 
-    def due(job: JobView) -> bool:
+    def due(job: JobView, summary: GangSummary) -> bool:
         last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
-        return now - last >= settings.consolidation_interval_s
+        return summary.scattered and now - last >= settings.consolidation_interval_s
 
     running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, due)
-    waiting = _waiting_gangs(snapshot, settings, now, capacity) if running else []
-    fitting = [state for rank, state in waiting if plan_gang(snapshot, state, settings, now).admitted]
+    if not running:
+        return ScalingPlan((), tuple(skipped))
+    waiting = _waiting_gangs(snapshot, settings, now)
+    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     shifted: dict[str, Resources] = {}
     actions: list[ScalingAction] = []
@@ -217,7 +224,7 @@ def plan_consolidation(
         for pod, node in moves:
             trial_shifted[node] = trial_shifted.get(node, EMPTY) - pod.requests
             trial_shifted[pod.node_name] = trial_shifted.get(pod.node_name, EMPTY) + pod.requests
-        if any(not plan_gang(snapshot, state, settings, now, freed=trial_shifted).admitted for state in fitting):
+        if not fitting.still_fit(trial_shifted):
             continue
         for pod, node in moves:
             remaining[node] = remaining[node] - pod.requests
@@ -229,32 +236,78 @@ def plan_consolidation(
 # -- running jobs and waiting gangs -----------------------------------------------------------------------
 
 
+@dataclass
+class _FittingGangs:
+    """The waiting gangs that fit now, each with the plan it would get: growth or a move that leaves every
+    one of those plans room where it touches needs no new plan; one that takes such room has the gang
+    planned again around it."""
+
+    snapshot: ClusterSnapshot
+    settings: PolicySettings
+    now: float
+    plans: list[tuple[GangState, tuple[Reservation, ...]]]
+
+    @classmethod
+    def of(
+        cls,
+        snapshot: ClusterSnapshot,
+        settings: PolicySettings,
+        now: float,
+        waiting: Sequence[tuple[JobRank, GangState]],
+    ) -> _FittingGangs:
+        plans = []
+        for _, state in waiting:
+            verdict = plan_gang(snapshot, state, settings, now)
+            if verdict.admitted:
+                plans.append((state, verdict.reservations))
+        return cls(snapshot, settings, now, plans)
+
+    def still_fit(self, taken: Mapping[str, Resources]) -> bool:
+        """Whether every fitting gang still fits with `taken` (negative freed capacity) gone; a gang
+        planned again keeps its new plan."""
+        for index, (state, plan) in enumerate(self.plans):
+            needs: dict[str, Resources] = {}
+            for reservation in plan:
+                if reservation.node in taken:
+                    needs[reservation.node] = needs.get(reservation.node, EMPTY) + reservation.requests
+            if all(need.fits_in(self.snapshot.free_on(node) + taken[node]) for node, need in needs.items()):
+                continue
+            verdict = plan_gang(self.snapshot, state, self.settings, self.now, freed=taken)
+            if not verdict.admitted:
+                return False
+            self.plans[index] = (state, verdict.reservations)
+        return True
+
+
 def _running_jobs(
     snapshot: ClusterSnapshot,
     settings: PolicySettings,
     now: float,
     last_action: Mapping[str, float],
     capacity: Resources,
-    wanted: Callable[[JobView], bool],
+    wanted: Callable[[JobView, GangSummary], bool],
 ) -> tuple[list[_Running], list[tuple[str, str]]]:
     """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
-    that may not be scaled at all."""
+    that may not be scaled at all. Candidates come from the gang queue: a job with pending members or an
+    unsatisfied gang is passed over without looking at its pods."""
     running: list[_Running] = []
-    skipped: list[tuple[str, str]] = []
-    for job in snapshot.jobs.values():
-        if not job.enable_dynamic_worker:
-            if job.max_workers > job.min_workers:
-                skipped.append(
-                    (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
-                )
+    skipped = [
+        (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
+        for job in snapshot.jobs.values()
+        if not job.enable_dynamic_worker and job.max_workers > job.min_workers
+    ]
+    reserving = frozenset(held.group for held in snapshot.reservations.values())
+    for summary in queue_of(snapshot, settings).summaries.values():
+        job = snapshot.jobs.get(summary.job) if summary.job else None
+        if job is None or not job.enable_dynamic_worker or summary.pending or not summary.satisfied:
             continue
         if (
-            not wanted(job)
+            not wanted(job, summary)
             or now - max(last_action.get(job.key, float("-inf")), job.scaled_at) < settings.scale_cooldown_s
         ):
             continue
         pods = [snapshot.pods[key] for key in snapshot.job_members.get(job.key, frozenset()) if key in snapshot.pods]
-        settled = _settled(snapshot, job, pods)
+        settled = _settled(snapshot, job, pods, reserving)
         if settled is None:
             continue
         group, workers = settled
@@ -275,12 +328,12 @@ def _running_jobs(
     return running, skipped
 
 
-def _may_grow(job: JobView) -> bool:
+def _may_grow(job: JobView, summary: GangSummary) -> bool:
     return job.max_workers > job.replicas.get(Role.WORKER, 0)
 
 
 def _settled(
-    snapshot: ClusterSnapshot, job: JobView, pods: Sequence[PodView]
+    snapshot: ClusterSnapshot, job: JobView, pods: Sequence[PodView], reserving: frozenset[str]
 ) -> tuple[str, tuple[PodView, ...]] | None:
     """(PodGroup key, workers by index) when every pod of the job is bound and it runs exactly its
     Worker replicas; None while anything is pending, terminating, reserved or missing."""
@@ -294,27 +347,23 @@ def _settled(
     if [pod.index for pod in workers] != list(range(job.replicas.get(Role.WORKER, 0))):
         return None
     group = groups.pop()
-    if any(held.group == group for held in snapshot.reservations.values()):
+    if group in reserving:
         return None
     return group, workers
 
 
-def _waiting_gangs(
-    snapshot: ClusterSnapshot, settings: PolicySettings, now: float, capacity: Resources
-) -> list[tuple[JobRank, GangState]]:
+def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> list[tuple[JobRank, GangState]]:
     """Gangs with pending members, all members created, not yet satisfied: the `rank_gangs_checked`
-    highest-ranked. Only gangs with a pending member are ranked (a steady cluster has none)."""
+    highest-ranked, read from the wait queue in rank order."""
+    queue = queue_of(snapshot, settings)
     waiting: list[tuple[JobRank, GangState]] = []
-    seen: set[str] = set()
-    for group, members in snapshot.group_members.items():
-        if group in seen or not any((pod := snapshot.pods.get(key)) is not None and pod.pending for key in members):
-            continue
-        state = gang_state(snapshot, group)
-        seen.update(state.members)
-        if waiting_reason(state) is None and not is_satisfied(snapshot, state):
-            waiting.append((gang_rank(snapshot, group, now, settings, capacity), state))
-    waiting.sort(key=lambda item: item[0].sort_key)
-    return waiting[: settings.rank_gangs_checked]
+    for rank in queue.waiting(now, settings):
+        if len(waiting) >= settings.rank_gangs_checked:
+            break
+        summary = queue.summaries[rank.subject]
+        if summary.waiting:
+            waiting.append((rank, gang_state(snapshot, summary.origin)))
+    return waiting
 
 
 def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
@@ -351,7 +400,7 @@ def _place_workers(
     preferred = sorted(job.job_nodes, key=lambda node: (node not in job.ps_nodes, -job.job_nodes[node], node))
     nodes: list[str] = []
     fitted_anywhere = False
-    for node in (*preferred, *by_name):
+    for node in chain(preferred, by_name):
         if len(nodes) >= growth:
             break
         if (
@@ -388,18 +437,16 @@ def _scale_out(job: _Running, nodes: Sequence[str], settings: PolicySettings, no
 # -- scale-in -------------------------------------------------------------------------------------------
 
 
-def _within_step(units: Sequence[VictimUnit], settings: PolicySettings) -> list[VictimUnit]:
+def _within_step(units: Iterable[VictimUnit], settings: PolicySettings) -> Iterator[VictimUnit]:
     """Surplus units only, at most `scale_in_step` per job, each job's highest indices first; never worker 0."""
     taken: Counter[str] = Counter()
-    kept: list[VictimUnit] = []
     for unit in units:
         if not unit.is_surplus or taken[unit.job] >= settings.scale_in_step or (unit.scale_to or 0) < 1:
             continue
         if any(pod.role is not Role.WORKER for pod in unit.pods):
             continue
         taken[unit.job] += 1
-        kept.append(unit)
-    return kept
+        yield unit
 
 
 def _scale_in_plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:

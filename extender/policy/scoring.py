@@ -1,18 +1,22 @@
 """The `prioritize` verb's policy: PS–worker co-location and idleness, on kube-scheduler's 0–10 scale.
 
-A pod with a reserved plan scores its planned node at the top and every other node at zero. Any other
-pod of a TFJob scores each node by co-location (a worker beside its job's PS, a PS beside its workers,
-or at least beside other pods of its job) and by how idle the node stays once the pod is on it; the two
-are weighted by settings and rounded to integers. Pods of other schedulers score zero everywhere.
+A pod with a reserved plan scores its planned node at the top and every other node at zero. A pod that
+belongs to no TFJob and no gang gets no score at all (an empty list): the extender has nothing to add to
+kube-scheduler's own scoring for it. Any other pod of a TFJob scores each node by co-location (a worker
+beside its job's PS, a PS beside its workers, or at least beside other pods of its job) and by how idle
+the node stays once the pod is on it; the two are weighted by settings and rounded to integers. Pods of
+other schedulers score zero everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
+from extender.policy.capacity import CapacityTable, Demand, Floats, Rows
 from extender.policy.decisions import ScoreDecision
 from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.placement import idleness_after
 from extender.policy.settings import PolicySettings
 
 
@@ -24,34 +28,52 @@ def prioritize_pod(
 ) -> ScoreDecision:
     """Score every candidate node for `pod` (integers in 0..settings.max_score)."""
     if pod.scheduler_name != settings.scheduler_name:
-        return ScoreDecision("passthrough", "not ours: no preference", dict.fromkeys(candidates, 0))
+        return ScoreDecision("passthrough", "not ours: no preference", candidates, [0] * len(candidates))
     held = snapshot.reservations.get(pod.key)
     if held is not None:
-        planned = {node: settings.max_score if node == held.node else 0 for node in candidates}
-        return ScoreDecision("planned", f"planned on {held.node}", planned)
+        planned = [settings.max_score if node == held.node else 0 for node in candidates]
+        return ScoreDecision("planned", f"planned on {held.node}", candidates, planned)
+    if not pod.job and not pod.group:
+        return ScoreDecision(
+            "no-opinion", "not part of a TFJob or gang: kube-scheduler's own scoring places it", (), ()
+        )
     partners, kin = _job_neighbourhood(snapshot, pod)
-    nodes = snapshot.nodes
-    requests = pod.requests
+    table = snapshot.capacity
+    rows = table.rows_of(candidates)
+    idle = idleness_after(table, rows, table.demand(pod.requests))
+    credit = np.zeros(len(rows), dtype=np.float64)
+    if kin:
+        credit[np.isin(rows, table.rows_of(sorted(kin)))] = settings.colocation_weight * settings.colocation_same_job
+    if partners:
+        partner_rows = table.rows_of(sorted(partners))
+        credit[np.isin(rows, partner_rows)] = settings.colocation_weight * settings.colocation_ps_bonus
     top = settings.max_score
-    partner_credit = settings.colocation_weight * settings.colocation_ps_bonus
-    kin_credit = settings.colocation_weight * settings.colocation_same_job
-    scores: dict[str, int] = {}
-    breakdown: dict[str, tuple[float, ...]] = {}
-    for node in candidates:
-        credit = partner_credit if node in partners else kin_credit if node in kin else 0.0
-        state = nodes.get(node)
-        idle = idleness_after(state, requests) if state is not None else 0.0
-        score = round(top * (credit + settings.idleness_weight * idle))
-        scores[node] = 0 if score < 0 else top if score > top else score
-        breakdown[node] = (credit, idle)
-    best = max(scores.values(), default=0)
+    scores = np.clip(np.rint(top * (credit + settings.idleness_weight * idle)), 0, top).astype(np.int64).tolist()
     return ScoreDecision(
         "scored",
-        f"best score {best}; {len(partners)} partner node(s)",
+        f"best score {max(scores, default=0)}; {len(partners)} partner node(s)",
+        candidates,
         scores,
-        breakdown,
+        (credit, idle),
         ("weighted colocation", "idleness"),
     )
+
+
+def idleness_after(table: CapacityTable, rows: Rows, demand: Demand) -> Floats:
+    """How idle each node stays once the pod is on it: the mean, over cpu, memory and (where the node has
+    any) GPUs, of the share left free (nothing counts below zero); 0 for a row of -1 (unknown node)."""
+    known = rows >= 0
+    safe = np.where(known, rows, 0)
+    shares = np.zeros(len(rows), dtype=np.float64)
+    terms = np.zeros(len(rows), dtype=np.float64)
+    for column in table.layout.idle_columns:
+        allocatable = table.allocatable[safe, column]
+        present = known & (allocatable > 0)
+        left = table.available[safe, column] - demand.vector[column]
+        inverse = np.divide(1.0, allocatable, out=np.zeros(len(rows), dtype=np.float64), where=present)
+        shares = shares + np.where(present & (left > 0), left * inverse, 0.0)
+        terms = terms + present
+    return np.divide(shares, terms, out=np.zeros(len(rows), dtype=np.float64), where=terms > 0)
 
 
 def _job_neighbourhood(snapshot: ClusterSnapshot, pod: PodView) -> tuple[frozenset[str], frozenset[str]]:

@@ -120,6 +120,14 @@ class PolicySettings:
     consolidation_interval_s: float = 60.0
     """Seconds between two consolidation rounds of the same TFJob."""
 
+    defer_to_scheduler_gang_barrier: bool = True
+    """For a gang kube-scheduler gates itself (a `scheduling.k8s.io` PodGroup with a gang policy, whose pods
+    name it in `spec.schedulingGroup`: kube-scheduler's `GenericWorkload` gate is on), leave the
+    all-or-nothing barrier to kube-scheduler: `filter` never turns the gang's members away because the
+    gang is incomplete or does not fit whole, it only steers them to the gang's plan when there is one.
+    Ranking, co-location, job-level preemption and scaling are unchanged. False: the extender keeps its own
+    barrier for these gangs too (for a kube-scheduler that runs without the gate)."""
+
     network_topology: tuple[NetworkLayer, ...] = DEFAULT_NETWORK_TOPOLOGY
     """The network layers (top first, the node layer implied) used when the cluster has no
     ClusterNetworkTopology named `default`. Only gangs whose PodGroups carry a network-topology spec are

@@ -15,22 +15,30 @@ to or above the preemptor are never touched — equal meaning the same PriorityC
 weight, whatever their arrival. The search:
 1. refuse at once what cannot help: `preemptionPolicy: Never`, victims of an earlier preemption for this
    gang still terminating, a gang larger than the whole cluster, or (prefix sums, as Gödel prunes) even
-   evicting every candidate would not free enough in total or on any node for the largest member;
+   evicting every candidate would not free enough in total — the gang queue keeps, per PriorityClass,
+   what bound gangs and loose pods hold and what elastic jobs hold beyond their minimum, so a hopeless
+   gang is refused without looking at a single victim — or no node could hold a member even empty;
 2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
    feasible one with the fewest pods, then the lowest rank;
 3. otherwise add units cheapest first (surplus before evictions, lowest rank first) until the dry run
    plans the whole gang, then hand back every unit the plan can do without.
-Each feasibility test is the gang planner itself, run with the victims' requests handed back.
+Each feasibility test is the gang planner itself, run with the victims' requests handed back. Candidates
+are listed as subjects with their totals (from the gang queue); a subject's pods are only looked up when
+the search reaches it with a dry run that could succeed, so a decision costs what it examines, not the
+size of the cluster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
 from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank, rank_of
+from extender.policy.queue import queue_of
+from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 
@@ -89,19 +97,36 @@ def plan_preemption(
     search = open_search(snapshot, group_key, settings, now, terminating_victims, doing="preemption")
     if isinstance(search, PreemptionRefusal):
         return search
-    state, units = search.state, search.units
-    hopeless = _hopeless(snapshot, search.needs, search.demand, units)
+    state = search.state
+    hopeless = _hopeless(search)
     if hopeless is not None:
         return PreemptionRefusal(state.key, f"gang {state.key}: {hopeless}")
-    dry_run = search.dry_run
-    chosen = _one_subject(units, dry_run) or _accumulate(units, dry_run)
+    chosen = _one_subject(search) or _accumulate(search)
     if chosen is None:
         return PreemptionRefusal(
             state.key, f"gang {state.key}: evicting every lower-ranked job would still not let it be placed whole"
         )
-    verdict = dry_run(chosen)
+    verdict = search.dry_run(chosen)
     assert verdict is not None and verdict.admitted, "a chosen victim set always passed its dry run"
     return _plan(state.key, chosen, verdict)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """A candidate victim before its pods are looked up: an elastic job's surplus, a whole gang, or a pod
+    without a gang. Its totals come from the gang queue, so the search can rule it out without its pods."""
+
+    key: str
+    """The gang key, or the pod key of a pod without a gang."""
+    origin: str
+    """The PodGroup whose gang this is (empty for a pod without a gang)."""
+    rank: JobRank
+    surplus: bool
+    freed: Resources
+    """What taking all of it frees."""
+    size: int
+    """Bound pods it holds (whole gangs of one rank go smallest first)."""
+    pod: PodView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +137,10 @@ class Search:
     state: GangState
     settings: PolicySettings
     now: float
-    units: tuple[VictimUnit, ...]
-    """Every unit the gang may take, cheapest first (see `candidate_units`)."""
+    preemptor: JobRank
+    subjects: tuple[Subject, ...]
+    """Every subject the gang may take, cheapest first: surplus workers (lowest rank first), then whole
+    gangs of a lower PriorityClass, then lower-priority pods without a gang."""
     needs: tuple[tuple[int, tuple[PodView, ...]], ...]
     demand: Resources
     """The least any admitting plan places (`least_demand`)."""
@@ -121,11 +148,41 @@ class Search:
     """Nodes with room for the smallest pending member before anything is freed."""
     room: Resources
     """Free capacity on `roomy` plus the gang's own reservations."""
+    deficit: Resources
+    """What `room` lacks of `demand`."""
+    _units: dict[tuple[str, bool], tuple[VictimUnit, ...]] = field(default_factory=dict, compare=False)
+
+    def units_of(self, subject: Subject) -> tuple[VictimUnit, ...]:
+        """The subject's units: one per surplus worker (highest index first), or the whole gang or pod."""
+        known = self._units.get((subject.key, subject.surplus))
+        if known is not None:
+            return known
+        if subject.pod is not None:
+            units: tuple[VictimUnit, ...] = (VictimUnit(subject.key, subject.pod.job, (subject.pod,), subject.rank),)
+        else:
+            victim = gang_state(self.snapshot, subject.origin)
+            bound = tuple(pod for members in victim.members.values() for pod in members if pod.holds_node)
+            if subject.surplus:
+                units = tuple(_surplus_units(self.snapshot, subject.key, bound, subject.rank))
+            else:
+                units = (VictimUnit(subject.key, bound[0].job if bound else "", bound, subject.rank),)
+        self._units[(subject.key, subject.surplus)] = units
+        return units
+
+    @property
+    def units(self) -> tuple[VictimUnit, ...]:
+        """Every unit of every subject, cheapest first (looks up every candidate's pods)."""
+        return tuple(unit for subject in self.subjects for unit in self.units_of(subject))
+
+    def could_admit(self, freed: Resources) -> bool:
+        """The prefix-sum cut: freeing `freed` on top of the room already free may cover the least the gang
+        needs (when it cannot, no plan could succeed)."""
+        return self.deficit.fits_in(freed)
 
     def dry_run(self, chosen: Sequence[VictimUnit]) -> GangVerdict | None:
         """The gang's plan with `chosen` gone, or None when their requests plus the room already free
         cannot cover the least the gang needs (no plan could succeed: the prefix-sum cut)."""
-        if not self.demand.fits_in(self.room + total(pod.requests for pod in victims_of(chosen))):
+        if not self.could_admit(total(pod.requests for pod in victims_of(chosen))):
             return None
         return plan_gang(self.snapshot, self.state, self.settings, self.now, freed=freed_by(chosen), nodes=self.roomy)
 
@@ -146,8 +203,6 @@ def open_search(
     refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
     if refusal is not None:
         return PreemptionRefusal(state.key, refusal)
-    if plan_gang(snapshot, state, settings, now).admitted:
-        return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
     capacity = cluster_capacity(snapshot)
     needs = still_needed(state)
     demand = least_demand(needs)
@@ -155,52 +210,62 @@ def open_search(
         missing = describe(demand.shortfall(capacity))
         return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
-    units = candidate_units(snapshot, state, preemptor, settings, now, capacity)
+    table = snapshot.capacity
+    ceiling = table.resources(table.available[table.schedulable].sum(axis=0))
+    ceiling = ceiling + queue_of(snapshot, settings).freeable_below(preemptor.priority)
+    if not demand.fits_in(ceiling):
+        missing = describe(demand.shortfall(ceiling))
+        return PreemptionRefusal(
+            state.key, f"gang {state.key}: even evicting every lower-ranked job leaves {missing} missing"
+        )
+    if plan_gang(snapshot, state, settings, now).admitted:
+        return PreemptionRefusal(state.key, f"gang {state.key} fits without {doing}")
     roomy = roomy_nodes(snapshot, pending)
-    room = total(snapshot.nodes[name].available for name in roomy) + total(
+    room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    return Search(snapshot, state, settings, now, tuple(units), tuple(needs), demand, roomy, room)
+    subjects = candidate_subjects(snapshot, state, preemptor, settings, now)
+    deficit = demand.shortfall(room)
+    return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
 
 
-def candidate_units(
-    snapshot: ClusterSnapshot,
-    state: GangState,
-    preemptor: JobRank,
-    settings: PolicySettings,
-    now: float,
-    capacity: Resources,
-) -> list[VictimUnit]:
-    """Every unit the preemptor may take, cheapest first: surplus workers, then whole gangs of a lower
+def _room(snapshot: ClusterSnapshot, nodes: frozenset[str]) -> Resources:
+    table = snapshot.capacity
+    rows = table.rows_of(sorted(nodes))
+    return table.resources(table.available[rows[rows >= 0]].sum(axis=0))
+
+
+def candidate_subjects(
+    snapshot: ClusterSnapshot, state: GangState, preemptor: JobRank, settings: PolicySettings, now: float
+) -> tuple[Subject, ...]:
+    """Every subject the preemptor may take, cheapest first: surplus workers, then whole gangs of a lower
     PriorityClass, then lower-priority pods without a gang."""
+    queue = queue_of(snapshot, settings)
     own = set(state.members)
-    surplus: list[VictimUnit] = []
-    whole: list[VictimUnit] = []
-    seen: set[str] = set()
-    for group in snapshot.group_members:
-        if group in own or group in seen:
+    surplus: list[Subject] = []
+    whole: list[Subject] = []
+    for summary in queue.summaries.values():
+        if summary.priority > preemptor.priority or not summary.bound:
             continue
-        victim = gang_state(snapshot, group)
-        seen.update(victim.members)
-        bound = tuple(pod for members in victim.members.values() for pod in members if pod.holds_node)
-        if not bound:
+        if summary.priority == preemptor.priority and not summary.surplus:
             continue
-        rank = rank_of(snapshot, victim, now, settings, capacity)
+        if summary.origin in own or ("," in summary.key and own.intersection(summary.key.split(","))):
+            continue
+        rank = summary.rank(now, settings)
         if not may_preempt(preemptor, rank):
             continue
-        surplus += _surplus_units(snapshot, victim.key, bound, rank)
+        if summary.surplus:
+            surplus.append(Subject(summary.key, summary.origin, rank, True, summary.surplus, summary.bound_pods))
         if rank.priority < preemptor.priority:
-            whole.append(VictimUnit(victim.key, bound[0].job, bound, rank))
+            whole.append(Subject(summary.key, summary.origin, rank, False, summary.bound, summary.bound_pods))
     loose = [
-        VictimUnit(pod.key, pod.job, (pod,), _pod_rank(pod, settings))
-        for node in snapshot.nodes.values()
-        for key in node.pods
-        if (pod := snapshot.pods.get(key)) is not None and not pod.group and pod.priority < preemptor.priority
+        Subject(pod.key, "", _pod_rank(pod, settings), False, pod.requests, 1, pod)
+        for pod in queue.loose_pods_below(snapshot, preemptor.priority)
     ]
-    surplus.sort(key=lambda unit: _ascending(unit.rank))  # stable: each job's units stay highest index first
-    whole.sort(key=lambda unit: (_ascending(unit.rank), len(unit.pods)))
-    loose.sort(key=lambda unit: (_ascending(unit.rank), unit.subject))
-    return [*surplus, *whole, *loose]
+    surplus.sort(key=lambda subject: _ascending(subject.rank))
+    whole.sort(key=lambda subject: (*_ascending(subject.rank), subject.size))
+    loose.sort(key=lambda subject: (*_ascending(subject.rank), subject.key))
+    return (*surplus, *whole, *loose)
 
 
 def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
@@ -214,15 +279,9 @@ def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
     return preemptor.weight > victim.weight
 
 
-def _ascending(rank: JobRank) -> tuple[object, ...]:
-    """Lowest rank first."""
-    return tuple(_negate(part) for part in rank.sort_key)
-
-
-def _negate(part: object) -> object:
-    if isinstance(part, int | float):
-        return -part
-    return part
+def _ascending(rank: JobRank) -> tuple[int, int, float, float, str]:
+    """Lowest rank first: the rank order's numeric parts reversed, ties still by key."""
+    return (rank.priority, -rank.size_class, rank.weight, -rank.arrival, rank.subject)
 
 
 def _pod_rank(pod: PodView, settings: PolicySettings) -> JobRank:
@@ -269,7 +328,7 @@ def ineligible_reason(
     never = [pod.name for pod in pending if pod.preemption_policy == "Never"]
     if never:
         return f"gang {state.key}: preemptionPolicy Never on {', '.join(sorted(never))}"
-    still = sorted(key for key in terminating if key in snapshot.pods)
+    still = sorted(key for key in terminating if (pod := snapshot.pods.get(key)) is not None and pod.terminating)
     if still:
         return f"gang {state.key}: victims of its last preemption are still terminating ({', '.join(still)})"
     return None
@@ -299,34 +358,35 @@ def least_demand(needs: Sequence[tuple[int, Sequence[PodView]]]) -> Resources:
     return Resources(amounts)
 
 
-def _hopeless(
-    snapshot: ClusterSnapshot,
-    needs: Sequence[tuple[int, Sequence[PodView]]],
-    demand: Resources,
-    units: Sequence[VictimUnit],
-) -> str | None:
-    """Prefix-sum pruning: what all candidates together could free, in total and per node."""
-    freeable = freed_by(units)
-    reachable = [
-        state.available + freeable.get(name, EMPTY) for name, state in snapshot.nodes.items() if state.node.schedulable
-    ]
-    if not demand.fits_in(total(reachable)):
-        short = demand.shortfall(total(reachable))
-        return f"even evicting every lower-ranked job leaves {describe(short)} missing"
+def _hopeless(search: Search) -> str | None:
+    """Prefix-sum pruning (past the per-PriorityClass ceiling `open_search` checks): what every candidate
+    together could free, in total, and whether each member still needed fits some node at all."""
+    snapshot = search.snapshot
+    table = snapshot.capacity
+    free_now = table.resources(table.available[table.schedulable].sum(axis=0))
+    evicted_whole = {subject.key for subject in search.subjects if not subject.surplus}
+    freeable = total(
+        subject.freed for subject in search.subjects if not (subject.surplus and subject.key in evicted_whole)
+    )
+    reachable = free_now + freeable
+    if not search.demand.fits_in(reachable):
+        return f"even evicting every lower-ranked job leaves {describe(search.demand.shortfall(reachable))} missing"
+    schedulable = np.flatnonzero(table.schedulable)
     fits_somewhere: dict[Resources, bool] = {}
-    for count, pods in needs:
+    for count, pods in search.needs:
         placeable = 0
         for pod in pods:
             if placeable >= count:
                 break
             if pod.requests not in fits_somewhere:
-                fits_somewhere[pod.requests] = any(pod.requests.fits_in(room) for room in reachable)
+                empty = table.fits(schedulable, table.demand(pod.requests), table.allocatable[schedulable])
+                fits_somewhere[pod.requests] = bool(empty.any())
             placeable += fits_somewhere[pod.requests]
         if placeable < count:
             example = next(pod for pod in pods if not fits_somewhere[pod.requests])
             return (
-                f"only {placeable} of the {count} members still needed could fit on any node even after "
-                f"evictions (e.g. {example.name}, {describe(example.requests)})"
+                f"only {placeable} of the {count} members still needed could fit on any node even empty "
+                f"(e.g. {example.name}, {describe(example.requests)})"
             )
     return None
 
@@ -339,27 +399,38 @@ def _admits(dry_run: DryRun, chosen: Sequence[VictimUnit]) -> bool:
     return verdict is not None and verdict.admitted
 
 
-def _one_subject(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUnit] | None:
+def _one_subject(search: Search) -> list[VictimUnit] | None:
     """The feasible single-subject set with the fewest pods (a surplus prefix counts as its subject)."""
+    dry_run = search.dry_run
     options: list[list[VictimUnit]] = []
-    by_subject: dict[tuple[str, bool], list[VictimUnit]] = {}
-    for unit in units:
-        by_subject.setdefault((unit.subject, unit.is_surplus), []).append(unit)
-    for (_, surplus), group in by_subject.items():
+    for subject in search.subjects:
+        if not search.could_admit(subject.freed):
+            continue
+        group = search.units_of(subject)
         if not _admits(dry_run, group):
             continue
-        options.append(_hand_back(group, dry_run) if surplus else group)
+        options.append(_hand_back(list(group), dry_run) if subject.surplus else list(group))
     if not options:
         return None
     return min(options, key=lambda chosen: (len(victims_of(chosen)), _ascending(chosen[0].rank)))
 
 
-def _accumulate(units: Sequence[VictimUnit], dry_run: DryRun) -> list[VictimUnit] | None:
+def _accumulate(search: Search) -> list[VictimUnit] | None:
+    """Units cheapest first until the dry run admits the gang; a subject whose whole total could not
+    make that happen yet is taken without a dry run per unit."""
     chosen: list[VictimUnit] = []
-    for unit in units:
-        chosen.append(unit)
-        if _admits(dry_run, chosen):
-            return _hand_back(chosen, dry_run)
+    freed = EMPTY
+    for subject in search.subjects:
+        units = search.units_of(subject)
+        if not search.could_admit(freed + subject.freed):
+            chosen.extend(units)
+            freed = total(pod.requests for pod in victims_of(chosen))
+            continue
+        for unit in units:
+            chosen.append(unit)
+            if _admits(search.dry_run, chosen):
+                return _hand_back(chosen, search.dry_run)
+        freed = total(pod.requests for pod in victims_of(chosen))
     return None
 
 

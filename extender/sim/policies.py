@@ -5,11 +5,11 @@ step, makes its scheduling moves on the `SimCluster`. Every policy gets the same
 submitted elastic (`enableDynamicWorker`, min/max annotations, minMember = PS + min workers) to each of
 them and trains once its minimum runs; only the policies with `resizes` change worker counts. "Ours"
 runs the service's own pieces on the model the service uses: kube-scheduler (emulated) calls
-`filter_pod` / `prioritize_pod` on a `ClusterState` snapshot and commits plans with `commit_plan`,
-exactly as the HTTP verbs do; the job-level `PreemptionLoop` ticks with an actuator that changes the
-simulated cluster, and so does the service's `ScalerLoop` (scale-out into idle capacity, consolidation
-onto the PS), driven tick by tick on the virtual clock instead of from its thread. The baselines that
-place whole jobs themselves live in `baselines`.
+`filter_pod` / `prioritize_pod` on a `ClusterState` snapshot and commits plans through
+`decide_and_commit`, exactly as the HTTP verbs do; the job-level `PreemptionLoop` ticks with an actuator
+that changes the simulated cluster, and so does the service's `ScalerLoop` (scale-out into idle
+capacity, consolidation onto the PS), driven tick by tick on the virtual clock instead of from its
+thread. The baselines that place whole jobs themselves live in `baselines`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.actuator import Resize
-from extender.policy import PolicySettings, filter_pod, prioritize_pod
+from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.preemptor import PreemptionLoop
 from extender.scaler import ScalerLoop
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
+from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 
@@ -116,13 +117,12 @@ class ModelExtender:
     def filter(self, pod: SimPod, nodes: Sequence[str], now: float) -> list[str]:
         wall = EPOCH + now
         self.state.release_expired(wall)
-        view, snapshot = self._view(pod)
-        decision = filter_pod(snapshot, view, nodes, self.settings, wall)
-        if decision.reserve or decision.release_groups or decision.failed_plan is not None:
-            self.state.commit_plan(
-                release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
-            )
-        return list(decision.feasible)
+
+        def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+            return filter_pod(snapshot, snapshot.pods[pod.key], nodes, self.settings, wall)
+
+        outcome = decide_and_commit(self.state, decide)
+        return list(outcome.decision.feasible) if outcome.committed else []
 
     def prioritize(self, pod: SimPod, nodes: Sequence[str]) -> dict[str, int]:
         view, snapshot = self._view(pod)
@@ -148,7 +148,9 @@ class SimActuator:
         self.scaled += 1
         self.cluster.set_workers(job.split("/", 1)[1], replicas, self.now)
 
-    def evict(self, pod: PodView, reason: str) -> None:
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if dry_run:
+            return
         self.evicted += 1
         if pod.key in self.cluster.pods:
             self.cluster.delete_pod(pod.key, self.now)

@@ -1,378 +1,214 @@
 """Raw Kubernetes JSON → the policy's frozen views. The only module that knows label keys and field paths.
 
-Conversion is total over what the API server validates: quantities, names and timestamps it accepts are
-read exactly; anything else raises `ConversionError` with the object's identity and the field at fault,
-so a bad object in a snapshot file is reported precisely and a bad watch event is skipped, not fatal.
+Conversion is total: whatever JSON it is given, it either returns a view whose every field has the type
+and range the model expects, or raises `ConversionError` with the object's identity and the field at
+fault. Every field read is checked (`fields`): names by Kubernetes' length and character rules, phases
+and policies from their known sets, integers within int32, quantities bounded (`resources`), JSON
+annotations parsed with their contents checked (`gang_annotations`). A bad object in a snapshot file is
+reported precisely; a bad watch event or request pod is refused, never stored half-valid. Pods, nodes,
+PodGroups and PriorityClasses are read here, TFJobs and ClusterNetworkTopologies in `crds`, on the
+shared helpers of `objects`; this module is the one entry point for all of them.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from extender.policy.model import (
-    CLUSTER_LAYER,
-    NODE_LAYER,
-    Gather,
-    GatherRule,
-    GroupView,
-    JobView,
-    NetworkLayer,
-    NodeView,
-    PodView,
-    Role,
+from extender.policy.model import GroupView, NodeView, PodView
+from extender.state import fields, gang_annotations, workload_api
+from extender.state.crds import job_view as job_view
+from extender.state.crds import network_layers as network_layers
+from extender.state.fields import FieldError, Json
+from extender.state.gang_annotations import ANNOTATION_PREFIX as ANNOTATION_PREFIX
+from extender.state.gang_annotations import CONSOLIDATED_AT_ANNOTATION as CONSOLIDATED_AT_ANNOTATION
+from extender.state.gang_annotations import GANG_GROUPS_ANNOTATION as GANG_GROUPS_ANNOTATION
+from extender.state.gang_annotations import GANG_PLAN_ANNOTATION as GANG_PLAN_ANNOTATION
+from extender.state.gang_annotations import MAX_WORKERS_ANNOTATION as MAX_WORKERS_ANNOTATION
+from extender.state.gang_annotations import MIN_WORKERS_ANNOTATION as MIN_WORKERS_ANNOTATION
+from extender.state.gang_annotations import NETWORK_TOPOLOGY_SPEC_ANNOTATION as NETWORK_TOPOLOGY_SPEC_ANNOTATION
+from extender.state.gang_annotations import SCALED_AT_ANNOTATION as SCALED_AT_ANNOTATION
+from extender.state.gang_annotations import WORKER_PLAN_ANNOTATION as WORKER_PLAN_ANNOTATION
+from extender.state.gang_annotations import plan_annotation as plan_annotation
+from extender.state.objects import (
+    NON_NEGATIVE,
+    annotation_of,
+    converted,
+    created_at,
+    intern,
+    key_of,
+    requests_of,
+    resources_of,
+    role_of,
+    shared,
 )
-from extender.policy.resources import PODS, QuantityError, Resources
+from extender.state.objects import ConversionError as ConversionError
+from extender.state.objects import identity as identity
+from extender.state.objects import object_key as object_key
+from extender.state.objects import pod_key as pod_key
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 """training-operator and scheduler-plugins (≥ v0.25) mark gang members with this label."""
 LEGACY_POD_GROUP_LABELS = ("pod-group.scheduling.sigs.k8s.io", "pod-group.scheduling.sigs.k8s.io/name")
 """The `scheduling.sigs.k8s.io` dialect's labels, as Koordinator reads them."""
-GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
-NETWORK_TOPOLOGY_SPEC_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-spec"
-"""On a PodGroup: `{"gatherStrategy": [{"layer": ..., "strategy": "PreferGather" | "MustGather"}]}`."""
 NETWORK_TOPOLOGY_INDEX_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-index"
 """On a gang member: its rank in the gang's collective operations (an integer)."""
 NETWORK_TOPOLOGY_NAME = "default"
 """The one ClusterNetworkTopology object that configures the layers."""
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-ANNOTATION_PREFIX = "tfjob-extender.io/"
-MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
-"""On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
-MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
-"""On a TFJob: the most workers it may be scaled out to (default: its Worker replicas)."""
-SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
-"""Written by the scaler with each worker-count change: seconds since the epoch."""
-CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
-"""Written by the scaler with each worker migration: seconds since the epoch."""
-WORKER_PLAN_ANNOTATION = ANNOTATION_PREFIX + "worker-plan"
-"""Written by the scaler: `{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}}`."""
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 TFJOB_KIND = "TFJob"
-
-Json = Mapping[str, Any]
-N = TypeVar("N", int, float)
-
-
-class ConversionError(ValueError):
-    """An object the model cannot read; the message names the object and the field."""
-
-
-def identity(obj: Json) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    name = meta.get("name", "<unnamed>")
-    return f"{obj.get('kind', 'object')} {namespace}/{name}" if namespace else f"{obj.get('kind', 'object')} {name}"
-
-
-def object_key(obj: Json, *, namespaced: bool = False) -> str:
-    """`namespace/name`, or the plain name; a namespaced object without a namespace is in `default`."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise ConversionError(f"{identity(obj)}: metadata.name is missing")
-    namespace = meta.get("namespace") or ("default" if namespaced else None)
-    return f"{namespace}/{name}" if namespace else str(name)
-
-
-def pod_key(obj: Json) -> str:
-    """`namespace/name` of a pod, as `PodView.key` spells it."""
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
 def timestamp(value: str | datetime | None) -> float:
     """Seconds since the epoch from an RFC 3339 timestamp; 0 when absent."""
-    if not value:
-        return 0.0
-    if isinstance(value, datetime):  # YAML reads an unquoted timestamp as a datetime
-        return value.timestamp()
-    return datetime.fromisoformat(value).timestamp()
+    return fields.timestamp(value, "time")
 
 
-def _created(obj: Json) -> float:
-    value = (obj.get("metadata") or {}).get("creationTimestamp")
-    try:
-        return timestamp(value)
-    except (TypeError, ValueError) as error:
-        raise ConversionError(f"{identity(obj)}: metadata.creationTimestamp={value!r} is not a timestamp") from error
+def node_view(obj: Any) -> NodeView:
+    return converted(obj, _node)
 
 
-def _number(obj: Json, value: Any, field: str, parse: Callable[[Any], N]) -> N:
-    try:
-        return parse(value)
-    except (TypeError, ValueError) as error:
-        raise ConversionError(f"{identity(obj)}: {field}={value!r} is not a number") from error
-
-
-def _resources(obj: Json, quantities: Mapping[str, Any] | None, field: str) -> Resources:
-    try:
-        return Resources.parse(quantities)
-    except QuantityError as error:
-        raise ConversionError(f"{identity(obj)}: {field}: {error}") from error
-
-
-def node_view(obj: Json) -> NodeView:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    ready = next((c.get("status") == "True" for c in status.get("conditions") or [] if c.get("type") == "Ready"), True)
+def _node(obj: Json) -> NodeView:
+    meta = fields.mapping(obj, "metadata", "metadata")
+    spec = fields.mapping(obj, "spec", "spec")
+    status = fields.mapping(obj, "status", "status")
+    ready = True
+    for index, condition in enumerate(fields.objects(status, "conditions", "status.conditions")):
+        if fields.text(condition, "type", f"status.conditions[{index}].type") == "Ready":
+            ready = fields.text(condition, "status", f"status.conditions[{index}].status") == "True"
+    allocatable = fields.mapping(status, "allocatable", "status.allocatable") or fields.mapping(
+        status, "capacity", "status.capacity"
+    )
     return NodeView(
-        name=object_key(obj),
-        allocatable=_resources(obj, status.get("allocatable") or status.get("capacity"), "status.allocatable"),
-        labels=dict(meta.get("labels") or {}),
-        schedulable=ready and not spec.get("unschedulable", False),
+        name=intern(fields.dns_subdomain(key_of(obj, namespaced=False), "metadata.name")),
+        allocatable=resources_of(allocatable, "status.allocatable"),
+        labels=fields.labels(meta, "labels", "metadata.labels"),
+        schedulable=ready and not fields.flag(spec, "unschedulable", "spec.unschedulable"),
     )
 
 
-def pod_requests(obj: Json) -> Resources:
-    """Effective requests: containers summed (limits standing in for absent requests), at least the
-    largest init container, plus the pod overhead and one `pods` slot."""
-    spec = obj.get("spec") or {}
-    containers = Resources({PODS: 1})
-    for index, container in enumerate(spec.get("containers") or []):
-        containers = containers + _container_requests(obj, container, f"spec.containers[{index}]")
-    for index, container in enumerate(spec.get("initContainers") or []):
-        init = _container_requests(obj, container, f"spec.initContainers[{index}]")
-        names = containers.names() | init.names()
-        containers = Resources({name: max(containers.get(name), init.get(name)) for name in names})
-    return containers + _resources(obj, spec.get("overhead"), "spec.overhead")
+def pod_view(obj: Any) -> PodView:
+    return converted(obj, _pod)
 
 
-def _container_requests(obj: Json, container: Json, field: str) -> Resources:
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return _resources(obj, merged, f"{field}.resources")
-
-
-def pod_view(obj: Json) -> PodView:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    labels: Mapping[str, str] = meta.get("labels") or {}
-    namespace = meta.get("namespace") or "default"
-    role = _role(obj, labels.get(REPLICA_TYPE_LABEL, ""))
+def _pod(obj: Json) -> PodView:
+    meta = fields.mapping(obj, "metadata", "metadata")
+    spec = fields.mapping(obj, "spec", "spec")
+    status = fields.mapping(obj, "status", "status")
+    key = key_of(obj, namespaced=True)
+    namespace, name = key.split("/", 1)
+    fields.dns_subdomain(name, "metadata.name")
+    labels = fields.mapping(meta, "labels", "metadata.labels")
+    node_name = spec.get("nodeName")
+    scheduler_name = spec.get("schedulerName")
     return PodView(
-        namespace=namespace,
-        name=str(meta.get("name") or object_key(obj)),
-        uid=str(meta.get("uid") or ""),
-        requests=pod_requests(obj),
-        scheduler_name=spec.get("schedulerName") or "default-scheduler",
-        node_name=spec.get("nodeName") or "",
-        phase=status.get("phase") or "Pending",
-        terminating=bool(meta.get("deletionTimestamp")),
-        priority=_number(obj, spec.get("priority") or 0, "spec.priority", int),
-        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
-        group=_group_of(namespace, labels),
-        job=_job_of(namespace, meta, labels),
-        role=role,
-        index=_index(obj, labels.get(REPLICA_INDEX_LABEL)),
-        created=_created(obj),
-        node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
-        topology_index=_topology_index(obj, (meta.get("annotations") or {}).get(NETWORK_TOPOLOGY_INDEX_ANNOTATION)),
+        namespace=intern(namespace),
+        name=name,
+        uid=fields.text(meta, "uid", "metadata.uid"),
+        requests=shared(requests_of(spec, "spec.")),
+        scheduler_name=intern(fields.dns_subdomain(scheduler_name, "spec.schedulerName"))
+        if scheduler_name
+        else "default-scheduler",
+        node_name=intern(fields.dns_subdomain(node_name, "spec.nodeName")) if node_name else "",
+        phase=intern(fields.phase(status, "phase", "status.phase")),
+        terminating=bool(fields.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")),
+        priority=fields.integer(spec, "priority", "spec.priority"),
+        preemption_policy=fields.one_of(spec, "preemptionPolicy", "spec.preemptionPolicy", PREEMPTION_POLICIES),
+        group=intern(_group_of(namespace, labels, spec)),
+        job=intern(_job_of(namespace, meta, labels)),
+        role=role_of(_label(labels, REPLICA_TYPE_LABEL)),
+        index=_integer_label(labels, REPLICA_INDEX_LABEL, f"label {REPLICA_INDEX_LABEL}"),
+        created=created_at(meta),
+        node_selector=tuple(sorted(fields.labels(spec, "nodeSelector", "spec.nodeSelector").items())),
+        topology_index=_topology_index(meta),
+        scheduled_at=_scheduled_at(status),
     )
 
 
-def _topology_index(obj: Json, value: str | None) -> int | None:
+def _scheduled_at(status: Json) -> float:
+    """When the pod was bound: its `PodScheduled` condition's transition time (0 when not scheduled)."""
+    for index, condition in enumerate(fields.objects(status, "conditions", "status.conditions")):
+        path = f"status.conditions[{index}]"
+        if fields.text(condition, "type", f"{path}.type") == "PodScheduled" and (
+            fields.text(condition, "status", f"{path}.status") == "True"
+        ):
+            return fields.timestamp(condition.get("lastTransitionTime"), f"{path}.lastTransitionTime")
+    return 0.0
+
+
+def _label(labels: Json, key: str) -> str:
+    return fields.label_value(labels.get(key) or "", f"label {key}")
+
+
+def _integer_label(labels: Json, key: str, path: str) -> int:
+    value = labels.get(key)
+    return 0 if value is None else fields.integer_text(value, path, bounds=NON_NEGATIVE)
+
+
+def _topology_index(meta: Json) -> int | None:
+    value = annotation_of(meta, NETWORK_TOPOLOGY_INDEX_ANNOTATION)
     if value is None:
         return None
-    try:
-        return int(value)
-    except ValueError as error:
-        raise ConversionError(
-            f"{identity(obj)}: annotation {NETWORK_TOPOLOGY_INDEX_ANNOTATION}={value!r} is not an integer"
-        ) from error
+    return fields.integer_text(value, f"annotation {NETWORK_TOPOLOGY_INDEX_ANNOTATION}")
 
 
-def _role(obj: Json, value: str) -> Role:
-    if not value:
-        return Role.NONE
-    try:
-        return Role(value.lower())
-    except ValueError:
-        return Role.NONE
-
-
-def _index(obj: Json, value: str | None) -> int:
-    if value is None:
-        return 0
-    try:
-        return int(value)
-    except ValueError as error:
-        raise ConversionError(f"{identity(obj)}: label {REPLICA_INDEX_LABEL}={value!r} is not an integer") from error
-
-
-def _group_of(namespace: str, labels: Mapping[str, str]) -> str:
+def _group_of(namespace: str, labels: Json, spec: Json) -> str:
+    """The pod's PodGroup: the one its `spec.schedulingGroup` names (kube-scheduler gates the pod by that
+    one), else the one a PodGroup label names."""
+    scheduling_group = fields.mapping(spec, "schedulingGroup", "spec.schedulingGroup").get("podGroupName")
+    if scheduling_group:
+        return f"{namespace}/{fields.path_segment(scheduling_group, 'spec.schedulingGroup.podGroupName')}"
     for label in (POD_GROUP_LABEL, *LEGACY_POD_GROUP_LABELS):
         if labels.get(label):
-            return f"{namespace}/{labels[label]}"
+            return f"{namespace}/{_label(labels, label)}"
     return ""
 
 
-def _job_of(namespace: str, meta: Json, labels: Mapping[str, str]) -> str:
-    for owner in meta.get("ownerReferences") or []:
-        if owner.get("kind") == TFJOB_KIND and owner.get("controller"):
-            return f"{namespace}/{owner.get('name')}"
-    job = labels.get(JOB_NAME_LABEL)
+def _job_of(namespace: str, meta: Json, labels: Json) -> str:
+    for index, owner in enumerate(fields.objects(meta, "ownerReferences", "metadata.ownerReferences")):
+        path = f"metadata.ownerReferences[{index}]"
+        if fields.text(owner, "kind", f"{path}.kind") == TFJOB_KIND and fields.flag(owner, "controller", path):
+            return f"{namespace}/{fields.path_segment(owner.get('name'), f'{path}.name')}"
+    job = _label(labels, JOB_NAME_LABEL)
     return f"{namespace}/{job}" if job else ""
 
 
-def group_view(obj: Json, api_group: str) -> GroupView:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    namespace = meta.get("namespace") or "default"
-    key = f"{namespace}/{meta.get('name')}"
-    timeout = spec.get("scheduleTimeoutSeconds")
-    annotations = meta.get("annotations") or {}
-    return GroupView(
+def group_view(obj: Any, api_group: str) -> GroupView:
+    return converted(obj, lambda o: _group(o, api_group))
+
+
+def _group(obj: Json, api_group: str) -> GroupView:
+    meta = fields.mapping(obj, "metadata", "metadata")
+    spec = fields.mapping(obj, "spec", "spec")
+    key = key_of(obj, namespaced=True)
+    namespace, name = key.split("/", 1)
+    timeout = fields.integer(spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", bounds=NON_NEGATIVE)
+    view = GroupView(
         namespace=namespace,
-        name=str(meta.get("name") or object_key(obj)),
-        min_member=max(1, _number(obj, spec.get("minMember") or 1, "spec.minMember", int)),
+        name=name,
+        min_member=max(1, fields.integer(spec, "minMember", "spec.minMember", default=1, bounds=NON_NEGATIVE)),
         api_group=api_group,
-        schedule_timeout_s=_number(obj, timeout, "spec.scheduleTimeoutSeconds", float) if timeout else None,
-        gang_group=_gang_group(obj, key, annotations.get(GANG_GROUPS_ANNOTATION)),
-        min_resources=_resources(obj, spec.get("minResources"), "spec.minResources"),
-        created=_created(obj),
-        gather=_gather_rules(obj, annotations.get(NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
+        schedule_timeout_s=float(timeout) if timeout else None,
+        gang_group=gang_annotations.gang_group(key, annotation_of(meta, GANG_GROUPS_ANNOTATION)),
+        min_resources=resources_of(fields.mapping(spec, "minResources", "spec.minResources"), "spec.minResources"),
+        created=created_at(meta),
+        gather=gang_annotations.gather_rules(annotation_of(meta, NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
+        **gang_annotations.gang_plan(annotation_of(meta, GANG_PLAN_ANNOTATION)),
     )
-
-
-def _gather_rules(obj: Json, annotation: str | None) -> tuple[GatherRule, ...]:
-    if not annotation:
-        return ()
-    where = f"{identity(obj)}: annotation {NETWORK_TOPOLOGY_SPEC_ANNOTATION}"
+    if api_group != workload_api.API_GROUP:
+        return view
+    policy = fields.mapping(spec, "schedulingPolicy", "spec.schedulingPolicy")
+    if policy.get("gang") is not None:
+        gang = fields.mapping(policy, "gang", "spec.schedulingPolicy.gang")
+        fields.integer(gang, "minCount", "spec.schedulingPolicy.gang.minCount", default=1, bounds=NON_NEGATIVE)
     try:
-        spec = json.loads(annotation)
-    except json.JSONDecodeError as error:
-        raise ConversionError(f"{where} is not JSON") from error
-    rules = spec.get("gatherStrategy") if isinstance(spec, dict) else None
-    if not isinstance(rules, list):
-        raise ConversionError(f'{where} must be an object with a "gatherStrategy" list')
-    strategies = {gather.value.lower(): gather for gather in Gather}
-    parsed = []
-    for rule in rules:
-        layer = rule.get("layer") if isinstance(rule, dict) else None
-        strategy = strategies.get(str(rule.get("strategy", "")).lower()) if isinstance(rule, dict) else None
-        if not isinstance(layer, str) or not layer or strategy is None:
-            raise ConversionError(
-                f'{where}: each gatherStrategy entry needs a "layer" and a "strategy" of PreferGather or MustGather'
-            )
-        parsed.append(GatherRule(layer, strategy))
-    return tuple(parsed)
+        return workload_api.group_view(obj, view)
+    except ValueError as error:
+        raise FieldError(str(error)) from None
 
 
-def _gang_group(obj: Json, key: str, annotation: str | None) -> tuple[str, ...]:
-    if not annotation:
-        return ()
-    try:
-        members = json.loads(annotation)
-    except json.JSONDecodeError as error:
-        raise ConversionError(f"{identity(obj)}: annotation {GANG_GROUPS_ANNOTATION} is not JSON") from error
-    if not isinstance(members, list) or not all(isinstance(m, str) and "/" in m for m in members):
-        raise ConversionError(
-            f'{identity(obj)}: annotation {GANG_GROUPS_ANNOTATION} must be a JSON list of "namespace/name"'
-        )
-    return tuple(sorted({key, *members}))
-
-
-def job_view(obj: Json) -> JobView:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    replicas: dict[Role, int] = {}
-    role_requests: dict[Role, Resources] = {}
-    priority_class = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("priorityClass") or ""
-    for replica_type, replica_spec in (spec.get("tfReplicaSpecs") or {}).items():
-        role = _role(obj, replica_type)
-        count = (replica_spec or {}).get("replicas")
-        field = f"spec.tfReplicaSpecs.{replica_type}.replicas"
-        replicas[role] = replicas.get(role, 0) + (1 if count is None else _number(obj, count, field, int))
-        template_spec = ((replica_spec or {}).get("template") or {}).get("spec") or {}
-        priority_class = priority_class or template_spec.get("priorityClassName") or ""
-        role_requests[role] = pod_requests({"kind": obj.get("kind"), "metadata": meta, "spec": template_spec})
-    workers = replicas.get(Role.WORKER, 0)
-    annotations: Mapping[str, str] = meta.get("annotations") or {}
-    min_workers = _workers(obj, annotations, MIN_WORKERS_ANNOTATION, workers)
-    max_workers = max(min_workers, _workers(obj, annotations, MAX_WORKERS_ANNOTATION, workers))
-    return JobView(
-        namespace=meta.get("namespace") or "default",
-        name=str(meta.get("name") or object_key(obj)),
-        uid=str(meta.get("uid") or ""),
-        replicas=replicas,
-        enable_dynamic_worker=bool(spec.get("enableDynamicWorker", False)),
-        priority_class=priority_class,
-        created=_created(obj),
-        role_requests=role_requests,
-        min_workers=min_workers,
-        max_workers=max_workers,
-        scaled_at=_number(obj, annotations.get(SCALED_AT_ANNOTATION, 0), SCALED_AT_ANNOTATION, float),
-        consolidated_at=_number(obj, annotations.get(CONSOLIDATED_AT_ANNOTATION, 0), CONSOLIDATED_AT_ANNOTATION, float),
-        **_worker_plan(annotations.get(WORKER_PLAN_ANNOTATION)),
-    )
-
-
-def worker_plan_annotation(plan: Mapping[str, str], expires_at: float) -> str:
-    """The value of `tfjob-extender.io/worker-plan` for pod name → node, lapsing at `expires_at`."""
-    return json.dumps({"expiresAt": round(expires_at, 3), "pods": dict(sorted(plan.items()))}, separators=(",", ":"))
-
-
-def _worker_plan(value: str | None) -> dict[str, Any]:
-    """The plan's fields for a JobView; a plan that cannot be read is no plan (it is only a steering hint,
-    never a reason to drop the TFJob from the model)."""
-    if not value:
-        return {}
-    try:
-        parsed = json.loads(value)
-        pods = tuple(sorted((str(name), str(node)) for name, node in parsed["pods"].items()))
-        return {"worker_plan": pods, "worker_plan_expires": float(parsed["expiresAt"])}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return {}
-
-
-def _workers(obj: Json, annotations: Mapping[str, str], annotation: str, default: int) -> int:
-    value = annotations.get(annotation)
-    if value is None:
-        return default
-    count = _number(obj, value, f"annotation {annotation}", int)
-    if count < 0:
-        raise ConversionError(f"{identity(obj)}: annotation {annotation} must not be negative")
-    return count
-
-
-def priority_class_value(obj: Json) -> int:
-    return _number(obj, obj.get("value") or 0, "value", int)
-
-
-def network_layers(obj: Json) -> tuple[NetworkLayer, ...]:
-    """The layers of a ClusterNetworkTopology, top first, without the built-in cluster and node layers.
-
-    `spec.networkTopologySpec` lists layers with their parent; the chain is followed from the node layer
-    (or, when that is not listed, the one layer no other names as parent) up to the top.
-    """
-    where = f"{identity(obj)}: spec.networkTopologySpec"
-    entries = (obj.get("spec") or {}).get("networkTopologySpec")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and e.get("topologyLayer") for e in entries):
-        raise ConversionError(f"{where} must be a list of entries with a topologyLayer")
-    parents = {str(e["topologyLayer"]): str(e.get("parentTopologyLayer") or "") for e in entries}
-    keys = {str(e["topologyLayer"]): tuple(str(k) for k in e.get("labelKey") or []) for e in entries}
-    if len(parents) != len(entries):
-        raise ConversionError(f"{where} lists a layer twice")
-    bottoms = [NODE_LAYER] if NODE_LAYER in parents else sorted(set(parents) - set(parents.values()))
-    if len(bottoms) != 1:
-        raise ConversionError(f"{where} must form one chain of layers down to {NODE_LAYER}")
-    chain: list[str] = []
-    layer = parents[bottoms[0]] if bottoms[0] == NODE_LAYER else bottoms[0]
-    while layer and layer != CLUSTER_LAYER:
-        if layer in chain or layer not in parents:
-            raise ConversionError(f"{where}: layer {layer!r} is {'in a cycle' if layer in chain else 'not defined'}")
-        if not keys[layer]:
-            raise ConversionError(f"{where}: layer {layer!r} has no labelKey")
-        chain.append(layer)
-        layer = parents[layer]
-    stray = set(parents) - set(chain) - {NODE_LAYER}
-    if stray:
-        raise ConversionError(f"{where}: layers {sorted(stray)} are not on the chain down to {NODE_LAYER}")
-    return tuple(NetworkLayer(name, keys[name]) for name in reversed(chain))
+def priority_class_value(obj: Any) -> int:
+    return converted(obj, lambda o: fields.integer(o, "value", "value"))

@@ -1,7 +1,7 @@
 """The narrow interface through which watch events reach the cluster model.
 
 Informers (live API server), the snapshot loader (offline mode) and the simulator all feed the model
-through these three calls and nothing else, so the model never learns where its events come from.
+through these calls and nothing else, so the model never learns where its events come from.
 """
 
 from __future__ import annotations
@@ -22,4 +22,7 @@ class ModelFeed(Protocol):
         """Apply one watch event to the model."""
 
     def mark_synced(self, kind: Kind) -> None:
-        """Record that `kind` has completed its first full list."""
+        """Record that `kind` has completed a full list."""
+
+    def mark_unsynced(self, kind: Kind) -> None:
+        """Record that `kind`'s watch broke: until it is listed again the model may have missed events."""

@@ -14,10 +14,12 @@ import heapq
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from extender.policy.frozenmap import CowMap
+from extender.policy.ledger import LedgerChange, still_holds
 from extender.policy.model import (
     ClusterSnapshot,
     FailedPlan,
@@ -31,28 +33,33 @@ from extender.policy.model import (
     PreemptionRecord,
     Reservation,
 )
+from extender.policy.queue import QueueBuilder
 from extender.policy.resources import EMPTY, Resources
+from extender.policy.settings import PolicySettings
 from extender.state import convert
+from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
 
 log = logging.getLogger(__name__)
 
-GROUP_KINDS = (Kind.PODGROUP, Kind.PODGROUP_SIGS)
-"""Both PodGroup dialects; when both define the same namespace/name, the first listed wins."""
+GROUP_KINDS = (Kind.PODGROUP_K8S, Kind.PODGROUP, Kind.PODGROUP_SIGS)
+"""The three PodGroup dialects; when several define the same namespace/name, the first listed wins."""
 
 
 class ClusterState:
     """Watch-fed model of nodes, pods, PodGroups, TFJobs and PriorityClasses, plus gang reservations."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: PolicySettings | None = None) -> None:
         self._lock = threading.Lock()
+        self._queue = QueueBuilder(settings or PolicySettings())
         self._generation = 0
         self._capacity_generation = 0
         self._synced: set[Kind] = set()
         self._node_views: dict[str, NodeView] = {}
         self._usage: dict[str, tuple[Resources, frozenset[str]]] = {}
         self._nodes: CowMap[str, NodeState] = CowMap()
+        self._capacity = CapacityLedger()
         self._pods: CowMap[str, PodView] = CowMap()
         self._groups_by_kind: dict[Kind, dict[str, GroupView]] = {kind: {} for kind in GROUP_KINDS}
         self._groups: CowMap[str, GroupView] = CowMap()
@@ -68,9 +75,14 @@ class ClusterState:
         self._network_topology: tuple[NetworkLayer, ...] | None = None
         self._labels_epoch = NodeLabelsEpoch()
         self._expiries: list[tuple[float, str]] = []
+        self._released_until: dict[str, float] = {}
+        """PodGroup → the latest expiry of a plan released for it: a plan annotation no later than that is
+        an echo of a released plan and is not held again."""
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
         self.rejected_objects = 0
+        self.refused_commits = 0
+        """Decisions refused because the model changed under them in a way they did not survive."""
         """Objects skipped because they could not be read (see the log for each)."""
         self.last_rejection = ""
         self.recent_rejections: deque[str] = deque(maxlen=100)
@@ -96,15 +108,13 @@ class ClusterState:
             for obj in fresh.values():
                 self._apply(kind, "MODIFIED", obj)
 
-    def observe_pod(self, obj: Mapping[str, Any]) -> None:
-        """Take a pod kube-scheduler asked about before its watch event arrived (never overrides one)."""
-        with self._lock:
-            if convert.object_key(obj, namespaced=True) not in self._keys[Kind.POD]:
-                self._apply(Kind.POD, "ADDED", obj)
-
     def mark_synced(self, kind: Kind) -> None:
         with self._lock:
             self._synced.add(kind)
+
+    def mark_unsynced(self, kind: Kind) -> None:
+        with self._lock:
+            self._synced.discard(kind)
 
     def synced_kinds(self) -> frozenset[Kind]:
         with self._lock:
@@ -116,31 +126,28 @@ class ClusterState:
 
     # -- gang ledger ------------------------------------------------------------------------------------
 
-    def commit_plan(
-        self,
-        *,
-        release_groups: Iterable[str] = (),
-        reserve: Sequence[Reservation] = (),
-        failed_plan: FailedPlan | None = None,
-    ) -> None:
-        """Apply what gang admission decided: drop old plans, hold new ones, remember a failure."""
+    def commit(self, change: LedgerChange, *, decided_on: int | None) -> bool:
+        """Apply a change decided on the model at generation `decided_on`: at once if nothing changed
+        since, else only if it still holds on the model as it is now (`ledger.still_holds`); returns
+        whether it was applied. `decided_on=None` applies it unconditionally (restoring a dump, not a
+        decision)."""
         with self._lock:
-            for group in release_groups:
+            stale = decided_on is not None and decided_on != self._generation
+            if stale and not still_holds(self._take_snapshot(), change, decided_on or 0):
+                self.refused_commits += 1
+                return False
+            for group in change.release_groups:
                 self._release_group(group)
-            for reservation in reserve:
+            for reservation in change.reserve:
                 self._reserve(reservation)
-            if reserve:
-                for gang in {r.group for r in reserve}:
-                    self._forget_failures_of(gang)
-            if failed_plan is not None:
-                self._failed_plans.set(failed_plan.gang, failed_plan)
+            for gang in {r.group for r in change.reserve}:
+                self._forget_failures_of(gang)
+            if change.failed_plan is not None:
+                self._failed_plans.set(change.failed_plan.gang, change.failed_plan)
+            if change.preemption is not None:
+                self._preemptions.set(change.preemption.gang, change.preemption)
             self._changed()
-
-    def record_preemption(self, record: PreemptionRecord) -> None:
-        """Remember a preemption carried out for a gang (its victims gate the next one)."""
-        with self._lock:
-            self._preemptions.set(record.gang, record)
-            self._changed()
+            return True
 
     def release_expired(self, now: float) -> int:
         """Release reservations whose plan timed out; returns how many were released."""
@@ -159,26 +166,32 @@ class ClusterState:
 
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:
-            if self._snapshot is None:
-                self._snapshot = ClusterSnapshot(
-                    generation=self._generation,
-                    capacity_generation=self._capacity_generation,
-                    nodes=self._nodes.freeze(),
-                    pods=self._pods.freeze(),
-                    groups=self._groups.freeze(),
-                    group_members=self._group_members.freeze(),
-                    group_generations=self._group_generations.freeze(),
-                    jobs=self._jobs.freeze(),
-                    job_members=self._job_members.freeze(),
-                    reservations=self._reservations.freeze(),
-                    reserved_by_node=self._reserved_by_node.freeze(),
-                    failed_plans=self._failed_plans.freeze(),
-                    priority_classes=self._priority_classes.freeze(),
-                    preemptions=self._preemptions.freeze(),
-                    network_topology=self._network_topology,
-                    node_labels_epoch=self._labels_epoch,
-                )
-            return self._snapshot
+            return self._take_snapshot()
+
+    def _take_snapshot(self) -> ClusterSnapshot:
+        """The current snapshot (the caller holds the lock)."""
+        if self._snapshot is None:
+            base = ClusterSnapshot(
+                generation=self._generation,
+                capacity_generation=self._capacity_generation,
+                nodes=self._nodes.freeze(),
+                pods=self._pods.freeze(),
+                groups=self._groups.freeze(),
+                group_members=self._group_members.freeze(),
+                group_generations=self._group_generations.freeze(),
+                jobs=self._jobs.freeze(),
+                job_members=self._job_members.freeze(),
+                reservations=self._reservations.freeze(),
+                reserved_by_node=self._reserved_by_node.freeze(),
+                failed_plans=self._failed_plans.freeze(),
+                priority_classes=self._priority_classes.freeze(),
+                preemptions=self._preemptions.freeze(),
+                network_topology=self._network_topology,
+                node_labels_epoch=self._labels_epoch,
+                capacity=self._capacity.freeze(),
+            )
+            self._snapshot = replace(base, queue=self._queue.refresh(base))
+        return self._snapshot
 
     def groups_of_kind(self, kind: Kind) -> list[GroupView]:
         """The PodGroups of one dialect (for dumps, which must keep each in its own API group)."""
@@ -220,11 +233,13 @@ class ClusterState:
             self._set_group(kind, key, convert.group_view(obj, BY_KIND[kind].api_version.split("/")[0]))
         elif kind is Kind.TFJOB:
             self._jobs.set(key, convert.job_view(obj))
+            self._touch_job(key)
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, convert.network_layers(obj))
         else:
             self._priority_classes.set(key, convert.priority_class_value(obj))
+            self._queue.touch_everything()
             self._changed()
 
     def _delete(self, kind: Kind, key: str) -> None:
@@ -236,11 +251,13 @@ class ClusterState:
             self._set_group(kind, key, None)
         elif kind is Kind.TFJOB:
             self._jobs.delete(key)
+            self._touch_job(key)
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, None)
         else:
             self._priority_classes.delete(key)
+            self._queue.touch_everything()
             self._changed()
 
     def _set_network_topology(self, name: str, layers: tuple[NetworkLayer, ...] | None) -> None:
@@ -249,13 +266,23 @@ class ClusterState:
             self._network_topology = layers
             self._changed(capacity=True)
 
+    def _touch_job(self, job: str) -> None:
+        """The gangs of the job's pods (their weight, priority and arrival come from the job)."""
+        for key in self._job_members.get(job) or ():
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._queue.touch(pod.group)
+
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)
+        if view is None or old is None or (old.allocatable, old.schedulable) != (view.allocatable, view.schedulable):
+            self._queue.touch_weights()
         if view is None or old is None or old.labels != view.labels:
             self._labels_epoch = NodeLabelsEpoch()
         if view is None:
             self._node_views.pop(name, None)
             self._nodes.delete(name)
+            self._capacity.drop_node(name)
             self._changed()
             return
         self._node_views[name] = view
@@ -268,7 +295,9 @@ class ClusterState:
         if view is None:
             return
         requested, pods = self._usage.get(name, (EMPTY, frozenset()))
-        self._nodes.set(name, NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY))
+        state = NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY)
+        self._nodes.set(name, state)
+        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable)
 
     def _use(self, pod: PodView, sign: int) -> None:
         requested, pods = self._usage.get(pod.node_name, (EMPTY, frozenset()))
@@ -291,7 +320,12 @@ class ClusterState:
             self._pods.set(key, pod)
         self._index_member(self._group_members, old.group if old else "", pod.group if pod else "", key)
         self._index_member(self._job_members, old.job if old else "", pod.job if pod else "", key)
+        if old != pod:
+            self._queue.touch(old.group if old else "", pod.group if pod else "")
+            self._queue.loose_pod(old, pod)
         released = self._settle_reservation(key, pod)
+        if pod is not None and pod.group and pod.pending and key not in self._reservations:
+            self._import_plan(pod.group, only=key)
         for group in {old.group if old else "", pod.group if pod else ""} - {""}:
             if old is None or pod is None or _membership_changed(old, pod):
                 self._bump_group(group)
@@ -328,6 +362,7 @@ class ClusterState:
         self._group_generations.set(group, self._generation + 1)
 
     def _set_group(self, kind: Kind, key: str, view: GroupView | None) -> None:
+        old = self._groups.get(key)
         if view is None:
             self._groups_by_kind[kind].pop(key, None)
         else:
@@ -338,6 +373,9 @@ class ClusterState:
             self._release_group(key)
         else:
             self._groups.set(key, merged)
+        self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))
+        if merged is not None and (old is None or (old.plan, old.plan_expires) != (merged.plan, merged.plan_expires)):
+            self._import_plan(key)
         self._bump_group(key)
         self._changed(capacity=view is None)
 
@@ -345,6 +383,7 @@ class ClusterState:
         if reservation.pod in self._reservations:
             self._drop_reservation(reservation.pod)
         self._reservations.set(reservation.pod, reservation)
+        self._touch_reserved(reservation)
         held = self._reserved_by_node.get(reservation.node) or EMPTY
         self._reserved_by_node.set(reservation.node, held + reservation.requests)
         self._refresh_node(reservation.node)
@@ -354,6 +393,7 @@ class ClusterState:
         held = self._reservations.delete(pod_key)
         if held is None:
             return
+        self._touch_reserved(held)
         remaining = (self._reserved_by_node.get(held.node) or EMPTY) - held.requests
         if remaining:
             self._reserved_by_node.set(held.node, remaining)
@@ -361,12 +401,39 @@ class ClusterState:
             self._reserved_by_node.delete(held.node)
         self._refresh_node(held.node)
 
+    def _touch_reserved(self, reservation: Reservation) -> None:
+        pod = self._pods.get(reservation.pod)
+        self._queue.touch(reservation.group, pod.group if pod is not None else "")
+
+    def _import_plan(self, group: str, *, only: str | None = None) -> None:
+        """Hold the plan written on the PodGroup (annotation `tfjob-extender.io/plan`) for its pending members
+        the model knows (or just `only`). A plan this model already holds a later one for, or released, is
+        not taken again. Imported plans were decided by the process that wrote them: they are held as
+        they are, like the reservations of a dump."""
+        view = self._groups.get(group)
+        if view is None or not view.plan or view.plan_expires <= self._released_until.get(group, 0.0):
+            return
+        for name, node, uid in view.plan:
+            key = f"{view.namespace}/{name}"
+            if only is not None and key != only:
+                continue
+            pod = self._pods.get(key)
+            held = self._reservations.get(key)
+            if pod is None or pod.uid != uid or not pod.pending or node not in self._node_views:
+                continue
+            if held is None or held.expires_at < view.plan_expires:
+                self._reserve(Reservation(key, group, node, pod.requests, view.plan_expires))
+
     def _release_group(self, group: str) -> int:
         """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""
         gang = self._gang_of(group)
         held = {key for g in gang for key in self._group_members.get(g) or frozenset() if key in self._reservations}
         held.update(r.pod for r in self._reservations.values() if r.group in gang)
         for key in held:
+            reservation = self._reservations.get(key)
+            if reservation is not None:
+                until = max(self._released_until.get(reservation.group, 0.0), reservation.expires_at)
+                self._released_until[reservation.group] = until
             self._drop_reservation(key)
         if held:
             self._capacity_generation = self._generation + 1

@@ -55,10 +55,10 @@ def test_unknown_gang_is_a_404_with_a_reason(client: TestClient) -> None:
 
 def test_decisions_keep_per_node_reasons_and_scores(client: TestClient) -> None:
     filter_worker(client)
-    pod = make_pod("plain", cpu="3500m")
+    pod = make_pod("solo", cpu="3500m", job="solo")
     client.post("/filter", content=orjson.dumps({"Pod": pod, "NodeNames": ["node-0", "node-1", "node-2"]}))
     client.post("/prioritize", content=orjson.dumps({"Pod": pod, "NodeNames": ["node-2"]}))
-    decisions = client.get("/debug/decisions", params={"pod": "default/plain"}).json()["decisions"]
+    decisions = client.get("/debug/decisions", params={"pod": "default/solo"}).json()["decisions"]
     assert [d["verb"] for d in decisions] == ["prioritize", "filter"]
     assert decisions[1]["failed"], "the rejected nodes are listed under their reason"
     assert "node-2" in decisions[0]["scores"]

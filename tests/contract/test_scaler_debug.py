@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 
 from extender.actuator import RecordingActuator
 from extender.api.app import create_app, make_service
-from extender.api.scaler import create_scaler_app, make_scaler_router
+from extender.api.scaler import create_loops_app, make_scaler_router
 from extender.config import Settings
 from extender.policy.settings import PolicySettings
 from extender.scaler import ScalerLoop, ScalerMetrics
@@ -45,7 +45,9 @@ def test_the_standalone_scaler_app_serves_health_debug_and_metrics() -> None:
     loop = scaler_over_a_growing_job()
     registry = CollectorRegistry()
     loop.metrics = ScalerMetrics(registry)
-    app = create_scaler_app(loop, registry, lambda: NOW, on_start=lambda: None, on_stop=lambda: None)
+    app = create_loops_app(
+        [make_scaler_router(loop, lambda: NOW)], registry, on_start=lambda: None, on_stop=lambda: None
+    )
     with TestClient(app) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/debug/scaler").json()["actions"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import orjson
@@ -155,7 +156,6 @@ def test_preempt_declines_pod_level_preemption_for_a_gang_member(client: TestCli
         pytest.param("filter", b"[1, 2]", "JSON object", id="a JSON array gets an Error"),
         pytest.param("filter", b'{"NodeNames": ["a"]}', "Pod is missing", id="a request without Pod"),
         pytest.param("filter", b'{"Pod": {}, "NodeNames": "a"}', "NodeNames", id="NodeNames of the wrong type"),
-        pytest.param("prioritize", b"{", "not JSON", id="prioritize errors are readable too"),
         pytest.param(
             "preempt",
             b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{}]}}}',
@@ -169,6 +169,44 @@ def test_bad_requests_get_a_200_with_a_readable_error(
 ) -> None:
     reply = post(client, verb, body)
     assert expected in reply["Error"]
+
+
+def test_a_failed_prioritize_is_an_empty_list_kube_scheduler_can_decode(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert post(client, "prioritize", b"{") == []
+    assert "not JSON" in caplog.text
+
+
+def test_repeated_node_names_are_answered_once(client: TestClient) -> None:
+    pod = make_pod("plain", cpu="1", job="solo")
+    reply = post(client, "filter", filter_args(pod, ["node-0", "node-1", "node-0", "node-1"]))
+    assert reply["NodeNames"] == ["node-0", "node-1"]
+    scores = post(client, "prioritize", filter_args(pod, ["node-2", "node-2", "node-0"]))
+    assert [entry["Host"] for entry in scores] == ["node-2", "node-0"]
+
+
+def test_a_request_never_changes_the_model(client: TestClient, state: ClusterState) -> None:
+    before = state.snapshot()
+    invented = make_pod("invented", node="node-0", phase="Running", cpu="4", group="mnist")
+    reply = post(client, "filter", filter_args(invented))
+    assert reply["NodeNames"] == [] and "not in the extender's model yet" in str(reply["FailedNodes"])
+    post(client, "filter", filter_args(make_pod("stranger", node="node-1", phase="Running", cpu="3")))
+    post(client, "prioritize", filter_args(make_pod("another", cpu="3")))
+    after = state.snapshot()
+    assert set(after.pods) == set(before.pods)
+    assert {name: node.available for name, node in after.nodes.items()} == {
+        name: node.available for name, node in before.nodes.items()
+    }
+
+
+def test_a_gang_member_seen_first_by_kube_scheduler_is_planned_once_its_watch_event_arrives(
+    client: TestClient, state: ClusterState
+) -> None:
+    late = tfjob_pods("mnist", ps=1, workers=5, cpu="1", memory="2Gi")[-1]
+    threading.Timer(0.03, state.apply, (Kind.POD, "ADDED", late)).start()
+    reply = post(client, "filter", filter_args(late))
+    assert len(reply["NodeNames"]) == 1, reply
 
 
 def test_a_body_over_the_cap_is_refused_with_an_error(client: TestClient) -> None:
@@ -185,9 +223,9 @@ def test_verbs_answer_cache_not_synced_before_the_model_has_synced() -> None:
 
 
 def test_percent_signs_in_errors_are_escaped_for_go() -> None:
-    from extender.api.wire import encode_filter_error
+    from extender.api.wire import encode_error
 
-    assert orjson.loads(encode_filter_error("50% used"))["Error"] == "50%% used"
+    assert orjson.loads(encode_error("50% used"))["Error"] == "50%% used"
 
 
 def test_pods_of_other_schedulers_pass_through(client: TestClient) -> None:

@@ -8,6 +8,10 @@ and complete on cue), the extender under test, a kube-scheduler with the repo's 
 `--gang-scheduler-name=tfjob-scheduler`. Binaries come from
 `hack/build-control-plane.sh` (built once, cached outside the repo). Every process logs into the run
 directory; `stop()` ends exactly the processes it started, in reverse order.
+
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
+PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -42,9 +47,29 @@ SCHEDULER_CONFIG = REPO / "scheduler-config" / "kube-scheduler-config.yaml"
 PODGROUP_CRDS = REPO / "manifests" / "crds"
 SCHEDULER_NAME = "tfjob-scheduler"
 OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
-"""Where training-operator reads its webhook certificate, under its TMPDIR (one per control plane, so two
-control planes on one machine never serve each other's certificate)."""
+"""Where training-operator's webhook server reads its certificate, under its TMPDIR (one per control plane, so
+two control planes on one machine never serve each other's certificate)."""
+OPERATOR_CERT_PROBE = Path("/tmp/k8s-webhook-server/serving-certs/tls.crt")
+"""The file training-operator's certificate rotator waits for before it reports ready: a fixed path
+(`pkg/cert/cert.go` of v1.9.4), whatever TMPDIR says. Only its existence is checked, never its content."""
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+LEASE_NAMESPACE = "tfjob-system"
+"""Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
+WORKLOAD_API = {
+    "1.37": ("scheduling.k8s.io/v1beta1", ("GenericWorkload",)),
+    "1.36": ("scheduling.k8s.io/v1alpha2", ("GenericWorkload", "GangScheduling")),
+}
+"""Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
+that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
+GenericWorkload; 1.36 has both, alpha)."""
+OPERATOR_NUDGE_AFTER_S = 3.0
+"""training-operator v1.9.4 can leave a new TFJob without pods for good: when its cache misses the PodGroup
+it has just created on two reconciles within one second, the second writes an unchanged status and nothing
+calls it again (it ignores PodGroup events). A TFJob still without pods this many seconds after it was
+submitted, and every as many seconds after, gets an annotation change, which makes it reconcile again."""
+OPERATOR_NUDGE_FOR_S = 30.0
+"""Seconds after a TFJob's submission during which it is looked after so."""
+NUDGE_ANNOTATION = "e2e.tfjob-extender.io/reconcile-nudges"
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 T = TypeVar("T")
 
@@ -78,6 +103,31 @@ def build_control_plane() -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
+def kwok_node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    gpu: int = 0,
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node that the control plane's kwok manages (it turns Ready and keeps a lease)."""
+    allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    if gpu:
+        allocatable["nvidia.com/gpu"] = str(gpu)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
+        },
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
 def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, interval_s: float = 0.2) -> T:
     """Poll `condition` until it returns something truthy."""
     deadline = time.monotonic() + timeout_s
@@ -99,13 +149,31 @@ class LocalControlPlane:
         with_operator: bool = True,
         run_dir: Path | None = None,
         extender_args: tuple[str, ...] = (),
+        scheduler_qps: float | None = None,
+        scheduler_burst: int | None = None,
+        with_extender: bool = True,
+        with_scheduler: bool = True,
+        workload_api: bool = False,
     ) -> None:
+        """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
+        instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
+        plane starts without the extender / kube-scheduler (a caller may start them later)."""
+        self.with_extender = with_extender
+        self.with_scheduler = with_scheduler
         self.extender_args = extender_args
+        self.scheduler_qps = scheduler_qps
+        self.scheduler_burst = scheduler_burst
+        self.workload_api = workload_api
+        self.workload_api_version = ""
+        """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
+        self._gates: tuple[str, ...] = ()
+        self._runtime_config: tuple[str, ...] = ()
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="tfjob-e2e-"))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}
         self.token = secrets.token_hex(24)
         self.api_port = free_port()
         self.extender_port = free_port()
@@ -126,12 +194,19 @@ class LocalControlPlane:
         self.stop()
 
     def start(self) -> None:
+        if self.workload_api:
+            self.workload_api_version, gates = self._workload_api_settings()
+            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
         self._start_etcd()
         self._start_apiserver()
+        self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
-        self.start_extender()
-        self._start_scheduler()
+        if self.with_extender:
+            self.start_extender()
+        if self.with_scheduler:
+            self._start_scheduler()
         if self.with_operator:
             self._start_operator()
 
@@ -143,6 +218,22 @@ class LocalControlPlane:
             self.api = None
         if not os.environ.get("TFJOB_E2E_KEEP"):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def kubernetes_version(self) -> str:
+        """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
+        printed = subprocess.run(
+            [str(self.bin / "kube-apiserver"), "--version"], check=True, capture_output=True, text=True
+        ).stdout
+        return printed.split()[-1]
+
+    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+        version = self.kubernetes_version()
+        minor = ".".join(version.lstrip("v").split(".")[:2])
+        if minor not in WORKLOAD_API:
+            raise ControlPlaneError(
+                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
+            )
+        return WORKLOAD_API[minor]
 
     def start_extender(self) -> None:
         self._spawn(
@@ -172,10 +263,10 @@ class LocalControlPlane:
     def stop_extender(self) -> None:
         self._stop_process("extender")
 
-    def start_scaler(self, name: str, args: tuple[str, ...]) -> int:
-        """A standalone `tfjob-extender scaler` process; returns the port of its /debug/scaler."""
+    def start_scaler(self, name: str, args: tuple[str, ...], *, command_name: str = "scaler") -> int:
+        """A standalone `tfjob-extender scaler` (or `loops`) process; returns the port of its /debug/scaler."""
         port = free_port()
-        command = [sys.executable, "-m", "extender", "scaler", "--kubeconfig", str(self.kubeconfig)]
+        command = [sys.executable, "-m", "extender", command_name, "--kubeconfig", str(self.kubeconfig)]
         self._spawn(name, [*command, "--port", str(port), *args], env={"PYTHONPATH": str(REPO)})
         wait_until(f"{name}'s /healthz", lambda: self._http_ok(f"http://127.0.0.1:{port}/healthz"), 60, 0.1)
         return port
@@ -185,6 +276,10 @@ class LocalControlPlane:
         process = self.processes.pop(name)
         process.kill()
         process.wait(timeout=10)
+
+    def pid(self, name: str) -> int:
+        """The process id of a process started here."""
+        return self.processes[name].pid
 
     def stop_process(self, name: str) -> None:
         """End a process started here gracefully (SIGTERM)."""
@@ -248,6 +343,8 @@ class LocalControlPlane:
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
+                *self._gates,
+                *self._runtime_config,
             ],
         )
         wait_until(
@@ -312,31 +409,47 @@ class LocalControlPlane:
             env={"HOME": str(home)},
         )
 
-    def _start_scheduler(self) -> None:
-        settings = yaml.safe_load(SCHEDULER_CONFIG.read_text())
+    def scheduler_settings(self) -> dict[str, Any]:
+        """The repo's kube-scheduler configuration as this control plane runs it: its kubeconfig, no leader
+        election, the extender's URL, and the client rate limit given to the constructor, if any."""
+        settings: dict[str, Any] = yaml.safe_load(SCHEDULER_CONFIG.read_text())
         settings["clientConnection"]["kubeconfig"] = str(self.kubeconfig)
+        if self.scheduler_qps is not None:
+            settings["clientConnection"]["qps"] = self.scheduler_qps
+        if self.scheduler_burst is not None:
+            settings["clientConnection"]["burst"] = self.scheduler_burst
         settings["leaderElection"] = {"leaderElect": False}
         for extender in settings["extenders"]:
             extender["urlPrefix"] = f"http://127.0.0.1:{self.extender_port}"
-        path = self.run_dir / "kube-scheduler-config.yaml"
+        return settings
+
+    def start_scheduler(self, name: str, settings: dict[str, Any], verbosity: int = 2) -> int:
+        """A kube-scheduler process called `name` with the configuration `settings` (a
+        KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers."""
+        path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
         self._spawn(
-            "kube-scheduler",
+            name,
             [
                 str(self.bin / "kube-scheduler"),
                 f"--config={path}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
-                "--v=2",
+                f"--v={verbosity}",
+                *self._gates,
             ],
         )
         wait_until(
-            "kube-scheduler /healthz",
+            f"{name} /healthz",
             lambda: self._http_ok(f"https://127.0.0.1:{port}/healthz", context=UNVERIFIED_TLS),
             60,
         )
+        return port
+
+    def _start_scheduler(self) -> None:
+        self.start_scheduler("kube-scheduler", self.scheduler_settings())
 
     def _start_operator(self) -> None:
         self.create_namespace("kubeflow")
@@ -367,11 +480,18 @@ class LocalControlPlane:
         cert_dir.mkdir(parents=True, exist_ok=True)
         for name in ("tls.crt", "tls.key"):
             (cert_dir / name).write_bytes(base64.b64decode(data[name]))
+        _create_once(OPERATOR_CERT_PROBE, base64.b64decode(data["tls.crt"]))
         wait_until("training-operator /readyz", lambda: self._http_ok(f"http://127.0.0.1:{probe}/readyz"), 120)
 
     # -- processes --------------------------------------------------------------------------------------
 
+    def restart(self, name: str) -> None:
+        """Start a component again with the command it was first started with (after `kill` or a stop)."""
+        command, env = self.commands[name]
+        self._spawn(name, command, env)
+
     def _spawn(self, name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.commands[name] = (command, env)
         log = (self.run_dir / f"{name}.log").open("ab")
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, start_new_session=True
@@ -392,6 +512,14 @@ class LocalControlPlane:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+    def http_ok(self, url: str) -> bool:
+        """Whether a plain-HTTP GET of `url` answers 200 (False on any failure)."""
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
 
     def _http_ok(self, url: str, context: ssl.SSLContext | None = None) -> bool:
         for name, process in self.processes.items():
@@ -437,24 +565,16 @@ class LocalControlPlane:
         self.post("/api/v1/namespaces", {"metadata": {"name": name}})
 
     def create_node(
-        self, name: str, *, cpu: str = "8", memory: str = "32Gi", gpu: int = 0, labels: dict[str, str] | None = None
+        self,
+        name: str,
+        *,
+        cpu: str = "8",
+        memory: str = "32Gi",
+        gpu: int = 0,
+        pods: int = 110,
+        labels: dict[str, str] | None = None,
     ) -> None:
-        allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
-        if gpu:
-            allocatable["nvidia.com/gpu"] = str(gpu)
-        self.post(
-            "/api/v1/nodes",
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-                    "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
-                },
-                "status": {"allocatable": allocatable, "capacity": allocatable},
-            },
-        )
+        self.post("/api/v1/nodes", kwok_node(name, cpu=cpu, memory=memory, gpu=gpu, pods=pods, labels=labels))
 
     def wait_nodes_ready(self, names: list[str], timeout_s: float = 60) -> None:
         def ready() -> bool:
@@ -479,6 +599,25 @@ class LocalControlPlane:
 
     def create_tfjob(self, namespace: str, body: dict[str, Any]) -> None:
         self.post(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs", body)
+        name = body["metadata"]["name"]
+        threading.Thread(
+            target=self._nudge_until_pods, args=(namespace, name), name=f"nudge-{name}", daemon=True
+        ).start()
+
+    def _nudge_until_pods(self, namespace: str, name: str) -> None:
+        """Make training-operator reconcile the TFJob again while it has no pods (see OPERATOR_NUDGE_AFTER_S)."""
+        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        deadline = time.monotonic() + OPERATOR_NUDGE_FOR_S
+        nudges = 0
+        while time.monotonic() < deadline:
+            time.sleep(OPERATOR_NUDGE_AFTER_S)
+            try:
+                if self.pods(namespace, f"training.kubeflow.org/job-name={name}"):
+                    return
+                nudges += 1
+                self.merge_patch(path, {"metadata": {"annotations": {NUDGE_ANNOTATION: str(nudges)}}})
+            except Exception:  # the TFJob or the control plane is gone; a helper thread must never raise
+                return
 
     def delete_tfjob(self, namespace: str, name: str) -> None:
         self.delete(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
@@ -489,6 +628,16 @@ class LocalControlPlane:
 
     def events(self, namespace: str) -> list[dict[str, Any]]:
         return list(self.get(f"/api/v1/namespaces/{namespace}/events")["items"])
+
+
+def _create_once(path: Path, content: bytes) -> None:
+    """Create `path` whole unless it exists (another control plane may have made it, or be making it)."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    draft.write_bytes(content)
+    os.replace(draft, path)
 
 
 class ApiError(RuntimeError):

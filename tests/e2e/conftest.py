@@ -73,10 +73,14 @@ class Scene:
                     raise
 
 
+def scene_name(request: pytest.FixtureRequest) -> str:
+    """The test's name as a namespace name."""
+    return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50].rstrip("-")
+
+
 @pytest.fixture
 def scene(plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50].rstrip("-")
-    current = Scene(plane, name)
+    current = Scene(plane, scene_name(request))
     try:
         yield current
     finally:

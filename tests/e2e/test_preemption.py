@@ -57,6 +57,29 @@ def test_an_elastic_light_job_is_scaled_in_toward_its_minimum_for_a_heavier_one(
 
 
 def test_a_low_priority_gang_is_evicted_whole_for_a_high_priority_gang(plane: LocalControlPlane, scene: Scene) -> None:
+    evict_for_a_higher_priority_class(plane, scene)
+
+
+def test_the_loops_in_their_own_process_preempt_and_the_extender_holds_their_plan(
+    plane: LocalControlPlane, scene: Scene
+) -> None:
+    own_args = plane.extender_args
+    plane.stop_extender()
+    plane.extender_args = (*own_args, "--no-loops")
+    try:
+        plane.start_extender()
+        plane.start_scaler("loops", (), command_name="loops")
+        evict_for_a_higher_priority_class(plane, scene)
+        group = plane.get(f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{scene.namespace}/podgroups/urgent")
+        assert "tfjob-extender.io/plan" in group["metadata"]["annotations"], "the plan went through the API server"
+    finally:
+        plane.stop_process("loops")
+        plane.stop_extender()
+        plane.extender_args = own_args
+        plane.start_extender()
+
+
+def evict_for_a_higher_priority_class(plane: LocalControlPlane, scene: Scene) -> None:
     scene.add_nodes(3)
     ns = scene.namespace
     for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):

@@ -161,7 +161,11 @@ def test_another_instance_takes_the_lease_and_continues_without_repeating(
         assert first != "standby", "the extender's scaler came first"
         assert not debug_scaler(standby_port)["leading"]
         plane.create_tfjob(ns, tfjob("elastic", scene=ns, workers=2, min_workers=1, max_workers=6, dynamic=True))
-        wait_until("the first step", lambda: workers(plane, ns, "elastic") == 4, 40)
+        wait_until(
+            "the first step, reported",
+            lambda: workers(plane, ns, "elastic") == 4 and job_events(plane, ns, "elastic", "ScaledOut"),
+            40,
+        )
         plane.kill("extender")
         wait_until("the standby holding the Lease", lambda: lease_holder(plane) == "standby", 30)
         plane.start_extender()

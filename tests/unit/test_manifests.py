@@ -43,14 +43,42 @@ def of_kind(kind: str) -> list[dict[str, Any]]:
     return [doc for path in MANIFESTS.rglob("*.yaml") for doc in documents(path) if doc["kind"] == kind]
 
 
-def the_deployment() -> dict[str, Any]:
-    (deployment,) = of_kind("Deployment")
+def the_deployment(name: str = "tfjob-scheduler") -> dict[str, Any]:
+    (deployment,) = [d for d in of_kind("Deployment") if d["metadata"]["name"] == name]
     return deployment
 
 
 def container(name: str) -> dict[str, Any]:
-    (found,) = [c for c in the_deployment()["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    (found,) = [
+        c for d in of_kind("Deployment") for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == name
+    ]
     assert isinstance(found, dict)
+    return found
+
+
+ACCOUNTS = {"tfjob-scheduler", "tfjob-extender", "tfjob-extender-loops"}
+
+
+def granted_to(account: str) -> set[tuple[str, str, str, str]]:
+    """(api group, resource, verb, resource name or "*") every binding gives `account`, cluster-wide or in a
+    namespace; built-in roles (system:*) stand for themselves as ("system", role, "*", "*")."""
+    roles = {(r["kind"], r["metadata"]["name"]): r for kind in ("ClusterRole", "Role") for r in of_kind(kind)}
+    found: set[tuple[str, str, str, str]] = set()
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        for binding in of_kind(kind):
+            if not any(s["name"] == account for s in binding["subjects"]):
+                continue
+            ref = binding["roleRef"]
+            role = roles.get((ref["kind"], ref["name"]))
+            if role is None:
+                found.add(("system", ref["name"], "*", "*"))
+                continue
+            for rule in role["rules"]:
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        for verb in rule["verbs"]:
+                            for name in rule.get("resourceNames") or ["*"]:
+                                found.add((group, resource, verb, name))
     return found
 
 
@@ -133,17 +161,19 @@ def test_kube_scheduler_calls_the_extender_where_it_listens() -> None:
 
 
 def test_every_container_runs_restricted() -> None:
-    pod = the_deployment()["spec"]["template"]["spec"]
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["runAsUser"] != 0
-    assert pod["serviceAccountName"] == "tfjob-extender"
-    for each in pod["containers"]:
-        context = each["securityContext"]
-        assert context["readOnlyRootFilesystem"] is True, each["name"]
-        assert context["allowPrivilegeEscalation"] is False, each["name"]
-        assert context["capabilities"]["drop"] == ["ALL"], each["name"]
-        assert each["resources"]["requests"] and each["resources"]["limits"], each["name"]
-        assert each["readinessProbe"] and each["livenessProbe"], each["name"]
+    for deployment in of_kind("Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["serviceAccountName"] in ACCOUNTS
+        for each in pod["containers"]:
+            context = each["securityContext"]
+            assert context["readOnlyRootFilesystem"] is True, each["name"]
+            assert context["allowPrivilegeEscalation"] is False, each["name"]
+            assert context["capabilities"]["drop"] == ["ALL"], each["name"]
+            assert each["resources"]["requests"] and each["resources"]["limits"], each["name"]
+            assert each["livenessProbe"], each["name"]
+            assert each["name"] == "tfjob-extender-loops" or each["readinessProbe"], each["name"]
     user = re.search(r"^USER (\d+)", DOCKERFILE.read_text(), re.MULTILINE)
     assert user is not None and int(user.group(1)) != 0
 
@@ -198,13 +228,72 @@ def test_kube_scheduler_may_hold_its_own_lease() -> None:
     assert {"get", "update"} <= granted
 
 
-def test_every_binding_names_the_service_account() -> None:
-    (account,) = of_kind("ServiceAccount")
+def test_every_binding_names_one_of_the_service_accounts() -> None:
+    assert {account["metadata"]["name"] for account in of_kind("ServiceAccount")} == ACCOUNTS
     for kind in ("RoleBinding", "ClusterRoleBinding"):
         for binding in of_kind(kind):
-            assert binding["subjects"] == [
-                {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": "tfjob-system"}
-            ], binding["metadata"]["name"]
+            (subject,) = binding["subjects"]
+            assert subject["kind"] == "ServiceAccount" and subject["namespace"] == "tfjob-system"
+            assert subject["name"] in ACCOUNTS, binding["metadata"]["name"]
+
+
+def test_the_two_containers_of_the_scheduler_pod_hold_different_identities() -> None:
+    pod = the_deployment()["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False, "no token of the pod's account in every container"
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    token_path = "/var/run/secrets/kubernetes.io/serviceaccount"
+    mounted = {
+        each["name"]: [m["name"] for m in each.get("volumeMounts", []) if m["mountPath"] == token_path]
+        for each in pod["containers"]
+    }
+    (scheduler_volume,) = mounted["kube-scheduler"]
+    (extender_volume,) = mounted["tfjob-extender"]
+    (secret,) = [
+        s for s in of_kind("Secret") if s["metadata"]["name"] == volumes[scheduler_volume]["secret"]["secretName"]
+    ]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == "tfjob-scheduler"
+    sources = volumes[extender_volume]["projected"]["sources"]
+    assert any("serviceAccountToken" in source for source in sources), "the pod's own account: tfjob-extender"
+    assert pod["serviceAccountName"] == "tfjob-extender"
+    assert the_deployment("tfjob-extender-loops")["spec"]["template"]["spec"]["serviceAccountName"] == (
+        "tfjob-extender-loops"
+    )
+
+
+def test_the_verb_serving_extender_may_only_watch_and_publish_plans() -> None:
+    rights = granted_to("tfjob-extender")
+    assert {verb for group, resource, verb, _ in rights if verb not in ("get", "list", "watch")} == {"patch"}
+    assert {resource for _, resource, verb, _ in rights if verb == "patch"} == {"podgroups"}
+    assert not any(group == "system" for group, *_ in rights), "never kube-scheduler's built-in roles"
+
+
+def test_only_the_loops_evict_and_only_through_the_eviction_api() -> None:
+    for account in ACCOUNTS:
+        rights = granted_to(account)
+        assert ("", "pods", "delete", "*") not in rights, account
+        assert (("", "pods/eviction", "create", "*") in rights) == (account == "tfjob-extender-loops"), account
+    assert ("", "pods/status", "patch", "*") not in granted_to("tfjob-extender-loops")
+    assert ("system", "system:kube-scheduler", "*", "*") in granted_to("tfjob-scheduler")
+
+
+def test_leases_are_granted_by_name() -> None:
+    for account in ACCOUNTS:
+        for _group, resource, verb, name in granted_to(account):
+            if resource == "leases" and verb != "create":
+                assert name != "*", (account, verb)
+    assert {("coordination.k8s.io", "leases", verb, "tfjob-extender-scaler") for verb in ("get", "update")} <= (
+        granted_to("tfjob-extender-loops")
+    )
+
+
+def test_images_are_pinned_by_version_or_digest() -> None:
+    for deployment in of_kind("Deployment"):
+        for each in deployment["spec"]["template"]["spec"]["containers"]:
+            image = each["image"]
+            name, _, digest = image.partition("@")
+            assert not digest or re.fullmatch(r"sha256:[0-9a-f]{64}", digest), image
+            assert re.search(r":v?\d+\.\d+\.\d+$", name), f"{image}: a release tag, never latest"
 
 
 def test_kustomization_lists_every_manifest() -> None:
@@ -220,32 +309,15 @@ def test_nothing_points_outside_the_repository() -> None:
             assert "/work/" not in path.read_text(), path
 
 
-def test_the_extender_may_do_what_the_scaler_does() -> None:
-    roles = {role["metadata"]["name"]: role for role in of_kind("ClusterRole")}
-
-    def granted(role: str, group: str, resource: str) -> set[str]:
-        return {
-            verb
-            for rule in roles[role]["rules"]
-            if group in rule["apiGroups"] and resource in rule["resources"]
-            for verb in rule["verbs"]
-        }
-
-    assert {"get", "patch"} <= granted("tfjob-extender", "kubeflow.org", "tfjobs")
-    assert "delete" in granted("tfjob-extender", "", "pods")
-    assert "create" in granted("tfjob-extender", "", "events")
-    bound = {
-        binding["roleRef"]["name"]
-        for binding in of_kind("RoleBinding")
-        if binding["metadata"]["namespace"] == "tfjob-system"
-    }
-    lease_roles = [
-        name for name in bound if {"create", "get", "update"} <= granted(name, "coordination.k8s.io", "leases")
-    ]
-    assert lease_roles, "the scaler's Lease in tfjob-system"
-    (deployment,) = of_kind("Deployment")
-    extender = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "tfjob-extender")
-    assert "--with-scaler" in extender["args"]
+def test_the_loops_may_do_what_the_preemption_loop_and_the_scaler_do() -> None:
+    rights = granted_to("tfjob-extender-loops")
+    assert {("kubeflow.org", "tfjobs", verb, "*") for verb in ("get", "patch")} <= rights
+    assert ("", "events", "create", "*") in rights
+    assert ("scheduling.x-k8s.io", "podgroups", "patch", "*") in rights, "gang plans on PodGroups"
+    assert ("coordination.k8s.io", "leases", "create", "*") in rights
+    containers = {c["name"]: c for d in of_kind("Deployment") for c in d["spec"]["template"]["spec"]["containers"]}
+    assert "--no-loops" in containers["tfjob-extender"]["args"]
+    assert containers["tfjob-extender-loops"]["args"][0] == "loops", "the loops run in their own Deployment"
 
 
 def test_the_network_topology_crd_is_installed_and_readable() -> None:
@@ -268,3 +340,14 @@ def test_the_network_topology_crd_is_installed_and_readable() -> None:
             "watch",
         ],
     } in role["rules"]
+
+
+def test_the_extender_and_the_loops_may_watch_every_kind_the_model_follows() -> None:
+    from extender.state.kinds import RESOURCE_TYPES
+
+    for account in ("tfjob-extender", "tfjob-extender-loops"):
+        rights = granted_to(account)
+        for kind in RESOURCE_TYPES:
+            group = kind.api_version.rpartition("/")[0]
+            for verb in ("list", "watch"):
+                assert (group, kind.plural, verb, "*") in rights, (account, kind.plural, group)

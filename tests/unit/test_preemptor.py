@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from extender import preemptor
-from extender.actuator import RecordingActuator
-from extender.policy import victims
+from extender.actuator import EvictionRefused, RecordingActuator
+from extender.k8s.actuator import ApiCallError
+from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
+from extender.policy.model import PodView
 from extender.policy.settings import PolicySettings
 from extender.preemptor import PreemptionLoop
 from extender.state.kinds import Kind
-from tests.builders import cluster, make_node
+from tests.builders import cluster, make_node, make_pod, make_podgroup
 from tests.unit.policy.test_victims import NAMES, NOW, nodes, running, waiting
 
 SETTINGS = PolicySettings()
@@ -84,7 +86,7 @@ def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatc
         searches.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(preemptor, "plan_preemption", counted)  # the loop's own reference
+    monkeypatch.setattr(preemption, "plan_preemption", counted)  # the chooser's own reference
     assert loop.tick(NOW) is None
     assert loop.tick(NOW + 2) is None
     assert searches == ["default/urgent"], "the same model and weight give the same refusal"
@@ -92,3 +94,133 @@ def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatc
     assert loop.tick(NOW + 4) is None
     assert searches == ["default/urgent", "default/urgent"], "a changed model is searched again"
     assert actuator.evicted == [] and actuator.scaled == []
+
+
+def half_placed(name: str, *, cpu: str, bound_at: str) -> list[dict[str, object]]:
+    """A gang of 4 workers (minMember 4): two bound on node-0 since `bound_at`, two pending."""
+    members = []
+    for index in range(4):
+        node = "node-0" if index < 2 else ""
+        pod = make_pod(
+            f"{name}-worker-{index}",
+            job=name,
+            role="worker",
+            index=index,
+            group=name,
+            cpu=cpu,
+            node=node,
+            phase="Running" if node else "Pending",
+        )
+        if node:
+            condition = {"type": "PodScheduled", "status": "True", "lastTransitionTime": bound_at}
+            pod["status"]["conditions"] = [condition]
+        members.append(pod)
+    return [*members, make_podgroup(name, min_member=4)]
+
+
+LONG_AGO = "2026-03-01T10:00:00Z"
+
+
+def test_a_gang_left_half_placed_is_completed_when_it_fits() -> None:
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="4"), make_node("node-1", cpu="4"), *half_placed("g", cpu="1", bound_at=LONG_AGO)
+    )
+    loop.tick(NOW)
+    reserved = loop.state.snapshot().reservations
+    assert set(reserved) == {"default/g-worker-2", "default/g-worker-3"}
+    assert actuator.evicted == []
+
+
+def test_a_gang_left_half_placed_that_cannot_be_completed_is_released_whole() -> None:
+    # node-0 holds the two bound members (3 CPU each); nowhere else has room for the other two
+    filler = make_pod("filler", cpu="4", node="node-1", phase="Running", priority=1000)
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="8"),
+        make_node("node-1", cpu="4"),
+        filler,
+        *half_placed("g", cpu="3", bound_at=LONG_AGO),
+    )
+    loop.tick(NOW)
+    assert sorted(key for key, _ in actuator.evicted) == ["default/g-worker-0", "default/g-worker-1"]
+    assert all("released whole" in reason for _, reason in actuator.evicted)
+    assert any(reason == "ReleasedWhole" for _, _, reason, _ in actuator.events)
+
+
+def test_a_gang_recently_half_placed_is_left_to_finish() -> None:
+    just_now = datetime.fromtimestamp(NOW - 5, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    filler = make_pod("filler", cpu="4", node="node-1", phase="Running", priority=1000)
+    loop, actuator = loop_over(
+        make_node("node-0", cpu="8"),
+        make_node("node-1", cpu="4"),
+        filler,
+        *half_placed("g", cpu="3", bound_at=just_now),
+    )
+    loop.tick(NOW)
+    assert actuator.evicted == []
+
+
+class FlakyActuator(RecordingActuator):
+    """Fails its first eviction, as an API server answering 503 would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        if self.failures and not dry_run:
+            self.failures -= 1
+            raise ApiCallError(503, "service unavailable")
+        super().evict(pod, reason, dry_run=dry_run)
+
+
+def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_for_the_same_gang() -> None:
+    actuator = FlakyActuator()
+    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
+    with pytest.raises(ApiCallError):
+        loop.tick(NOW)
+    for later in (2, 4, 6):
+        loop.tick(NOW + later)
+    assert actuator.evicted == [], "the room stays reserved for the gang meanwhile: nothing is evicted anew"
+    assert "default/urgent" in loop.state.snapshot().preemptions
+    loop.tick(NOW + SETTINGS.default_plan_timeout_s + 1)
+    assert len(actuator.evicted) == 12, "once the plan lapses, the preemption is decided again and carried out"
+
+
+def test_a_preemption_a_disruption_budget_refuses_is_abandoned_whole_and_retried_later() -> None:
+    loop, actuator = loop_over(
+        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4)
+    )
+    actuator.protected = {"default/batch-worker-7"}
+    assert loop.tick(NOW) is None
+    assert actuator.evicted == [], "the dry run found the refusal before anything was evicted"
+    snapshot = loop.state.snapshot()
+    assert not snapshot.reservations and not snapshot.preemptions, "nothing reserved, no victim counted as leaving"
+    until, why = loop.blocked["default/urgent"]
+    assert until == NOW + loop.pdb_retry_s and "default/batch-worker-7" in why
+    assert "PreemptionBlocked" in [e[2] for e in actuator.events if e[1] == "default/urgent"]
+    assert loop.tick(NOW + 2) is None and not actuator.dry_runs[12:], "not tried again before the retry time"
+    actuator.protected = set()
+    assert loop.tick(NOW + loop.pdb_retry_s) is not None
+    assert len(actuator.evicted) == 12
+
+
+class RefusesForReal(RecordingActuator):
+    """A budget spent by another disruption between the dry run and the eviction."""
+
+    def evict(self, pod: Any, reason: str, *, dry_run: bool = False) -> None:
+        if not dry_run and len(self.evicted) == 3:
+            raise EvictionRefused(f"Cannot evict pod as it would violate the pod's disruption budget: {pod.key}")
+        super().evict(pod, reason, dry_run=dry_run)
+
+
+def test_an_eviction_refused_after_the_dry_run_stops_the_preemption_and_releases_the_room() -> None:
+    actuator = RefusesForReal()
+    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
+    assert loop.tick(NOW) is None
+    assert len(actuator.evicted) == 3, "no eviction after the refused one"
+    snapshot = loop.state.snapshot()
+    assert not snapshot.reservations, "the room is not held as if the victims were gone"
+    assert not snapshot.preemptions
+    assert "default/urgent" in loop.blocked

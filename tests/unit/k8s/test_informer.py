@@ -48,6 +48,10 @@ class Recorder:
         with self.lock:
             self.calls.append(("synced", kind, None))
 
+    def mark_unsynced(self, kind: Kind) -> None:
+        with self.lock:
+            self.calls.append(("unsynced", kind, None))
+
     def snapshot(self) -> list[tuple[str, Kind, Any]]:
         with self.lock:
             return list(self.calls)
@@ -162,8 +166,11 @@ def test_list_pages_then_watch_events_in_order(recorder: Recorder) -> None:
         for _ in run(server, recorder, (NODES,)):
             wait_for(lambda: ("DELETED", Kind.NODE, "b") in recorder.snapshot())
             wait_for(lambda: len([r for r in server.requests if "watch" in r[1]]) >= 2)
-            assert recorder.snapshot()[:5] == [
-                ("replace", Kind.NODE, ["a", "b", "c"]),
+            # The first list feeds the model page by page, one object at a time.
+            assert recorder.snapshot()[:7] == [
+                ("ADDED", Kind.NODE, "a"),
+                ("ADDED", Kind.NODE, "b"),
+                ("ADDED", Kind.NODE, "c"),
                 ("synced", Kind.NODE, None),
                 ("ADDED", Kind.NODE, "d"),
                 ("MODIFIED", Kind.NODE, "a"),
@@ -222,6 +229,8 @@ def test_a_failing_server_is_retried_with_backoff(recorder: Recorder) -> None:
         for _ in run(server, recorder, (NODES,)):
             wait_for(lambda: ("synced", Kind.NODE, None) in recorder.snapshot())
             assert attempts == 3
+            calls = recorder.snapshot()
+            assert calls.index(("unsynced", Kind.NODE, None)) < calls.index(("synced", Kind.NODE, None))
 
 
 def test_an_absent_optional_kind_counts_as_synced_and_empty(recorder: Recorder) -> None:

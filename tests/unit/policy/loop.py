@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from extender.policy import FilterDecision, PolicySettings, ScoreDecision, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
+from extender.state.commits import decide_and_commit
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster
@@ -50,12 +51,16 @@ class Loop:
         return filter_pod(snapshot, self.pod(name), offered, self.settings, self.now)
 
     def filter(self, name: str, candidates: Sequence[str] | None = None) -> FilterDecision:
-        decision = self.decide(name, candidates)
-        if decision.reserve or decision.release_groups or decision.failed_plan is not None:
-            self.state.commit_plan(
-                release_groups=decision.release_groups, reserve=decision.reserve, failed_plan=decision.failed_plan
-            )
-        return decision
+        self.state.release_expired(self.now)
+        offered = self.nodes() if candidates is None else list(candidates)
+        key = name if "/" in name else f"default/{name}"
+
+        def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+            return filter_pod(snapshot, snapshot.pods[key], offered, self.settings, self.now)
+
+        outcome = decide_and_commit(self.state, decide)
+        assert outcome.committed, "nothing else changes the model during a test"
+        return outcome.decision
 
     def prioritize(self, name: str, candidates: Sequence[str] | None = None) -> ScoreDecision:
         offered = self.nodes() if candidates is None else list(candidates)

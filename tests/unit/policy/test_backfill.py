@@ -8,6 +8,8 @@ from datetime import datetime
 
 from extender.policy.backfill import holding_gangs, reserved_room
 from extender.policy.gang import gang_state
+from extender.policy.model import ClusterSnapshot
+from extender.policy.queue import queue_of
 from extender.policy.ranking import rank_gangs
 from extender.policy.resources import CPU, GPU, Resources
 from extender.policy.settings import PolicySettings
@@ -120,6 +122,11 @@ def test_the_highest_ranked_starving_gangs_hold_whatever_ranks_above_them() -> N
     loop = Loop(*objects, settings=SETTINGS, now=NOW)
     ranks = rank_gangs(loop.snapshot, NOW, SETTINGS)
     assert [rank.subject for rank in ranks] == ["default/urgent", "default/old", "default/later"]
-    assert holding_gangs(loop.snapshot, ranks, SETTINGS) == frozenset({"default/old"})
+    assert holders(loop.snapshot, SETTINGS) == frozenset({"default/old"})
     two = replace(SETTINGS, starving_reservations=2)
-    assert holding_gangs(loop.snapshot, ranks, two) == frozenset({"default/old", "default/later"})
+    assert holders(loop.snapshot, two) == frozenset({"default/old", "default/later"})
+
+
+def holders(snapshot: ClusterSnapshot, settings: PolicySettings) -> frozenset[str]:
+    queue = queue_of(snapshot, settings)
+    return holding_gangs(queue, queue.starving(NOW, settings), settings).subjects

@@ -276,8 +276,14 @@ def test_colocation_scores(bound: dict[str, str], scored: str, expected: dict[st
 
 
 def test_a_node_the_model_lacks_scores_0() -> None:
+    loop = Loop(*eight_cpu_nodes(), *tfjob_pods("mnist", ps=1, workers=1, gang=False))
+    assert loop.prioritize("mnist-worker-0", ["ghost", "node-0"]).scores == {"ghost": 0, "node-0": 3}
+
+
+def test_a_pod_of_no_tfjob_and_no_gang_gets_no_score_from_the_extender() -> None:
     loop = Loop(*eight_cpu_nodes(), make_pod("plain"))
-    assert loop.prioritize("plain", ["ghost", "node-0"]).scores == {"ghost": 0, "node-0": 3}
+    decision = loop.prioritize("plain")
+    assert (decision.outcome, decision.scores) == ("no-opinion", {})
 
 
 def test_pods_of_other_schedulers_score_0_everywhere() -> None:

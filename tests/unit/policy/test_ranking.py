@@ -23,17 +23,16 @@ from hypothesis import strategies as st
 from extender.policy.model import ClusterSnapshot, JobView, Role
 from extender.policy.ranking import (
     JobRank,
-    aged_classes,
     aged_weight,
     cluster_capacity,
     dominant_share,
     gang_rank,
     job_weight,
     rank_gangs,
-    size_class,
 )
 from extender.policy.resources import CPU, GPU, MEMORY, PODS, Resources
 from extender.policy.settings import PolicySettings
+from extender.policy.weights import aged_classes, size_class
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, snapshot, tfjob_pods
 from tests.unit.policy.loop import Loop
 

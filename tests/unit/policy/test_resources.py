@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 
 import pytest
 
 from extender.policy.resources import (
+    AMOUNT_MAX,
     CPU,
     EMPTY,
     GPU,
@@ -84,6 +86,41 @@ def test_parse_quantity_is_exact() -> None:
 def test_bad_quantities_raise_quantity_error(quantity: str | float) -> None:
     with pytest.raises(QuantityError, match="not a resource quantity"):
         to_base_units(MEMORY, quantity)
+
+
+@pytest.mark.parametrize(
+    ("name", "quantity", "message"),
+    [
+        pytest.param(MEMORY, "1e999999", "exponent beyond", id="a huge exponent"),
+        pytest.param(MEMORY, "1e-999999", "exponent beyond", id="a huge negative exponent"),
+        pytest.param(
+            MEMORY, "1e5000", "exponent beyond", id="an exponent whose integer would pass Python's digit limit"
+        ),
+        pytest.param(MEMORY, "8Ei", "over 9223372036854775807 bytes", id="8 EiB is one byte over an int64"),
+        pytest.param(MEMORY, str(2**63), "over 9223372036854775807 bytes", id="2^63 bytes"),
+        pytest.param(MEMORY, 2**64, "out of range", id="an integer over int64"),
+        pytest.param(CPU, "9223372036854776", "over 9223372036854775807 millicores", id="cores over int64 millicores"),
+        pytest.param(MEMORY, "-1", "negative", id="a negative amount"),
+        pytest.param(MEMORY, "1" * 65, "65 characters", id="a 65-digit number"),
+        pytest.param(MEMORY, 1e300, "exponent beyond", id="a huge float"),
+        pytest.param(MEMORY, True, "a bool", id="a JSON true"),
+        pytest.param(MEMORY, [1], "a list", id="a list"),
+        pytest.param(MEMORY, {"a": 1}, "a dict", id="an object"),
+        pytest.param(MEMORY, None, "a NoneType", id="a null"),
+    ],
+)
+def test_quantities_are_bounded(name: str, quantity: object, message: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(QuantityError, match=message):
+        to_base_units(name, quantity)  # type: ignore[arg-type]
+    assert time.perf_counter() - started < 0.01
+
+
+def test_the_largest_amounts_are_exact() -> None:
+    assert to_base_units(MEMORY, str(AMOUNT_MAX)) == AMOUNT_MAX
+    assert to_base_units(MEMORY, "7Ei") == 7 * 2**60
+    assert to_base_units(CPU, "9223372036854775") == 9223372036854775000
+    assert to_base_units(MEMORY, "0." + "0" * 60 + "1") == 1
 
 
 def test_quantity_error_is_a_value_error_naming_the_text() -> None:

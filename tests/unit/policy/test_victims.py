@@ -136,10 +136,19 @@ def test_preemption_policy_never_is_respected() -> None:
 
 
 def test_no_second_preemption_while_the_first_victims_terminate() -> None:
-    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    batch = running("batch", workers=11, nodes=NAMES, dynamic=False)
+    victim = next(obj for obj in batch if obj["metadata"]["name"] == "batch-worker-3")
+    victim["metadata"]["deletionTimestamp"] = "2026-03-01T10:20:00Z"
+    snap = snapshot(*nodes(3), *batch, *waiting("urgent", pods=4))
     decision = plan_preemption(snap, "default/urgent", SETTINGS, NOW, terminating_victims=["default/batch-worker-3"])
     assert isinstance(decision, PreemptionRefusal)
     assert "still terminating" in decision.reason
+
+
+def test_victims_of_a_preemption_that_never_reached_them_do_not_block_the_next() -> None:
+    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    decision = plan_preemption(snap, "default/urgent", SETTINGS, NOW, terminating_victims=["default/batch-worker-3"])
+    assert isinstance(decision, PreemptionPlan), "the earlier victim still runs: its eviction failed"
 
 
 def test_a_hopeless_preemption_is_refused_with_what_is_missing() -> None:

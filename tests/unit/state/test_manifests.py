@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
 from extender.policy import filter_pod
 from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.state import manifests
 from extender.state.kinds import Kind
-from extender.state.manifests import SnapshotFileError, dump_state, load_objects
+from extender.state.manifests import SnapshotFileError, dump_state, dump_state_chunks, load_objects
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
-from tests.builders import Obj, cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 from tests.unit.policy.loop import NOW, SETTINGS
 
 GI = 2**30
@@ -60,7 +62,7 @@ def rich_cluster() -> ClusterState:
     snapshot = state.snapshot()
     decision = filter_pod(snapshot, snapshot.pods["default/mnist-worker-0"], ["node-0", "node-1"], SETTINGS, NOW)
     assert decision.outcome == "planned"
-    state.commit_plan(reserve=decision.reserve)
+    hold(state, reserve=decision.reserve)
     return state
 
 
@@ -301,3 +303,123 @@ def test_the_dump_is_minimal_manifests(tmp_path: Path) -> None:
         {"name": "main", "resources": {"requests": {"cpu": "2100m", "memory": str(GI)}}}
     ]
     assert dump["tfjobExtender"]["generation"] > 0
+
+
+def test_the_dump_in_pieces_is_the_dump() -> None:
+    state = cluster(
+        *(make_node(f"node-{i}") for i in range(5)),
+        *tfjob_pods("mnist", ps=1, workers=6),
+        make_podgroup("mnist", min_member=7),
+        make_tfjob("mnist", workers=6),
+    )
+    snapshot = state.snapshot()
+    pieces = list(dump_state_chunks(snapshot, 3))
+    assert len(pieces) > 5
+    assert orjson.loads(b"".join(pieces)) == orjson.loads(orjson.dumps(dump_state(snapshot)))
+
+
+def expected_documents(dump: Obj) -> list[Obj]:
+    return [*dump["items"], {"tfjobExtender": dump["tfjobExtender"]}]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(lambda dump: json.dumps(dump, indent=4), id="indented JSON"),
+        pytest.param(lambda dump: json.dumps(dump), id="JSON on one line"),
+        pytest.param(lambda dump: yaml.safe_dump(dump), id="YAML as kubectl writes it"),
+        pytest.param(lambda dump: yaml.safe_dump(dump, indent=4, default_flow_style=None), id="YAML, other layout"),
+        pytest.param(lambda dump: yaml.safe_dump(dump, default_flow_style=True), id="YAML flow style"),
+        pytest.param(
+            lambda dump: "# a comment\n---\n" + yaml.safe_dump(dump) + "...\n---\n" + yaml.safe_dump(dump["items"][0]),
+            id="YAML documents with markers",
+        ),
+    ],
+)
+def test_documents_are_read_one_at_a_time_whatever_the_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: object
+) -> None:
+    """A small window of JSON text makes every item run past it at least once."""
+    monkeypatch.setattr(manifests, "JSON_CHUNK_CHARS", 64)
+    dump = dump_state(rich_cluster().snapshot())
+    dump["items"].insert(1, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"n": 12345}})
+    path = tmp_path / "state.json"
+    text = write(dump)  # type: ignore[operator]
+    path.write_text(text)
+    expected = expected_documents(dump)
+    if "...\n---\n" in text:
+        expected.append(dump["items"][0])
+    assert manifests.read_documents(path) == expected
+
+
+def test_a_yaml_list_keeps_items_separated_by_blank_lines_and_comments(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(
+        "apiVersion: v1\nitems:\n# first\n- apiVersion: v1\n  kind: Node\n\n  metadata:\n    name: a\n"
+        "-\n  apiVersion: v1\n  kind: Node\n  metadata: {name: b}\n  data: |\n    line one\n\n    line two\n"
+        "kind: List\n"
+    )
+    documents = manifests.read_documents(path)
+    assert [d.get("metadata", {}).get("name") for d in documents] == ["a", "b", None]
+    assert documents[1]["data"] == "line one\n\nline two\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param('{"apiVersion": "v1", "items": [{"kind": "Node"} {"kind": "Pod"}]}', "expected ','", id="comma"),
+        pytest.param('{"apiVersion": "v1", "items": [{"kind": "Node"}, {"kind": ', "not valid JSON", id="cut short"),
+        pytest.param("[1, 2]", "document 1 is not a mapping", id="a JSON list"),
+        pytest.param("apiVersion: v1\nitems:\n- a: [1\n- b: 2\nkind: List\n", "list item at line 3", id="bad item"),
+    ],
+)
+def test_a_bad_file_read_one_item_at_a_time_says_where(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "cluster.json"
+    path.write_text(text)
+    with pytest.raises(SnapshotFileError, match=message):
+        manifests.read_documents(path)
+
+
+def test_a_file_streamed_into_an_empty_model_equals_one_replaced_into_a_used_one(tmp_path: Path) -> None:
+    before = rich_cluster().snapshot()
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(dump_state(before)))
+    streamed = ClusterState()
+    load_snapshot_file(streamed, path)
+    replaced = cluster(make_node("old"))
+    load_snapshot_file(replaced, path)
+    assert views(streamed.snapshot()) == views(replaced.snapshot()) == views(before)
+
+
+SCALARS = """\
+a: 1
+b: 1.5
+c: true
+d: null
+e: ~
+f: ''
+g: 2026-03-01T10:15:30Z
+h: 0x1F
+i: .inf
+j: -.5e3
+k: 'quoted'
+l: "2"
+m: [1, yes, No, off, 017, +1, 1e3, Y, ON]
+n: !!str 3
+o: &shared {p: 1}
+q: *shared
+r: {<<: *shared, s: 2}
+t: 1_000
+u:
+v: 12:30:00
+w: 2026-03-01
+y: |
+  text
+"""
+
+
+def test_list_items_read_the_same_as_with_the_safe_loader(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    item = "\n".join("  " + line for line in SCALARS.splitlines())
+    path.write_text("apiVersion: v1\nitems:\n-" + item[1:] + "\nkind: List\n")
+    assert manifests.read_documents(path)[0] == yaml.safe_load(SCALARS)

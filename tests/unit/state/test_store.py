@@ -11,9 +11,10 @@ import pytest
 from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation, Role
 from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
+from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import Obj, cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 
 GI = 2**30
 ONE_POD = Resources({CPU: 1000, MEMORY: GI, PODS: 1})  # make_pod's default requests plus its pods slot
@@ -240,7 +241,7 @@ def test_an_older_snapshot_is_unchanged_by_later_events() -> None:
     state.apply(Kind.POD, "ADDED", make_pod("q"))
     state.apply(Kind.NODE, "DELETED", make_node("node-0"))
     state.apply(Kind.PODGROUP, "DELETED", make_podgroup("g", min_member=1))
-    state.commit_plan(reserve=[Reservation("default/q", "default/g", "node-0", ONE_POD, 1.0)])
+    hold(state, reserve=[Reservation("default/q", "default/g", "node-0", ONE_POD, 1.0)])
     assert (dict(old.nodes), dict(old.pods), dict(old.groups), dict(old.reservations), old.generation) == frozen
     assert old.pods["default/p"].node_name == ""
     assert "default/q" not in old.pods
@@ -257,16 +258,16 @@ def test_a_snapshot_is_cached_until_something_changes() -> None:
 
 
 def reserve(state: ClusterState) -> None:
-    state.commit_plan(reserve=[Reservation("default/p", "default/g", "node-0", ONE_POD, 100.0)])
+    hold(state, reserve=[Reservation("default/p", "default/g", "node-0", ONE_POD, 100.0)])
 
 
 def remember_failure(state: ClusterState) -> None:
-    state.commit_plan(failed_plan=FailedPlan("default/g", "no room", 0, 0, 0.0, 0, 1))
+    hold(state, failed_plan=FailedPlan("default/g", "no room", 0, 0, 0.0, 0, 1))
 
 
 def reserve_then_release(state: ClusterState) -> None:
     reserve(state)
-    state.commit_plan(release_groups=["default/g"])
+    hold(state, release_groups=["default/g"])
 
 
 def reserve_then_expire_at(now: float) -> Callable[[ClusterState], object]:
@@ -316,14 +317,14 @@ def test_reservations_are_held_on_their_nodes_and_released_by_group() -> None:
         Reservation("default/j-worker-0", "default/j", "node-0", ONE_POD, 50.0),
         Reservation("default/j-worker-1", "default/j", "node-1", ONE_POD, 50.0),
     ]
-    state.commit_plan(reserve=plan)
+    hold(state, reserve=plan)
     snapshot = state.snapshot()
     assert snapshot.reserved_by_node == {"node-0": ONE_POD.scaled(2), "node-1": ONE_POD}
     assert snapshot.nodes["node-0"].available.get(CPU) == 2000  # 4 CPU - 2 reserved
     assert snapshot.free_on("node-0") == snapshot.nodes["node-0"].available
     assert snapshot.free_on("node-0", ignoring_group="default/j").get(CPU) == 4000
     assert snapshot.held_by_group("default/j") == {"node-0": ONE_POD.scaled(2), "node-1": ONE_POD}
-    state.commit_plan(release_groups=["default/j"])
+    hold(state, release_groups=["default/j"])
     released = state.snapshot()
     assert released.reservations == {}
     assert released.reserved_by_node == {}
@@ -332,9 +333,10 @@ def test_reservations_are_held_on_their_nodes_and_released_by_group() -> None:
 
 def test_release_expired_counts_the_reservations_it_drops() -> None:
     state = cluster(make_node("node-0", cpu="8"), *tfjob_pods("j", workers=2), *tfjob_pods("k", workers=1))
-    state.commit_plan(
+    hold(
+        state,
         reserve=[Reservation(f"default/j-{p}", "default/j", "node-0", ONE_POD, 10.0) for p in ("ps-0", "worker-0")]
-        + [Reservation("default/k-ps-0", "default/k", "node-0", ONE_POD, 20.0)]
+        + [Reservation("default/k-ps-0", "default/k", "node-0", ONE_POD, 20.0)],
     )
     assert state.release_expired(9.0) == 0
     assert state.release_expired(10.0) == 2  # j's plan; k's lives on
@@ -344,8 +346,8 @@ def test_release_expired_counts_the_reservations_it_drops() -> None:
 
 def test_a_replaced_reservation_expires_on_its_new_deadline() -> None:
     state = cluster(make_node("node-0"), *tfjob_pods("j", workers=0))
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 30.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 30.0)])
     assert state.snapshot().reserved_by_node == {"node-0": ONE_POD}  # held once, not twice
     assert state.release_expired(20.0) == 0
     assert state.release_expired(30.0) == 1
@@ -353,9 +355,9 @@ def test_a_replaced_reservation_expires_on_its_new_deadline() -> None:
 
 def test_a_new_plan_forgets_the_gangs_remembered_failure() -> None:
     state = cluster(make_node("node-0"), *tfjob_pods("j", workers=0))
-    state.commit_plan(failed_plan=FailedPlan("default/i,default/j", "no room", 0, 0, 0.0, 0, 1))
+    hold(state, failed_plan=FailedPlan("default/i,default/j", "no room", 0, 0, 0.0, 0, 1))
     assert list(state.snapshot().failed_plans) == ["default/i,default/j"]
-    state.commit_plan(reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
+    hold(state, reserve=[Reservation("default/j-ps-0", "default/j", "node-0", ONE_POD, 10.0)])
     assert state.snapshot().failed_plans == {}
 
 
@@ -472,14 +474,6 @@ def test_a_pod_without_a_namespace_is_keyed_in_default() -> None:
     assert state.snapshot().pods == {}
 
 
-def test_observe_pod_adds_an_unknown_pod_but_never_overrides_the_watch() -> None:
-    state = cluster(make_node("node-0"), BOUND)
-    state.observe_pod(PENDING)  # an older copy, as kube-scheduler sent it
-    assert state.snapshot().pods["default/p"].node_name == "node-0"
-    state.observe_pod(make_pod("new"))
-    assert "default/new" in state.snapshot().pods
-
-
 def test_sync_is_reported_per_kind() -> None:
     state = ClusterState()
     assert not state.is_synced()
@@ -495,3 +489,55 @@ def test_an_empty_model_has_an_empty_snapshot() -> None:
     assert isinstance(snapshot, ClusterSnapshot)
     assert (snapshot.generation, len(snapshot.nodes), len(snapshot.pods)) == (0, 0, 0)
     assert snapshot.free_on("nowhere") == EMPTY
+
+
+# -- plans written on PodGroups -----------------------------------------------------------------------
+
+
+def planned_group(name: str, plan: dict[str, str], expires: float, *, min_member: int = 2) -> Obj:
+    group = make_podgroup(name, min_member=min_member)
+    uids = {pod: f"uid-default-{pod}" for pod in plan}
+    group["metadata"]["annotations"] = {GANG_PLAN_ANNOTATION: plan_annotation(plan, expires, uids)}
+    return group
+
+
+def test_a_plan_written_on_a_podgroup_is_held_for_its_pending_members() -> None:
+    state = cluster(
+        make_node("node-0"),
+        make_node("node-1"),
+        make_pod("a", group="g"),
+        planned_group("g", {"a": "node-1", "b": "node-0"}, 500.0),
+    )
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {"default/a": "node-1"}
+    state.apply(Kind.POD, "ADDED", make_pod("b", group="g"))  # a member seen after its group's plan
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {
+        "default/a": "node-1",
+        "default/b": "node-0",
+    }
+    assert state.snapshot().reservations["default/b"].expires_at == 500.0
+
+
+def test_a_released_plan_is_not_taken_again_from_its_annotation() -> None:
+    state = cluster(make_node("node-0"), make_pod("a", group="g"), make_podgroup("g", min_member=1))
+    hold(state, reserve=[Reservation("default/a", "default/g", "node-0", ONE_POD, 500.0)])
+    hold(state, release_groups=["default/g"])
+    state.apply(Kind.PODGROUP, "MODIFIED", planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
+    assert state.snapshot().reservations == {}, "the echo of a released plan"
+    state.apply(Kind.PODGROUP, "MODIFIED", planned_group("g", {"a": "node-0"}, 900.0, min_member=1))
+    assert set(state.snapshot().reservations) == {"default/a"}, "a later plan"
+
+
+def test_a_bound_member_or_an_unknown_node_is_not_reserved_from_a_plan() -> None:
+    state = cluster(
+        make_node("node-0"),
+        make_pod("a", group="g", node="node-0", phase="Running"),
+        make_pod("b", group="g"),
+        planned_group("g", {"a": "node-0", "b": "nowhere"}, 500.0),
+    )
+    assert state.snapshot().reservations == {}
+
+
+def test_a_pod_recreated_under_a_planned_name_is_not_held_to_the_old_plan() -> None:
+    state = cluster(make_node("node-0"), planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
+    state.apply(Kind.POD, "ADDED", make_pod("a", group="g", uid="a-second-life"))
+    assert state.snapshot().reservations == {}

@@ -1,0 +1,428 @@
+"""The gang queue: every gang's rank inputs and standing, kept up to date as events arrive.
+
+Ranking every gang from scratch costs O(gangs × members) per decision, which grows with the number of
+waiting gangs. Instead the model keeps one `GangSummary` per gang — what `weights.rank_of` and the
+admission and preemption rules read: its job, PriorityClass value, size class, KOD2 base weight,
+arrival, pending count, whether it is satisfied or complete, what its members hold — and re-derives it only for gangs an
+event touched (the model knows which). A snapshot holds the resulting immutable `GangQueue`:
+- `rank(key, now)` is O(1): aging is applied at `now` from the stored inputs;
+- `waiting(now)` yields the gangs that wait unsatisfied in rank order, lazily: the static order (priority,
+  size class, base weight, arrival, key) kept sorted as gangs change, merged with the few starving gangs,
+  whose aged weights and classes depend on `now` (aging only ever raises a weight and lowers a class, so
+  only they can move, and only up). The size class depends on the gang's demand and the cluster's
+  capacity, never on the clock, so it is re-derived on the same events as the base weight;
+- per-PriorityClass totals of what bound gangs and loose pods hold, and what elastic jobs hold beyond
+  their minimum, so a preemption that nothing lower could make room for is refused in O(classes).
+A summary is a pure function of the snapshot (`summarize`); the queue is a memo of them, never state a
+decision depends on. A gang whose members carry no creation time ranks last among equals (its arrival
+counts as the present, which is later than any known arrival).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from extender.policy.frozenmap import CowMap
+from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.resources import EMPTY, Resources, total
+from extender.policy.settings import PolicySettings
+from extender.policy.weights import (
+    JobRank,
+    RankKey,
+    aged_classes,
+    aged_weight,
+    arrival_of,
+    cluster_capacity,
+    dominant_share,
+    gang_demand,
+    job_of,
+    job_weight,
+    priority_of,
+    size_class,
+)
+
+Entry = TypeVar("Entry", tuple[RankKey, str], tuple[float, str])
+
+
+@dataclass(frozen=True, slots=True)
+class GangSummary:
+    """One gang's rank inputs and standing (see the module docstring)."""
+
+    key: str
+    """The gang key: its PodGroups' keys, sorted and comma-joined."""
+    origin: str
+    """The PodGroup whose GangGroup annotation defined the gang (what `gang_state` is asked with)."""
+    job: str
+    priority: int
+    base_weight: float
+    arrival: float
+    """Seconds since the epoch; 0 when no creation time is known."""
+    pending: int
+    """Members waiting to be scheduled."""
+    satisfied: bool
+    """Every group has `minMember` placed or reserved."""
+    complete: bool
+    """Every PodGroup exists and has at least `minMember` members created."""
+    reserved: bool
+    """Some member holds a reservation."""
+    bound: Resources = EMPTY
+    """Requests of the members holding a node."""
+    bound_pods: int = 0
+    """How many members hold a node."""
+    surplus: Resources = EMPTY
+    """Requests of bound workers beyond the minimum of an elastic dynamic-worker TFJob (what scale-in frees)."""
+    scattered: bool = False
+    """A bound worker (other than worker 0) runs away from every node holding one of its job's PS."""
+    demand: Resources = EMPTY
+    """What the gang's size is measured by (`weights.gang_demand`)."""
+    size_class: int = 0
+    """The size class of `demand` in the cluster (`weights.size_class`), before starvation."""
+
+    @property
+    def ages(self) -> bool:
+        """Waits unsatisfied with pending members: its weight ages, and it is in the wait queue."""
+        return self.pending > 0 and not self.satisfied
+
+    @property
+    def waiting(self) -> bool:
+        """Waits for room: pending, every member created, not satisfied (what admission defers to)."""
+        return self.ages and self.complete
+
+    def static_key(self) -> RankKey:
+        """The rank order before aging: priority, size class, base weight, arrival (unknown last), key."""
+        return (-self.priority, self.size_class, -self.base_weight, self.arrival or math.inf, self.key)
+
+    def rank(self, now: float, settings: PolicySettings) -> JobRank:
+        arrival = self.arrival or now
+        waited = max(0.0, now - arrival) if self.ages else 0.0
+        weight, starving = aged_weight(self.base_weight, waited, settings)
+        climbed = aged_classes(waited, settings)
+        return JobRank(
+            self.key,
+            self.priority,
+            weight,
+            arrival,
+            starving,
+            self.base_weight,
+            self.job,
+            waited,
+            self.size_class - climbed,
+        )
+
+
+def summarize(
+    snapshot: ClusterSnapshot, origin: str, capacity: Resources, settings: PolicySettings
+) -> GangSummary | None:
+    """The summary of the gang `origin` defines, or None when it has no members."""
+    state = gang_state(snapshot, origin)
+    members = [pod for pods in state.members.values() for pod in pods]
+    if not members:
+        return None
+    job = job_of(snapshot, members)
+    bound = [pod for pod in members if pod.holds_node]
+    demand = gang_demand(job, members)
+    return GangSummary(
+        key=state.key,
+        origin=origin,
+        job=job.key if job is not None else "",
+        priority=priority_of(snapshot, job, members),
+        base_weight=settings.default_weight if job is None else job_weight(job, capacity, settings),
+        arrival=arrival_of(job, state.groups, members, 0.0),
+        pending=sum(1 for pod in members if pod.pending),
+        satisfied=is_satisfied(snapshot, state),
+        complete=waiting_reason(state) is None,
+        reserved=any(pod.key in snapshot.reservations for pod in members),
+        bound=total(pod.requests for pod in bound),
+        bound_pods=len(bound),
+        surplus=_surplus(snapshot, bound),
+        scattered=_scattered(bound),
+        demand=demand,
+        size_class=size_class(dominant_share(demand, capacity), settings),
+    )
+
+
+def _scattered(bound: list[PodView]) -> bool:
+    ps_nodes = {pod.node_name for pod in bound if pod.role is Role.PS}
+    return bool(ps_nodes) and any(
+        pod.role is Role.WORKER and pod.index > 0 and pod.node_name not in ps_nodes for pod in bound
+    )
+
+
+def _surplus(snapshot: ClusterSnapshot, bound: list[PodView]) -> Resources:
+    job = snapshot.jobs.get(bound[0].job) if bound and bound[0].job else None
+    if job is None or not job.enable_dynamic_worker or not job.elastic:
+        return EMPTY
+    return total(pod.requests for pod in bound if pod.role is Role.WORKER and pod.index >= job.min_workers)
+
+
+@dataclass(frozen=True, slots=True)
+class GangQueue:
+    """Immutable: the summaries of every gang with members, and the wait queue in static rank order."""
+
+    summaries: Mapping[str, GangSummary] = field(default_factory=dict)
+    gang_of: Mapping[str, str] = field(default_factory=dict)
+    """PodGroup key → the key of the gang it defines."""
+    order: tuple[tuple[RankKey, str], ...] = ()
+    """(static key, gang key) of every gang that `ages`, sorted."""
+    by_arrival: tuple[tuple[float, str], ...] = ()
+    """(arrival, gang key) of the same gangs with a known arrival, sorted: the starving ones come first."""
+    held_by_priority: Mapping[int, Resources] = field(default_factory=dict)
+    """PriorityClass value → requests of the bound members of its gangs plus its bound loose pods."""
+    surplus_by_priority: Mapping[int, Resources] = field(default_factory=dict)
+    """PriorityClass value → what its elastic jobs hold beyond their minimum."""
+    weights: tuple[float, ...] | None = None
+    """The weight settings the base weights were computed with (see `weight_inputs`)."""
+    loose: Mapping[str, PodView] = field(default_factory=dict)
+    """Pods without a gang that hold a node, by key."""
+    partly_bound: frozenset[str] = frozenset()
+    """Gangs with members holding nodes while they wait unsatisfied (half placed)."""
+
+    def summary_of_group(self, group: str) -> GangSummary | None:
+        key = self.gang_of.get(group)
+        return self.summaries.get(key) if key is not None else None
+
+    def rank(self, key: str, now: float, settings: PolicySettings) -> JobRank | None:
+        summary = self.summaries.get(key)
+        return None if summary is None else summary.rank(now, settings)
+
+    def starving(self, now: float, settings: PolicySettings) -> list[JobRank]:
+        """The gangs waiting beyond the starvation limit at `now`, highest rank first."""
+        cut = bisect.bisect_left(self.by_arrival, (now - settings.starvation_limit_s, ""))
+        ranks = (self.summaries[key].rank(now, settings) for _, key in self.by_arrival[:cut])
+        return sorted((rank for rank in ranks if rank.starving), key=lambda rank: rank.sort_key)
+
+    def waiting(
+        self, now: float, settings: PolicySettings, starving: Sequence[JobRank] | None = None
+    ) -> Iterator[JobRank]:
+        """Every gang that `ages` (pending, unsatisfied), highest rank first, at `now`. `starving`: what
+        `starving(now, settings)` answers, when the caller has it."""
+        if starving is None:
+            starving = self.starving(now, settings)
+        moved = {rank.subject for rank in starving}
+        steady = (self.summaries[key].rank(now, settings) for _, key in self.order if key not in moved)
+        yield from heapq.merge(starving, steady, key=lambda rank: rank.sort_key)
+
+    def loose_pods_below(self, snapshot: ClusterSnapshot, priority: int) -> list[PodView]:
+        """The pods without a gang, holding a node, of a priority below `priority`."""
+        lower = [value for value, held in self.held_by_priority.items() if value < priority and held]
+        if not lower:
+            return []
+        return [pod for pod in self.loose.values() if pod.priority < priority]
+
+    def freeable_below(self, priority: int) -> Resources:
+        """At most what a gang of this PriorityClass could free: everything held at lower priorities, and
+        the elastic surplus of its own class."""
+        lower = total(held for value, held in self.held_by_priority.items() if value < priority)
+        return lower + self.surplus_by_priority.get(priority, EMPTY)
+
+
+EMPTY_QUEUE = GangQueue()
+
+
+def weight_inputs(settings: PolicySettings) -> tuple[float, ...]:
+    """The settings a summary's base weight depends on."""
+    return (
+        settings.default_weight,
+        settings.weight_scale,
+        settings.weight_offset,
+        settings.weight_min_share,
+        settings.size_class_ratio,
+    )
+
+
+def queue_of(snapshot: ClusterSnapshot, settings: PolicySettings) -> GangQueue:
+    """The snapshot's queue when it was built with these weight settings, else one built afresh."""
+    queue = snapshot.queue
+    if queue is not None and queue.weights == weight_inputs(settings):
+        return queue
+    return QueueBuilder(settings).refresh(snapshot)
+
+
+class QueueBuilder:
+    """Keeps a `GangQueue` up to date: re-summarises only the gangs of the PodGroups marked as touched.
+
+    The model marks a PodGroup touched when a member, the PodGroup, the member's TFJob or a member's
+    reservation changes, and everything touched when a PriorityClass or the cluster's capacity (which
+    every weight is normalised against) changes; `refresh` then brings the queue up to date with one
+    snapshot. Not thread-safe: the model calls it under its lock.
+    """
+
+    def __init__(self, settings: PolicySettings) -> None:
+        self._settings = settings
+        self._summaries: CowMap[str, GangSummary] = CowMap()
+        self._origins: dict[str, set[str]] = {}
+        """Gang key → the PodGroups whose annotation defines it."""
+        self._key_of_origin: CowMap[str, str] = CowMap()
+        self._gangs_with: dict[str, set[str]] = {}
+        """PodGroup key → the gangs it belongs to."""
+        self._order: list[tuple[RankKey, str]] = []
+        self._by_arrival: list[tuple[float, str]] = []
+        self._held: dict[int, Resources] = {}
+        self._surplus: dict[int, Resources] = {}
+        self._loose: dict[int, Resources] = {}
+        self._loose_pods: CowMap[str, PodView] = CowMap()
+        self._partly_bound: set[str] = set()
+        self._touched: set[str] = set()
+        self._everything = True
+        self._weights = False
+        self._order_changed = True
+        self._counted_loose = False
+        """Whether `_loose` has been derived from a snapshot once (events keep it up to date after that)."""
+        self._frozen: GangQueue | None = None
+
+    def touch(self, *groups: str) -> None:
+        self._touched.update(group for group in groups if group)
+        self._frozen = None
+
+    def touch_everything(self) -> None:
+        self._everything = True
+        self._frozen = None
+
+    def touch_weights(self) -> None:
+        """The cluster's capacity changed: every base weight and size class is normalised again (nothing
+        else is)."""
+        self._weights = True
+        self._frozen = None
+
+    def loose_pod(self, old: PodView | None, new: PodView | None) -> None:
+        """A pod without a gang changed: keep what loose pods hold per priority."""
+        if not self._counted_loose:
+            return
+        for pod, sign in ((old, -1), (new, +1)):
+            if pod is not None and not pod.group and pod.holds_node:
+                _add(self._loose, pod.priority, pod.requests, sign=sign)
+                if sign > 0:
+                    self._loose_pods.set(pod.key, pod)
+                else:
+                    self._loose_pods.delete(pod.key)
+                self._frozen = None
+
+    def refresh(self, snapshot: ClusterSnapshot) -> GangQueue:
+        if self._frozen is not None and not self._touched and not self._everything and not self._weights:
+            return self._frozen
+        if not self._counted_loose:
+            self._loose = {}
+            self._loose_pods.clear()
+            for pod in snapshot.pods.values():
+                if not pod.group and pod.holds_node:
+                    _add(self._loose, pod.priority, pod.requests)
+                    self._loose_pods.set(pod.key, pod)
+            self._counted_loose = True
+        if self._everything:
+            origins = set(self._key_of_origin) | set(snapshot.group_members)
+            self._everything = False
+        else:
+            origins = set(self._touched)
+            for group in self._touched:
+                for key in self._gangs_with.get(group, ()):
+                    origins |= self._origins.get(key, set())
+        self._touched.clear()
+        if origins or self._weights:
+            capacity = cluster_capacity(snapshot)
+            for origin in origins:
+                self._update(snapshot, origin, capacity)
+            if self._weights:
+                self._reweigh(snapshot, capacity)
+        held = dict(self._held)
+        for priority, amount in self._loose.items():
+            held[priority] = held.get(priority, EMPTY) + amount
+        previous = self._frozen
+        if self._order_changed or previous is None:
+            order, by_arrival = tuple(self._order), tuple(self._by_arrival)
+            self._order_changed = False
+        else:
+            order, by_arrival = previous.order, previous.by_arrival
+        self._frozen = GangQueue(
+            summaries=self._summaries.freeze(),
+            gang_of=self._key_of_origin.freeze(),
+            order=order,
+            by_arrival=by_arrival,
+            held_by_priority=held,
+            surplus_by_priority=dict(self._surplus),
+            weights=weight_inputs(self._settings),
+            loose=self._loose_pods.freeze(),
+            partly_bound=frozenset(self._partly_bound),
+        )
+        return self._frozen
+
+    def _reweigh(self, snapshot: ClusterSnapshot, capacity: Resources) -> None:
+        self._weights = False
+        for summary in list(self._summaries.values()):
+            job = snapshot.jobs.get(summary.job) if summary.job else None
+            weight = self._settings.default_weight if job is None else job_weight(job, capacity, self._settings)
+            size = size_class(dominant_share(summary.demand, capacity), self._settings)
+            if weight != summary.base_weight or size != summary.size_class:
+                self._put(replace(summary, base_weight=weight, size_class=size))
+
+    def _update(self, snapshot: ClusterSnapshot, origin: str, capacity: Resources) -> None:
+        summary = summarize(snapshot, origin, capacity, self._settings) if origin in snapshot.group_members else None
+        old_key = self._key_of_origin.delete(origin)
+        if old_key is not None:
+            sharing = self._origins.get(old_key, set())
+            sharing.discard(origin)
+            if not sharing and (summary is None or summary.key != old_key):
+                self._drop(old_key)
+        if summary is not None:
+            self._key_of_origin.set(origin, summary.key)
+            self._origins.setdefault(summary.key, set()).add(origin)
+            self._put(summary)
+
+    def _put(self, summary: GangSummary) -> None:
+        if summary.key in self._summaries:
+            self._drop(summary.key, keep_origins=True)
+        self._summaries.set(summary.key, summary)
+        for group in summary.key.split(","):
+            self._gangs_with.setdefault(group, set()).add(summary.key)
+        if summary.ages:
+            bisect.insort(self._order, (summary.static_key(), summary.key))
+            self._order_changed = True
+            if summary.arrival:
+                bisect.insort(self._by_arrival, (summary.arrival, summary.key))
+        _add(self._held, summary.priority, summary.bound)
+        _add(self._surplus, summary.priority, summary.surplus)
+        if summary.ages and summary.bound_pods:
+            self._partly_bound.add(summary.key)
+
+    def _drop(self, key: str, *, keep_origins: bool = False) -> None:
+        summary = self._summaries.delete(key)
+        if not keep_origins:
+            self._origins.pop(key, None)
+        if summary is None:
+            return
+        for group in key.split(","):
+            gangs = self._gangs_with.get(group)
+            if gangs is not None:
+                gangs.discard(key)
+                if not gangs:
+                    del self._gangs_with[group]
+        if summary.ages:
+            _remove_sorted(self._order, (summary.static_key(), key))
+            self._order_changed = True
+            if summary.arrival:
+                _remove_sorted(self._by_arrival, (summary.arrival, key))
+        _add(self._held, summary.priority, summary.bound, sign=-1)
+        _add(self._surplus, summary.priority, summary.surplus, sign=-1)
+        self._partly_bound.discard(key)
+
+
+def _add(totals: dict[int, Resources], priority: int, amount: Resources, *, sign: int = 1) -> None:
+    if not amount:
+        return
+    held = totals.get(priority, EMPTY)
+    updated = held + amount if sign > 0 else held - amount
+    if updated:
+        totals[priority] = updated
+    else:
+        totals.pop(priority, None)
+
+
+def _remove_sorted(items: list[Entry], item: Entry) -> None:
+    at = bisect.bisect_left(items, item)
+    if at < len(items) and items[at] == item:
+        del items[at]

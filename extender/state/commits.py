@@ -1,0 +1,49 @@
+"""The one way a decision reaches the model: decide on a snapshot, commit on that snapshot's generation.
+
+HTTP verbs, the preemption loop, the scaler, the simulator and the tests all go through
+`decide_and_commit`: it takes a snapshot, asks the caller's pure decision function, and commits the
+decision's `LedgerChange` only if the model has not changed under it in a way it does not survive
+(`ClusterState.commit`); otherwise it decides again on a fresh snapshot, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from extender.policy.ledger import LedgerChange
+from extender.policy.model import ClusterSnapshot
+from extender.state.store import ClusterState
+
+COMMIT_ATTEMPTS = 3
+"""Decisions made per call before giving up on a model that keeps changing under them."""
+
+
+class Changing(Protocol):
+    @property
+    def change(self) -> LedgerChange: ...
+
+
+D = TypeVar("D", bound=Changing)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[D]):
+    decision: D
+    snapshot: ClusterSnapshot
+    """The snapshot the decision was made on."""
+    committed: bool
+    """False when the decision changes the model and every attempt was refused."""
+
+
+def decide_and_commit(
+    state: ClusterState, decide: Callable[[ClusterSnapshot], D], *, attempts: int = COMMIT_ATTEMPTS
+) -> Outcome[D]:
+    for _ in range(attempts):
+        snapshot = state.snapshot()
+        decision = decide(snapshot)
+        change = decision.change
+        if not change or state.commit(change, decided_on=snapshot.generation):
+            return Outcome(decision, snapshot, True)
+    return Outcome(decision, snapshot, False)

@@ -1,0 +1,65 @@
+"""`/filter` on a gang kube-scheduler gates, asked before the watch delivered every member.
+
+kube-scheduler lets a `scheduling.k8s.io` gang's pods through only once `minCount` exist, so a model
+missing members is behind: the verb decides again for up to `model_catch_up_s` and plans the whole gang
+when the members arrive meanwhile, or answers plain fit when they do not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import orjson
+from fastapi.testclient import TestClient
+
+from extender.api.app import create_app, make_service
+from extender.config import Settings
+from extender.state.kinds import Kind
+from extender.state.store import ClusterState
+from tests.builders import cluster, in_scheduling_group, make_k8s_podgroup, make_node, make_tfjob, tfjob_pods
+
+NODES = ["node-0", "node-1", "node-2"]
+NOW = 1_800_000_000.0
+
+
+def gang_with_two_members_unseen() -> tuple[ClusterState, list[dict[str, Any]]]:
+    pods = in_scheduling_group(tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi"), "mnist")
+    state = cluster(
+        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
+        *pods[:3],
+        make_k8s_podgroup("mnist", min_count=5),
+        make_tfjob("mnist", workers=4),
+    )
+    return state, pods
+
+
+def filter_reply(state: ClusterState, pod: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], float]:
+    with TestClient(create_app(make_service(settings, state, lambda: NOW))) as client:
+        started = time.monotonic()
+        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": NODES})
+        reply: dict[str, Any] = client.post("/filter", content=body).json()
+        return reply, time.monotonic() - started
+
+
+def test_members_the_watch_delivers_meanwhile_are_planned_with_the_gang() -> None:
+    state, pods = gang_with_two_members_unseen()
+
+    def watch_catches_up() -> None:
+        time.sleep(0.1)
+        for pod in pods[3:]:
+            state.apply(Kind.POD, "ADDED", pod)
+
+    threading.Thread(target=watch_catches_up, daemon=True).start()
+    reply, _ = filter_reply(state, pods[0], Settings(model_catch_up_s=5.0))
+    assert len(reply["NodeNames"]) == 1, reply
+    assert len(state.snapshot().reservations) == 5, "the whole gang is planned"
+
+
+def test_members_that_never_arrive_leave_plain_fit_after_the_wait() -> None:
+    state, pods = gang_with_two_members_unseen()
+    reply, waited_s = filter_reply(state, pods[0], Settings(model_catch_up_s=0.2))
+    assert reply["NodeNames"] == NODES
+    assert 0.2 <= waited_s < 2.0
+    assert state.snapshot().reservations == {}

@@ -1,0 +1,83 @@
+"""Bulk API calls for benchmarks on the local control plane: raw JSON over keep-alive HTTPS connections,
+one per thread, many requests in flight (the typed client is far too slow to create thousands of pods)."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from tests.e2e.cluster import UNVERIFIED_TLS
+
+
+class Api:
+    """Raw JSON calls to the API server over one keep-alive HTTPS connection per thread."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._local = threading.local()
+
+    def connect(self, timeout: float | None = 60) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=UNVERIFIED_TLS, timeout=timeout)
+
+    def call(self, method: str, path: str, body: bytes | None = None, ok: tuple[int, ...] = (200, 201)) -> Any:
+        headers = dict(self.headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(3):
+            connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
+            if connection is None:
+                connection = self._local.connection = self.connect()
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+            except (http.client.HTTPException, OSError):
+                connection.close()
+                self._local.connection = None
+                if attempt == 2:
+                    raise
+                continue
+            if response.status not in ok:
+                raise RuntimeError(f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
+            return orjson.loads(data) if data else None
+        raise AssertionError("unreachable")
+
+
+def run_threads(count: int, target: Callable[[], None]) -> None:
+    threads = [threading.Thread(target=target, daemon=True) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def create_all(api: Api, requests: list[tuple[str, str, bytes]], threads: int, rate: float | None) -> dict[str, float]:
+    """POST (path, name, body) in order from `threads` connections, at `rate` per second (None: at once);
+    returns name → the monotonic time its POST was sent."""
+    sent: dict[str, float] = {}
+    lock = threading.Lock()
+    position = iter(range(len(requests)))
+    started = time.monotonic()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                index = next(position, None)
+            if index is None:
+                return
+            if rate:
+                delay = started + index / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            path, name, body = requests[index]
+            sent[name] = time.monotonic()
+            api.call("POST", path, body)
+
+    run_threads(threads, worker)
+    return sent

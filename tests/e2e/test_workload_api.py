@@ -1,0 +1,148 @@
+"""End to end with Kubernetes' own gang API on: kube-scheduler gates `scheduling.k8s.io` gangs itself.
+
+A control plane of its own for this module (`workload_api=True`: the release's feature gates and the
+`--runtime-config` serving Workloads and PodGroups), with training-operator as in the other tests. Each
+gang is declared as a user would: a Workload with one PodGroup template, a PodGroup made from it, and a
+TFJob whose replica templates name that PodGroup in `spec.schedulingGroup.podGroupName` (training-operator
+passes the field through to its pods). The extender plans and steers these gangs as any other, and leaves
+the all-or-nothing barrier to kube-scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.cluster import LocalControlPlane, build_control_plane
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.test_scheduling import OBSERVE_S, debug_gang, never_bound
+from tests.e2e.workloads import placement, pod, podgroup, ps_and_workers_by_node, tfjob, wait_bound, wait_for_pods
+
+pytestmark = pytest.mark.e2e
+JOB = "training.kubeflow.org/job-name"
+
+
+@pytest.fixture(scope="module")
+def gated_plane() -> Iterator[LocalControlPlane]:
+    args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
+    with LocalControlPlane(build_control_plane(), extender_args=args, workload_api=True) as control_plane:
+        yield control_plane
+
+
+@pytest.fixture
+def gated_scene(gated_plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
+    current = Scene(gated_plane, scene_name(request))
+    try:
+        yield current
+    finally:
+        current.cleanup()
+
+
+def declare_gang(plane: LocalControlPlane, namespace: str, name: str, *, min_count: int) -> None:
+    """A Workload `name` with the gang template `training`, and the PodGroup `name` made from it."""
+    api = plane.workload_api_version
+    policy = {"gang": {"minCount": min_count}}
+    workload = {
+        "apiVersion": api,
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {"podGroupTemplates": [{"name": "training", "schedulingPolicy": policy}]},
+    }
+    if api.endswith("/v1alpha2"):
+        reference: dict[str, Any] = {
+            "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "training"}}
+        }
+    else:
+        reference = {"workloadRef": {"workloadName": name, "templateName": "training"}}
+    group = {
+        "apiVersion": api,
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": policy, **reference},
+    }
+    plane.post(f"/apis/{api}/namespaces/{namespace}/workloads", workload)
+    plane.post(f"/apis/{api}/namespaces/{namespace}/podgroups", group)
+
+
+def filter_summaries(plane: LocalControlPlane, namespace: str, pods: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Pod name → the summaries of the extender's recent filter decisions on it (for failure messages)."""
+    summaries = {}
+    for item in pods:
+        name = item["metadata"]["name"]
+        url = f"http://127.0.0.1:{plane.extender_port}/debug/decisions?pod={namespace}/{name}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            decisions = json.load(response)["decisions"]
+        summaries[name] = [d.get("summary", "") for d in decisions if d.get("verb") == "filter"]
+    return summaries
+
+
+def gang_tfjob(name: str, *, scene: str, pod_group: str, **shape: Any) -> dict[str, Any]:
+    """`tfjob(name, ...)` whose every replica joins the `scheduling.k8s.io` PodGroup `pod_group`."""
+    job = tfjob(name, scene=scene, **shape)
+    for replica in job["spec"]["tfReplicaSpecs"].values():
+        replica["template"]["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+    return job
+
+
+def test_a_gang_of_the_upstream_api_binds_whole_on_the_fewest_nodes_with_its_ps_beside_its_workers(
+    gated_plane: LocalControlPlane, gated_scene: Scene
+) -> None:
+    namespace = gated_scene.namespace
+    gated_scene.add_nodes(3)
+    declare_gang(gated_plane, namespace, "wide", min_count=5)
+    # 1 PS + 4 workers of 1 CPU = 5 CPU; a node has 4: two nodes, the PS with three workers
+    gated_plane.create_tfjob(namespace, gang_tfjob("wide", scene=namespace, pod_group="wide", ps=1, workers=4))
+    pods = wait_bound(gated_plane, namespace, f"{JOB}=wide", 5)
+    assert {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods} == {"wide"}
+    ps, workers = ps_and_workers_by_node(pods)
+    why = (placement(pods), filter_summaries(gated_plane, namespace, pods))
+    assert len(set(placement(pods).values())) == 2, why
+    (ps_node,) = ps
+    assert workers[ps_node] == 3, why
+    gang = debug_gang(gated_plane, namespace, "wide")
+    assert (gang["apiGroup"], gang["minMember"], gang["gatedByKubeScheduler"]) == ("scheduling.k8s.io", 5, True)
+    assert gang["status"] == "admitted"
+
+
+def test_a_gang_of_the_upstream_api_that_does_not_fit_binds_nothing(
+    gated_plane: LocalControlPlane, gated_scene: Scene
+) -> None:
+    namespace = gated_scene.namespace
+    gated_scene.add_nodes(2)
+    declare_gang(gated_plane, namespace, "big", min_count=9)
+    # 1 PS + 8 workers of 1 CPU = 9 CPU on 8: every member fits somewhere, the gang does not
+    gated_plane.create_tfjob(namespace, gang_tfjob("big", scene=namespace, pod_group="big", ps=1, workers=8))
+    wait_for_pods(gated_plane, namespace, "big", 9)
+    pods = never_bound(gated_plane, namespace, f"{JOB}=big", OBSERVE_S)
+    assert len(pods) == 9
+    gang = debug_gang(gated_plane, namespace, "big")
+    assert gang["apiGroup"] == "scheduling.k8s.io"
+    assert "gang" in gang["why"] and "needs 9 pods" in gang["why"], gang
+
+
+def test_the_podgroup_crd_dialects_still_gang_beside_it(gated_plane: LocalControlPlane, gated_scene: Scene) -> None:
+    namespace = gated_scene.namespace
+    gated_scene.add_nodes(3)
+    declare_gang(gated_plane, namespace, "upstream", min_count=4)
+    gated_plane.create_tfjob(namespace, gang_tfjob("upstream", scene=namespace, pod_group="upstream", workers=3))
+    gated_plane.create_tfjob(namespace, tfjob("classic", scene=namespace, workers=3))  # scheduling.x-k8s.io
+    gated_plane.create_podgroup(namespace, podgroup("koord", min_member=3, legacy=True))
+    label = {"pod-group.scheduling.sigs.k8s.io": "koord"}
+    for index in range(3):
+        gated_plane.create_pod(namespace, pod(f"koord-{index}", scene=namespace, labels=label))
+    for job in ("upstream", "classic"):
+        pods = wait_bound(gated_plane, namespace, f"{JOB}={job}", 4)
+        why = (job, placement(pods), filter_summaries(gated_plane, namespace, pods))
+        assert len(set(placement(pods).values())) == 1, why
+    koord = wait_bound(gated_plane, namespace, "pod-group.scheduling.sigs.k8s.io=koord", 3)
+    assert len(placement(koord)) == 3
+    groups = {name: debug_gang(gated_plane, namespace, name)["apiGroup"] for name in ("upstream", "classic", "koord")}
+    assert groups == {
+        "upstream": "scheduling.k8s.io",
+        "classic": "scheduling.x-k8s.io",
+        "koord": "scheduling.sigs.k8s.io",
+    }
