@@ -16,6 +16,7 @@ from extender.state.store import ClusterState
 from tests.builders import hold, make_node, make_pod, make_podgroup, make_sized_tfjob
 
 NOW = 1_772_360_000.0
+SETTINGS = PolicySettings(starvation_limit_s=600.0)
 GROUPS = ["a", "b", "c"]
 ONE_CPU = Resources({CPU: 1000, MEMORY: 2**30, PODS: 1})
 
@@ -151,3 +152,49 @@ def test_job_states_tracked_across_events_equal_those_derived_afresh(
         now = NOW + later
         tracked = [(s.job, s.state) for s in tracker.states(snapshot, now, PolicySettings())]
         assert tracked == [(s.job, s.state) for s in job_states(snapshot, now, PolicySettings())]
+
+
+gangs = st.lists(
+    st.tuples(
+        st.integers(1, 6),  # pods of the gang
+        st.sampled_from(["1", "3", "8"]),  # CPU per pod: the size class
+        st.integers(0, 50),  # minutes after 09:00 it was created
+        st.sampled_from([0, 100]),  # priority
+        st.integers(0, 6),  # pods already bound
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gangs, st.lists(st.sampled_from([0.0, 590.0, 1300.0, 2500.0, 9000.0]), min_size=1, max_size=4))
+def test_waiting_gangs_come_in_the_order_a_full_sort_gives_at_any_clock(
+    specs: list[tuple[int, str, int, int, int]], clocks: list[float]
+) -> None:
+    """The queue is sorted once by the rank keys that do not move with the clock (size class, base weight);
+    at any `now` the starving gangs, which climb classes and age their weight, are merged in: the order is
+    exactly that of every waiting gang ranked afresh at `now`."""
+    state = ClusterState()
+    for kind in Kind:
+        state.mark_synced(kind)
+    state.apply(Kind.NODE, "ADDED", make_node("node-0", cpu="64", memory="256Gi"))
+    for number, (pods, cpu, minute, priority, bound) in enumerate(specs):
+        name = f"g{number}"
+        group = make_podgroup(name, min_member=pods)
+        group["metadata"]["creationTimestamp"] = f"2026-03-01T09:{minute:02d}:00Z"
+        state.apply(Kind.PODGROUP, "ADDED", group)
+        for index in range(pods):
+            node, phase = ("node-0", "Running") if index < bound else ("", "Pending")
+            member = make_pod(f"{name}-{index}", group=name, cpu=cpu, priority=priority, node=node, phase=phase)
+            state.apply(Kind.POD, "ADDED", member)
+    snapshot = state.snapshot()
+    assert snapshot.queue is not None
+    start = snapshot.queue.summaries["default/g0"].arrival
+    for later in clocks:
+        now = start + later
+        expected = sorted(
+            (summary.rank(now, SETTINGS) for summary in snapshot.queue.summaries.values() if summary.ages),
+            key=lambda rank: rank.sort_key,
+        )
+        assert [rank.subject for rank in snapshot.queue.waiting(now, SETTINGS)] == [rank.subject for rank in expected]
