@@ -24,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from extender.policy.gang import GangState, GangVerdict, gang_state, membership_generation, plan_gang
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.placement import idleness, role_order
+from extender.policy.placement import role_order
 from extender.policy.queue import GangQueue
 from extender.policy.resources import EMPTY, Resources, total
 from extender.policy.settings import PolicySettings
@@ -42,8 +44,7 @@ shared by the checks of one decision so that no gang is planned twice."""
 
 @dataclass(frozen=True, slots=True)
 class Holders:
-    """The starving gangs that hold room, highest rank first, and the room held for those that cannot
-    start now (in the order they reserved it)."""
+    """The starving gangs that hold room, highest rank first, and their keys."""
 
     ranks: tuple[JobRank, ...] = ()
     subjects: frozenset[str] = frozenset()
@@ -129,16 +130,23 @@ def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str
     room), then how little of them is free now (room occupied until the handover is room nobody waits
     on), then name; each counts its allocatable less what `held` already keeps there, and pods (PS first)
     go where they fit and may go. Pods that fit nowhere are left out."""
-    order = sorted(
-        (name for name, node in snapshot.nodes.items() if node.node.schedulable),
-        key=lambda name: (_jobs_on(snapshot, name), _free_share(snapshot, name), name),
-    )
-    room = {name: snapshot.nodes[name].node.allocatable - held.get(name, EMPTY) for name in order}
+    pods = _minimum_pods(snapshot, state)
+    if not pods:
+        return {}
+    table = snapshot.capacity
+    rows = np.flatnonzero(table.schedulable)
+    jobs = np.fromiter((_jobs_on(snapshot, table.names[row]) for row in rows.tolist()), dtype=np.intp, count=len(rows))
+    free = table.idleness(rows, table.available[rows])
+    order = rows[np.lexsort((table.name_rank()[rows], free, jobs))]
+    room: dict[str, Resources] = {}
     needs: Holds = {}
-    for pod in _minimum_pods(snapshot, state):
-        for name in order:
-            if pod.requests.fits_in(room[name]) and pod.selects(snapshot.nodes[name].node):
-                room[name] = room[name] - pod.requests
+    for pod in pods:
+        for name in (table.names[row] for row in order.tolist()):
+            left = room.get(name)
+            if left is None:
+                left = room[name] = snapshot.nodes[name].node.allocatable - held.get(name, EMPTY)
+            if pod.requests.fits_in(left) and pod.selects(snapshot.nodes[name].node):
+                room[name] = left - pod.requests
                 needs[name] = needs.get(name, EMPTY) + pod.requests
                 break
     return needs
@@ -165,12 +173,11 @@ def could_ever_fit(state: GangState, capacity: Resources) -> bool:
 
 def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
     """Distinct jobs (or loose pods) with a pod bound to the node."""
-    return len({(pod.job or pod.key) for key in snapshot.nodes[node].pods if (pod := snapshot.pods.get(key))})
-
-
-def _free_share(snapshot: ClusterSnapshot, node: str) -> float:
-    state = snapshot.nodes[node]
-    return idleness(state.available, state.node.allocatable)
+    keys = snapshot.nodes[node].pods
+    if len(keys) < 2:
+        return len(keys)
+    pods = snapshot.pods
+    return len({(pod.job or pod.key) for key in keys if (pod := pods.get(key))})
 
 
 def _minimum_pods(snapshot: ClusterSnapshot, state: GangState) -> list[PodView]:
