@@ -42,7 +42,7 @@ from extender.policy.settings import PolicySettings
 
 
 @dataclass(frozen=True, slots=True)
-class Standing:
+class Precedence:
     """Where a gang planning now stands among the waiting gangs: worked out once per decision and shared
     by the plan (which leaves `holds` out) and the held-back check."""
 
@@ -57,8 +57,8 @@ class Standing:
     verdicts: Verdicts = field(default_factory=dict)
 
 
-def standing_of(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> Standing:
-    """The standing of the gang of `state` at `now`."""
+def precedence_of(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> Precedence:
+    """The precedence of the gang of `state` at `now`."""
     queue = queue_of(snapshot, settings)
     own = queue.rank(state.key, now, settings) or gang_rank(snapshot, next(iter(state.members)), now, settings)
     starving = tuple(queue.starving(now, settings))
@@ -66,7 +66,7 @@ def standing_of(snapshot: ClusterSnapshot, state: GangState, settings: PolicySet
     capacity = cluster_capacity(snapshot)
     verdicts: Verdicts = {}
     holds = starving_holds(snapshot, queue, holders, own, settings, now, capacity, verdicts) if starving else {}
-    return Standing(queue, own, starving, holders, holds, capacity, verdicts)
+    return Precedence(queue, own, starving, holders, holds, capacity, verdicts)
 
 
 def held_back_by(
@@ -75,16 +75,16 @@ def held_back_by(
     plan: Sequence[Reservation],
     settings: PolicySettings,
     now: float,
-    standing: Standing | None = None,
+    precedence: Precedence | None = None,
 ) -> str | None:
     """Why the gang of `state` must let a higher-ranked gang go first, or None when it may start.
-    `standing`: the caller's `standing_of` the gang, when it has it."""
-    if standing is None:
-        standing = standing_of(snapshot, state, settings, now)
-    queue = standing.queue
+    `precedence`: the caller's `precedence_of` the gang, when it has it."""
+    if precedence is None:
+        precedence = precedence_of(snapshot, state, settings, now)
+    queue = precedence.queue
     taken = _taken(plan)
     checked = 0
-    for rank in _going_first(queue, standing, now, settings):
+    for rank in _going_first(queue, precedence, now, settings):
         if checked >= settings.rank_gangs_checked:
             break
         summary = queue.summaries[rank.subject]
@@ -92,19 +92,19 @@ def held_back_by(
             continue
         checked += 1
         other = gang_state(snapshot, summary.origin)
-        holds = standing.holds if rank.subject in standing.holders.subjects else None
-        reason = _conflict(snapshot, other, rank, taken, standing, settings, now, holds)
+        holds = precedence.holds if rank.subject in precedence.holders.subjects else None
+        reason = _conflict(snapshot, other, rank, taken, precedence, settings, now, holds)
         if reason is not None:
             return f"gang {state.key} waits: {reason}"
     return None
 
 
-def _going_first(queue: GangQueue, standing: Standing, now: float, settings: PolicySettings) -> Iterator[JobRank]:
+def _going_first(queue: GangQueue, precedence: Precedence, now: float, settings: PolicySettings) -> Iterator[JobRank]:
     """The waiting gangs that go before the one planning, in rank order: those ranked above it that
     `goes_before` lets through, then (when it does not hold) the holding gangs of its PriorityClass ranked
     below it."""
-    own, holders = standing.own, standing.holders
-    for rank in queue.waiting(now, settings, standing.starving):
+    own, holders = precedence.own, precedence.holders
+    for rank in queue.waiting(now, settings, precedence.starving):
         if rank.subject == own.subject:
             continue
         if not rank.outranks(own):
@@ -124,21 +124,21 @@ def _conflict(
     other: GangState,
     rank: JobRank,
     taken: dict[str, Resources],
-    standing: Standing,
+    precedence: Precedence,
     settings: PolicySettings,
     now: float,
     holds: Holds | None,
 ) -> str | None:
     """Why a plan taking `taken` conflicts with the waiting gang `other` that goes before it; `holds` is the
     room held for starving gangs when `other` is one that holds, else None."""
-    fits_now = plan_now(snapshot, other, settings, now, standing.verdicts)
+    fits_now = plan_now(snapshot, other, settings, now, precedence.verdicts)
     if fits_now is not None and fits_now.admitted:
         if _survives(snapshot, other, fits_now.reservations, taken):
             return None
         if plan_gang(snapshot, other, settings, now, freed=taken).admitted:
             return None
         return f"starting it would delay higher-ranked gang {other.key}"
-    if holds is not None and could_ever_fit(other, standing.capacity):
+    if holds is not None and could_ever_fit(other, precedence.capacity):
         held = f"capacity is held for starving gang {other.key} (waiting {rank.waited_s:.0f}s)"
         if not settings.starving_backfill:
             return held

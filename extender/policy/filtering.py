@@ -28,7 +28,7 @@ from itertools import compress
 
 import numpy as np
 
-from extender.policy.admission import held_back_by, standing_of
+from extender.policy.admission import held_back_by, precedence_of
 from extender.policy.backfill import Holds
 from extender.policy.capacity import Demand, Mask, Matrix
 from extender.policy.decisions import FilterDecision
@@ -177,9 +177,9 @@ def _admit(
         decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
         return _barrier(snapshot, pod, candidates, state, settings, decision)
     pinned = {pod.key: frozenset(candidates)}
-    standing = standing_of(snapshot, state, settings, now)
-    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=_kept_out(standing.holds))
-    if standing.holds and not verdict.admitted:
+    precedence = precedence_of(snapshot, state, settings, now)
+    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=_kept_out(precedence.holds))
+    if precedence.holds and not verdict.admitted:
         # Without the held room: a plan that fits then yields to the hold it takes (named below); one that
         # does not fails on its own, and is remembered.
         verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
@@ -193,7 +193,7 @@ def _admit(
             resolvable=not verdict.waiting_for_members,
         )
         return _barrier(snapshot, pod, candidates, state, settings, _with_plan_changes(decision, verdict, release))
-    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, standing)
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, precedence)
     if yielding is not None:
         return _with_release(_reject(candidates, "yielding", yielding, resolvable=True), release)
     node = next((r.node for r in verdict.reservations if r.pod == pod.key), None)
