@@ -141,6 +141,7 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
     from extender.__main__ import settle_heap
     from extender.actuator import RecordingActuator
     from extender.api.app import create_app
+    from extender.api.verb_protocol import protocol_for
     from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop
 
@@ -172,7 +173,15 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
             loop.start()
 
     app = create_app(service, on_start=on_start)
-    uvicorn.run(app, host="127.0.0.1", port=port, http="httptools", loop="uvloop", log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http=protocol_for(app),
+        loop="uvloop",
+        timeout_keep_alive=settings.keep_alive_s,
+        log_level="warning",
+    )
 
 
 def churn_events(state: ClusterState, per_second: float) -> None:

@@ -241,6 +241,7 @@ def serve(settings: Settings, log_level: str) -> int:
 
     from extender.api.app import create_app, make_service
     from extender.api.auth import Reviewer, guarded, uvicorn_tls_options
+    from extender.api.verb_protocol import protocol_for
 
     if not exposure_checked(settings):
         return 2
@@ -300,7 +301,7 @@ def serve(settings: Settings, log_level: str) -> int:
         host=settings.host,
         port=settings.port,
         workers=1,
-        http="httptools",
+        http=protocol_for(app),
         loop="uvloop",
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,

@@ -130,7 +130,7 @@ class VerbGateway:
             return
         try:
             body = await asyncio.wait_for(self._body(scope, receive), self.service.settings.body_timeout_s)
-            reply = await self._answer(verb, body)
+            reply = await self.answer_when_seen(verb, body)
         except TimeoutError:
             limit = self.service.settings.body_timeout_s
             reply = error_reply(verb, f"tfjob-extender {verb}: request body not received within {limit:g} s")
@@ -140,7 +140,7 @@ class VerbGateway:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": reply})
 
-    async def _answer(self, verb: str, body: bytes) -> bytes:
+    async def answer_when_seen(self, verb: str, body: bytes) -> bytes:
         """The reply, giving the watch up to `model_catch_up_s` to deliver a gang member kube-scheduler asks
         about first, or the members of a gang it gates (it watches the same API server, so it can be a
         moment ahead); the event loop keeps serving meanwhile."""
