@@ -36,7 +36,7 @@ from extender.actuator import Actuator, EvictionRefused
 from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption import carried_out, choose_preemption
 from extender.policy.queue import queue_of
@@ -202,7 +202,11 @@ class PreemptionLoop:
             self.publish(change, snapshot)
             raise
         for job, replicas in sorted(plan.scale_ins.items()):
-            self.actuator.scale_workers(job, replicas, plan.reason)
+            expected = snapshot.jobs[job].replicas.get(Role.WORKER, 0)
+            resize = self.actuator.resize_workers(job, expected, replicas, {}, plan.reason)
+            if not resize.applied:
+                log.info("not scaling %s in: %d workers, planned from %d", job, resize.observed, expected)
+                continue
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
