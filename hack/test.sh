@@ -16,10 +16,11 @@ echo "[test] installing the package and its test tools"
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
 
-echo "[test] ruff, mypy"
+echo "[test] ruff, mypy, import layering"
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 
 echo "[test] pytest"
 # pytest exits 5 when it collected nothing; set -e turns that (and any failure) into a failed run.
