@@ -26,9 +26,13 @@ class Settings:
     """How many recent decisions `/debug/decisions` keeps."""
     decision_history_nodes: int = 50_000
     """How many node entries (feasible, failed, scored, victims) the kept decisions may hold together."""
-    debug_chunk_objects: int = 64
+    debug_chunk_objects: int = 16
     """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
     step stays well under a millisecond, so the verbs are answered in between)."""
+    debug_render_share: float = 0.2
+    """Largest share of the process's time the streamed `/debug` documents take while they render: after
+    each step the stream pauses (1 / share − 1) times as long as the step took, and one document renders
+    at a time, so a dashboard polling `/debug/state` leaves kube-scheduler's calls their latency."""
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""

@@ -8,6 +8,7 @@ failed or what the gang still waits for.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -80,17 +81,30 @@ def gangs_pending(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:
     return sum(1 for summary in queue_of(snapshot, settings).summaries.values() if summary.ages)
 
 
-def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
-    """A JSON body sent piece by piece, handing the event loop back between pieces: a large document is
-    rendered in small steps, and kube-scheduler's calls are answered between them."""
+class Pacing:
+    """How the large documents share the process with the verbs: one renders at a time, and each pauses
+    between its steps so that rendering takes at most `share` of the time."""
 
-    async def paced() -> AsyncIterator[bytes]:
-        for piece in pieces:
-            if piece:
-                yield piece
-            await asyncio.sleep(0)
+    def __init__(self, share: float) -> None:
+        self.pause_per_busy_s = max(0.0, 1.0 / share - 1.0) if share > 0 else 0.0
+        self.lock = asyncio.Lock()
 
-    return StreamingResponse(paced(), media_type="application/json")
+    def streamed(self, pieces: Iterator[bytes]) -> StreamingResponse:
+        """A JSON body sent piece by piece, handing the event loop back between pieces: a large document
+        is rendered in small steps, and kube-scheduler's calls are answered between them."""
+
+        async def paced() -> AsyncIterator[bytes]:
+            async with self.lock:
+                while True:
+                    started = time.perf_counter()
+                    piece = next(pieces, None)
+                    if piece is None:
+                        return
+                    if piece:
+                        yield piece
+                    await asyncio.sleep((time.perf_counter() - started) * self.pause_per_busy_s)
+
+        return StreamingResponse(paced(), media_type="application/json")
 
 
 def json_document(head: dict[str, Any], lists: list[tuple[str, Iterator[object]]], chunk: int) -> Iterator[bytes]:
@@ -125,6 +139,8 @@ def make_router(service: Service) -> APIRouter:
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     chunk = service.settings.debug_chunk_objects
+    pacing = Pacing(service.settings.debug_render_share)
+    streamed = pacing.streamed
 
     @router.get("/debug/state")
     async def state() -> StreamingResponse:
