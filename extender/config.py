@@ -29,6 +29,11 @@ class Settings:
     debug_chunk_objects: int = 64
     """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
     step stays well under a millisecond, so the verbs are answered in between)."""
+    queue_explained_gangs: int = 50
+    """Gangs `/debug/queue` plans to say what each waits for, highest rank first (each costs one placement
+    unless its failed plan still holds); the rest are listed with their rank only."""
+    shown_loop_actions: int = 50
+    """Latest scaler actions and shadow plans shown by `/debug/jobs` and the page."""
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""

@@ -17,6 +17,7 @@ from extender import __version__
 from extender.api import debug, verbs
 from extender.api.history import DecisionHistory
 from extender.api.metrics import Metrics
+from extender.api.queue_routes import make_queue_router
 from extender.config import Settings
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot
@@ -49,6 +50,7 @@ def create_app(
     """The extender's ASGI application: the verbs in front, the debug routes (and any `routers`) behind them."""
     app = lifecycle_app("tfjob-extender", on_start, on_stop)
     app.include_router(debug.make_router(service))
+    app.include_router(make_queue_router(service))
     for router in routers:
         app.include_router(router)
     return verbs.VerbGateway(service, app)

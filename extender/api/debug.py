@@ -16,6 +16,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
@@ -44,7 +45,8 @@ def _phase(pod: PodView, snapshot: ClusterSnapshot) -> str:
     return "reserved" if pod.key in snapshot.reservations else "pending"
 
 
-def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, Any]:
+def gang_summary(snapshot: ClusterSnapshot, key: str, now: float, context: RankContext | None = None) -> dict[str, Any]:
+    """One gang's members, plan and reason; with `context`, also its weight and rank (`standing`)."""
     state = gang_state(snapshot, key)
     group = snapshot.groups.get(key)
     members: dict[str, list[str]] = {}
@@ -72,6 +74,7 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
         "plan": plan,
         "why": None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None),
         "lastFailedPlanAt": failed.at if failed else None,
+        "standing": gang_standing(context, key) if context is not None else None,
     }
 
 
@@ -134,7 +137,8 @@ def make_router(service: Service) -> APIRouter:
     async def gangs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
-        summaries = (gang_summary(snapshot, key, now) for key in gang_keys_of(snapshot))
+        context = RankContext.of(snapshot, service.settings.policy, now)
+        summaries = (gang_summary(snapshot, key, now, context) for key in gang_keys_of(snapshot))
         return streamed(json_document({"generation": snapshot.generation}, [("gangs", summaries)], chunk))
 
     @router.get("/debug/gangs/{namespace}/{name}")
@@ -143,14 +147,23 @@ def make_router(service: Service) -> APIRouter:
         key = f"{namespace}/{name}"
         if key not in snapshot.groups and key not in snapshot.group_members:
             return JSONResponse({"error": f"no PodGroup or gang members named {key}"}, status_code=404)
-        return JSONResponse(gang_summary(snapshot, key, service.clock()))
+        now = service.clock()
+        return JSONResponse(gang_summary(snapshot, key, now, RankContext.of(snapshot, service.settings.policy, now)))
 
     @router.get("/debug/jobs")
     async def jobs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
+        context = RankContext.of(snapshot, service.settings.policy, now)
         statuses = (
-            {"job": s.job, "state": s.state.value, "reason": s.reason, "pods": s.pods, "bound": s.bound}
+            {
+                "job": s.job,
+                "state": s.state.value,
+                "reason": s.reason,
+                "pods": s.pods,
+                "bound": s.bound,
+                "standing": job_standing(context, s.job),
+            }
             for s in each_job_state(snapshot, now, service.settings.policy)
         )
         preemptions = (
@@ -164,8 +177,14 @@ def make_router(service: Service) -> APIRouter:
             }
             for _, r in sorted(snapshot.preemptions.items())
         )
-        lists: list[tuple[str, Iterator[object]]] = [("jobs", statuses), ("preemptions", preemptions)]
-        return streamed(json_document({"generation": snapshot.generation}, lists, chunk))
+        shadow = iter(service.loops.shadow_plans(service.settings.shown_loop_actions))
+        lists: list[tuple[str, Iterator[object]]] = [
+            ("jobs", statuses),
+            ("preemptions", preemptions),
+            ("shadowPlans", shadow),
+        ]
+        head = {"generation": snapshot.generation, "shadowMode": service.loops.shadow}
+        return streamed(json_document(head, lists, chunk))
 
     @router.get("/debug/topology")
     def topology(

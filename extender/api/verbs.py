@@ -14,12 +14,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
+from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
@@ -47,6 +48,8 @@ class Service:
     metrics: Metrics
     publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
     """Where plans reserved by `filter` are published for other processes (the API server, live)."""
+    loops: LoopViews = field(default_factory=LoopViews)
+    """The loops running in this process, as the debug routes and the page read them."""
 
 
 class BodyTooLarge(wire.WireError):
