@@ -278,6 +278,7 @@ def serve(settings: Settings, log_level: str) -> int:
         wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
         loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
         routers += loops.routers()
+        service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
 
         def start() -> None:
             publisher.start()
@@ -322,6 +323,7 @@ def shadow_loops(
     from extender.scaler import ScalerLoop, ScalerMetrics
 
     preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    service.loops.preemption = preemption
     loops: list[PreemptionLoop | ScalerLoop] = [preemption]
     if settings.with_scaler:
         scaler = ScalerLoop(
@@ -334,6 +336,7 @@ def shadow_loops(
             dry_run=True,
         )
         routers.append(make_scaler_router(scaler, time.time))
+        service.loops.scaler = scaler
         loops.append(scaler)
 
     def start() -> None:
