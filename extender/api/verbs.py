@@ -22,6 +22,7 @@ from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
+from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
 from extender.policy.filtering import model_kept_changing
@@ -50,6 +51,8 @@ class Service:
     """Where plans reserved by `filter` are published for other processes (the API server, live)."""
     loops: LoopViews = field(default_factory=LoopViews)
     """The loops running in this process, as the debug routes and the page read them."""
+    utilisation: UtilisationHistory = field(default_factory=UtilisationHistory)
+    """Cluster utilisation over time, for the page's chart."""
 
 
 class BodyTooLarge(wire.WireError):
