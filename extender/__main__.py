@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from extender.scaler import ScalerLoop
 
 DEFAULTS = Settings()
+EXPLAIN_URL = "http://127.0.0.1:8888"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -103,6 +104,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
     scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
+    explain = commands.add_parser(
+        "explain",
+        help="ask a running extender where a TFJob, PodGroup or pod stands "
+        "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+    )
+    explain.add_argument("target", metavar="NAMESPACE/NAME", help="a TFJob, PodGroup or pod (NAME alone: default)")
+    explain.add_argument("--url", default=EXPLAIN_URL, help="the extender's address (default %(default)s)")
+    explain.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
+    explain.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     for command in (loops, scaler):
         add_loop_process_arguments(command, 8889)
     return parser.parse_args(argv)
@@ -479,6 +489,19 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     return 0
 
 
+def run_explain(target: str, url: str, *, as_json: bool) -> int:
+    import json
+
+    from extender.explain import explain
+
+    answer = explain(target, url)
+    if as_json and answer.body is not None:
+        print(json.dumps(answer.body, indent=2))
+    else:
+        print(answer.text, file=sys.stdout if answer.body is not None else sys.stderr)
+    return answer.exit_code
+
+
 def settle_heap() -> None:
     """Move the loaded model out of the cyclic collector's reach: a full collection over a large model
     would otherwise stall a scheduling call for milliseconds."""
@@ -504,6 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(settings_from(args), args.log_level)
     if args.command == "simulate":
         return sim_cli.run(args)
+    if args.command == "explain":
+        return run_explain(args.target, args.url, as_json=args.json)
     if args.command == "scaler":
         return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
     if args.command == "loops":

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from extender.api.app import create_app, make_service
 from extender.config import Settings
+from extender.explain import describe
 from extender.policy.settings import PolicySettings
 from extender.policy.weights import cluster_capacity, job_weight
 from extender.state.convert import timestamp
@@ -141,3 +142,29 @@ def test_bad_queries_and_unknown_objects_get_clear_json_errors() -> None:
         assert unknown.status_code == 404
         assert unknown.json()["status"] == "unknown"
         assert "default/nothing-here" in unknown.json()["error"]
+
+
+def test_explain_words_a_waiting_and_a_started_job_for_a_person() -> None:
+    state = cluster(
+        make_node("node-0", cpu="4", memory="16Gi"),
+        *tfjob_pods("wide", ps=1, workers=5, cpu="1", memory="1Gi"),
+        make_podgroup("wide", min_member=6),
+        make_sized_tfjob("wide", workers=5, cpu="1", memory="1Gi", created=CREATED),
+        *tfjob_pods(
+            "small", ps=1, workers=1, cpu="1", memory="1Gi", nodes={"small-ps-0": "node-0", "small-worker-0": "node-0"}
+        ),
+        make_podgroup("small", min_member=2),
+        make_sized_tfjob("small", workers=1, cpu="1", memory="1Gi", created=CREATED),
+    )
+    with client_of(state) as client:
+        waiting = describe(client.get("/debug/explain/default/wide").json())
+        started = describe(client.get("/debug/explain/default/small").json())
+        unknown = describe(client.get("/debug/explain/default/gone").json())
+    assert waiting.splitlines()[0] == "default/wide (TFJob): WAITING"
+    assert "rank 1 of 1 waiting gangs" in waiting
+    assert "waits for: GangWaitingForRoom — gang default/wide needs 6 pods" in waiting
+    assert "best plan found: places 2 of the 6 pods it needs" in waiting
+    assert "would start with: room for 4 more pod(s)" in waiting
+    assert started.splitlines()[0] == "default/small (TFJob): STARTED — default/small has started: 2/2 pods bound"
+    assert "pods: 2/2 bound on node-0" in started
+    assert unknown == "default/gone: unknown — the extender knows no default/gone"
