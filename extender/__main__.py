@@ -40,6 +40,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     serve = commands.add_parser("serve", help="answer kube-scheduler's extender calls")
     serve.add_argument("--host", default=DEFAULTS.host, help="address to bind (default %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULTS.port, help="port to bind (default %(default)s)")
+    serve.add_argument(
+        "--observe-host",
+        default=DEFAULTS.observe_host,
+        help="address of the read-only observe listener: /metrics, /debug, /ui, no verbs (default %(default)s)",
+    )
+    serve.add_argument(
+        "--observe-port",
+        type=int,
+        default=DEFAULTS.observe_port,
+        help="port of the observe listener (default %(default)s: none)",
+    )
     source = serve.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
     source.add_argument(
@@ -204,6 +215,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
             defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
         ),
+        observe_host=getattr(args, "observe_host", DEFAULTS.observe_host),
+        observe_port=getattr(args, "observe_port", DEFAULTS.observe_port),
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
@@ -243,6 +256,12 @@ def exposure_checked(settings: Settings) -> bool:
         print(f"tfjob-extender: {problem}", file=sys.stderr)
     for warning in exposure_warnings(settings.host, settings.auth):
         print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
+    if settings.observe_port and exposure_warnings(settings.observe_host, settings.auth):
+        print(
+            f"tfjob-extender: note: the observe listener on {settings.observe_host}:{settings.observe_port} is "
+            "read-only (no verbs); whoever reaches it can read /metrics, /debug and /ui",
+            file=sys.stderr,
+        )
     return not settings_problems(settings.auth)
 
 
@@ -251,6 +270,7 @@ def serve(settings: Settings, log_level: str) -> int:
 
     from extender.api.app import create_app, make_service
     from extender.api.auth import Reviewer, guarded, uvicorn_tls_options
+    from extender.api.observe import create_observe_app, serve_together
 
     if not exposure_checked(settings):
         return 2
@@ -303,10 +323,13 @@ def serve(settings: Settings, log_level: str) -> int:
 
     try:
         app = guarded(create_app(service, on_start=start, on_stop=stop, routers=routers), settings.auth, reviewer)
+        observe_app = (
+            guarded(create_observe_app(service, routers), settings.auth, reviewer) if settings.observe_port else None
+        )
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
-    uvicorn.run(
+    main = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -319,6 +342,22 @@ def serve(settings: Settings, log_level: str) -> int:
         access_log=log_level == "debug",
         **uvicorn_tls_options(settings.auth),
     )
+    observe = (
+        uvicorn.Config(
+            observe_app,
+            host=settings.observe_host,
+            port=settings.observe_port,
+            http="httptools",
+            loop="uvloop",
+            lifespan="off",
+            log_level=log_level,
+            access_log=log_level == "debug",
+            **uvicorn_tls_options(settings.auth),
+        )
+        if observe_app is not None
+        else None
+    )
+    serve_together(main, observe)
     return 0
 
 

@@ -13,6 +13,10 @@ from extender.policy.settings import PolicySettings
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8888
+    observe_host: str = "0.0.0.0"
+    """Address of the read-only observe listener (`/metrics`, `/debug`, `/ui`; no verbs)."""
+    observe_port: int = 0
+    """Port of the observe listener; 0: no observe listener."""
     kubeconfig: str | None = None
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
