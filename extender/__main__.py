@@ -124,6 +124,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     explain.add_argument("--url", default=EXPLAIN_URL, help="the extender's address (default %(default)s)")
     explain.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
     explain.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dev_cluster = commands.add_parser(
+        "dev-cluster",
+        help="a local control plane (etcd, kube-apiserver, kwok, kube-scheduler with this extender, "
+        "training-operator) on 127.0.0.1, to try the extender by hand",
+    )
+    dev_cluster.add_argument("action", choices=["up", "down", "status"])
+    dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
+    dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
+    dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
+    dev_cluster.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     for command in (loops, scaler):
         add_loop_process_arguments(command, 8889)
     return parser.parse_args(argv)
@@ -528,6 +538,17 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     return 0
 
 
+def run_dev_cluster(args: argparse.Namespace) -> int:
+    from extender.devcluster import cli
+
+    run_dir = args.run_dir or cli.default_run_dir()
+    if args.action == "up":
+        return cli.up(run_dir, with_operator=not args.no_operator, foreground=args.foreground)
+    if args.action == "down":
+        return cli.down(run_dir)
+    return cli.status(run_dir)
+
+
 def run_explain(target: str, url: str, *, as_json: bool) -> int:
     import json
 
@@ -566,6 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(settings_from(args), args.log_level)
     if args.command == "simulate":
         return sim_cli.run(args)
+    if args.command == "dev-cluster":
+        return run_dev_cluster(args)
     if args.command == "explain":
         return run_explain(args.target, args.url, as_json=args.json)
     if args.command == "scaler":

@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.cluster import ControlPlaneError, LocalControlPlane, build_control_plane
+from extender.devcluster import ControlPlaneError, LocalControlPlane, build_control_plane
 from tests.e2e.workloads import bind_times, bound, job_pods, ps_and_workers_by_node, tfjob
 
 NAMESPACE = "demo"

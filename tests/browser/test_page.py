@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from extender.devcluster import free_port
 from tests.browser.scene import write_scene
-from tests.e2e.cluster import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[2]

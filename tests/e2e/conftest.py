@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cluster import BUILD_SCRIPT, ApiError, LocalControlPlane, build_control_plane
+from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
+from extender.devcluster.resources import source
 
 STARVATION_LIMIT_S = 20.0
 """The extender under test lets a gang wait this long before capacity is held for it."""
@@ -26,7 +27,9 @@ STARVATION_LIMIT_S = 20.0
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[LocalControlPlane]:
-    printed = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], check=True, capture_output=True, text=True)
+    printed = subprocess.run(
+        ["bash", str(source().build_script), "--print-dir"], check=True, capture_output=True, text=True
+    )
     cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")

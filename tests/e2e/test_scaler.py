@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane, wait_until
+from extender.devcluster import LocalControlPlane, wait_until
 from tests.e2e.conftest import Scene
 from tests.e2e.workloads import job_pods, pod, tfjob, wait_bound
 
