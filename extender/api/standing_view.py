@@ -19,6 +19,7 @@ from extender.policy.settings import PolicySettings
 from extender.policy.standing import (
     Standing,
     WaitKind,
+    WeightBreakdown,
     explain_gang,
     schedulable_capacity,
     waiting_positions,
@@ -58,11 +59,7 @@ def job_standing(context: RankContext, job_key: str) -> dict[str, Any]:
     if job is not None:
         breakdown = weight_breakdown(job, context.capacity, context.settings)
         body["baseWeight"] = breakdown.weight
-        body["weightInputs"] = {
-            "minWorkers": breakdown.min_workers,
-            "cpuShare": breakdown.cpu_share,
-            "memoryShare": breakdown.memory_share,
-        }
+        body["weightInputs"] = _weight_inputs(breakdown)
         body["priorityClass"] = job.priority_class or None
     if summary is not None:
         body.update(_rank_fields(context, summary))
@@ -76,13 +73,17 @@ def gang_standing(context: RankContext, group_key: str) -> dict[str, Any] | None
     body = _rank_fields(context, summary)
     job = context.snapshot.jobs.get(summary.job) if summary.job else None
     if job is not None:
-        breakdown = weight_breakdown(job, context.capacity, context.settings)
-        body["weightInputs"] = {
-            "minWorkers": breakdown.min_workers,
-            "cpuShare": breakdown.cpu_share,
-            "memoryShare": breakdown.memory_share,
-        }
+        body["weightInputs"] = _weight_inputs(weight_breakdown(job, context.capacity, context.settings))
     return body
+
+
+def _weight_inputs(breakdown: WeightBreakdown) -> dict[str, Any]:
+    """The inputs of KOD2 Equation (1) the base weight was computed from."""
+    return {
+        "minWorkers": breakdown.min_workers,
+        "cpuShare": breakdown.cpu_share,
+        "memoryShare": breakdown.memory_share,
+    }
 
 
 def _rank_fields(context: RankContext, summary: GangSummary) -> dict[str, Any]:

@@ -9,6 +9,7 @@ missing control plane is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -36,6 +37,21 @@ def plane() -> Iterator[LocalControlPlane]:
     args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
     with LocalControlPlane(build_control_plane(), extender_args=args) as control_plane:
         yield control_plane
+
+
+@contextlib.contextmanager
+def extender_run_with(plane: LocalControlPlane, *args: str) -> Iterator[None]:
+    """The shared extender restarted with `args` added to its command line, and put back as it was after."""
+    plain = plane.extender_args
+    plane.stop_extender()
+    plane.extender_args = (*plain, *args)
+    plane.start_extender()
+    try:
+        yield
+    finally:
+        plane.stop_extender()
+        plane.extender_args = plain
+        plane.start_extender()
 
 
 class Scene:

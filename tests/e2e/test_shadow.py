@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from extender.devcluster import LocalControlPlane, wait_until
-from tests.e2e.conftest import Scene
+from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.workloads import job_pods, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
@@ -36,16 +36,8 @@ UNCHANGED_FOR_S = 10.0
 
 @pytest.fixture(scope="module", autouse=True)
 def shadow_extender(plane: LocalControlPlane) -> Iterator[None]:
-    plain = plane.extender_args
-    plane.stop_extender()
-    plane.extender_args = (*plain, *SHADOW_ARGS)
-    plane.start_extender()
-    try:
+    with extender_run_with(plane, *SHADOW_ARGS):
         yield
-    finally:
-        plane.stop_extender()
-        plane.extender_args = plain
-        plane.start_extender()
 
 
 def read(plane: LocalControlPlane, path: str) -> bytes:

@@ -5,19 +5,25 @@ from __future__ import annotations
 from extender.actuator import RecordingActuator
 from extender.policy.settings import PolicySettings
 from extender.state.kinds import Kind
+from extender.state.store import ClusterState
 from extender.waitevents import WaitEventReporter
 from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
 
 NOW = 1_772_359_260.0
 
 
-def test_each_pending_member_gets_the_reason_once_until_it_changes() -> None:
-    state = cluster(
+def wide_gang(workers: int) -> ClusterState:
+    """One 4-CPU node and a gang of a PS and `workers` workers of 1 CPU: too wide for it."""
+    return cluster(
         make_node("node-0", cpu="4", memory="16Gi"),
-        *tfjob_pods("wide", ps=1, workers=5, cpu="1", memory="1Gi"),
-        make_podgroup("wide", min_member=6),
-        make_sized_tfjob("wide", workers=5, cpu="1", memory="1Gi"),
+        *tfjob_pods("wide", ps=1, workers=workers, cpu="1", memory="1Gi"),
+        make_podgroup("wide", min_member=workers + 1),
+        make_sized_tfjob("wide", workers=workers, cpu="1", memory="1Gi"),
     )
+
+
+def test_each_pending_member_gets_the_reason_once_until_it_changes() -> None:
+    state = wide_gang(5)
     actuator = RecordingActuator()
     reporter = WaitEventReporter(actuator, PolicySettings(), repeat_after_s=300.0)
     reporter.report(state.snapshot(), NOW)
@@ -36,12 +42,7 @@ def test_each_pending_member_gets_the_reason_once_until_it_changes() -> None:
 
 
 def test_a_changed_message_of_the_same_kind_waits_for_the_repeat_interval() -> None:
-    state = cluster(
-        make_node("node-0", cpu="4", memory="16Gi"),
-        *tfjob_pods("wide", ps=1, workers=9, cpu="1", memory="1Gi"),
-        make_podgroup("wide", min_member=10),
-        make_sized_tfjob("wide", workers=9, cpu="1", memory="1Gi"),
-    )
+    state = wide_gang(9)
     actuator = RecordingActuator()
     reporter = WaitEventReporter(actuator, PolicySettings(), pods_per_gang=2, repeat_after_s=300.0)
     reporter.report(state.snapshot(), NOW)
