@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from extender import explain as explain_command
 from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.policy.model import NetworkLayer
 from extender.sim import cli as sim_cli
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from extender.scaler import ScalerLoop
 
 DEFAULTS = Settings()
-EXPLAIN_URL = "http://127.0.0.1:8888"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -115,15 +115,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
     scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
-    explain = commands.add_parser(
-        "explain",
-        help="ask a running extender where a TFJob, PodGroup or pod stands "
-        "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+    explain_command.add_arguments(
+        commands.add_parser(
+            "explain",
+            help="ask a running extender where a TFJob, PodGroup or pod stands "
+            "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+        )
     )
-    explain.add_argument("target", metavar="NAMESPACE/NAME", help="a TFJob, PodGroup or pod (NAME alone: default)")
-    explain.add_argument("--url", default=EXPLAIN_URL, help="the extender's address (default %(default)s)")
-    explain.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
-    explain.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     dev_cluster = commands.add_parser(
         "dev-cluster",
         help="a local control plane (etcd, kube-apiserver, kwok, kube-scheduler with this extender, "
@@ -538,30 +536,6 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     return 0
 
 
-def run_dev_cluster(args: argparse.Namespace) -> int:
-    from extender.devcluster import cli
-
-    run_dir = args.run_dir or cli.default_run_dir()
-    if args.action == "up":
-        return cli.up(run_dir, with_operator=not args.no_operator, foreground=args.foreground)
-    if args.action == "down":
-        return cli.down(run_dir)
-    return cli.status(run_dir)
-
-
-def run_explain(target: str, url: str, *, as_json: bool) -> int:
-    import json
-
-    from extender.explain import explain
-
-    answer = explain(target, url)
-    if as_json and answer.body is not None:
-        print(json.dumps(answer.body, indent=2))
-    else:
-        print(answer.text, file=sys.stdout if answer.body is not None else sys.stderr)
-    return answer.exit_code
-
-
 def settle_heap() -> None:
     """Move the loaded model out of the cyclic collector's reach: a full collection over a large model
     would otherwise stall a scheduling call for milliseconds."""
@@ -588,9 +562,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "simulate":
         return sim_cli.run(args)
     if args.command == "dev-cluster":
-        return run_dev_cluster(args)
+        from extender.devcluster import cli as dev_cluster_cli
+
+        return dev_cluster_cli.run(args)
     if args.command == "explain":
-        return run_explain(args.target, args.url, as_json=args.json)
+        return explain_command.run(args)
     if args.command == "scaler":
         return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
     if args.command == "loops":

@@ -9,7 +9,9 @@ falls short, and what would let it start. The exit code tells the state, for scr
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -119,3 +121,20 @@ def _weights(standing: dict[str, Any]) -> str:
         clock = f"waited {starvation['waitedSeconds']:.0f} s of the {starvation['limitSeconds']:.0f} s starvation limit"
         parts.append(clock + (" — starving, its weight ages" if starvation["starving"] else ""))
     return " · ".join(parts)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="NAMESPACE/NAME", help="a TFJob, PodGroup or pod (NAME alone: default)")
+    parser.add_argument("--url", default=DEFAULT_URL, help="the extender's address (default %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+
+
+def run(args: argparse.Namespace) -> int:
+    """`tfjob-extender explain`: the explanation on stdout (a failure to ask on stderr), the exit code."""
+    answer = explain(args.target, args.url)
+    if args.json and answer.body is not None:
+        sys.stdout.write(json.dumps(answer.body, indent=2) + "\n")
+    else:
+        (sys.stdout if answer.body is not None else sys.stderr).write(answer.text + "\n")
+    return answer.exit_code

@@ -11,6 +11,7 @@ runs and exits 0 when everything does, 1 otherwise.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -29,6 +30,16 @@ STATE_FILE = "dev-cluster.json"
 STOP_WAIT_S = 10.0
 """Seconds each process gets to exit after SIGTERM before it is killed."""
 POLL_S = 0.1
+
+
+def run(args: argparse.Namespace) -> int:
+    """`tfjob-extender dev-cluster ACTION` with the arguments `extender.__main__` parsed."""
+    run_dir = args.run_dir or default_run_dir()
+    if args.action == "up":
+        return up(run_dir, with_operator=not args.no_operator, foreground=args.foreground)
+    if args.action == "down":
+        return down(run_dir)
+    return status(run_dir)
 
 
 def default_run_dir() -> Path:
