@@ -13,6 +13,16 @@ echo "[test] installing the package and its test tools"
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e '.[dev,sim]'
 
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ] && [ "$(id -u)" = "0" ]; then
+    echo "[test] installing Debian's chromium for the browser test"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "[test] no chromium: the browser test will be skipped (apt-get install chromium)"
+  fi
+fi
+
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
 

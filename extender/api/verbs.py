@@ -14,13 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
+from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
+from extender.api.pacing import Pacing
+from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
 from extender.policy.filtering import model_kept_changing
@@ -47,6 +50,12 @@ class Service:
     metrics: Metrics
     publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
     """Where plans reserved by `filter` are published for other processes (the API server, live)."""
+    loops: LoopViews = field(default_factory=LoopViews)
+    """The loops running in this process, as the debug routes and the page read them."""
+    utilisation: UtilisationHistory = field(default_factory=UtilisationHistory)
+    """Cluster utilisation over time, for the page's chart."""
+    pacing: Pacing = field(default_factory=Pacing)
+    """How the large debug documents share the process with the verbs."""
 
 
 class BodyTooLarge(wire.WireError):
