@@ -14,6 +14,6 @@ ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 COPY --from=build /install /usr/local
 # A numeric user, so the kubelet can check runAsNonRoot without an /etc/passwd entry.
 USER 65532:65532
-EXPOSE 8888
+EXPOSE 8888 8890
 ENTRYPOINT ["tfjob-extender"]
-CMD ["serve", "--host", "127.0.0.1", "--port", "8888", "--no-loops"]
+CMD ["serve", "--host", "127.0.0.1", "--port", "8888", "--no-loops", "--observe-host", "0.0.0.0", "--observe-port", "8890"]

@@ -648,8 +648,8 @@ def list_pods(api: Any, page_size: int) -> tuple[float, int]:
 
 
 def live(args: argparse.Namespace) -> None:
+    from extender.devcluster import LocalControlPlane, build_control_plane, free_port
     from tests.e2e.bulk import Api, create_all
-    from tests.e2e.cluster import LocalControlPlane, build_control_plane, free_port
 
     full = args.shape == "full"
     plane = LocalControlPlane(build_control_plane(), with_operator=False, with_extender=False, with_scheduler=False)

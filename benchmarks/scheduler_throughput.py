@@ -64,8 +64,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from extender.devcluster import LocalControlPlane, build_control_plane, kwok_node
 from tests.e2e.bulk import Api, create_all, run_threads
-from tests.e2e.cluster import LocalControlPlane, build_control_plane, kwok_node
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "tfjob": "kube-scheduler"}

@@ -12,8 +12,10 @@ The cluster: even nodes half busy with plain pods; a quarter of the nodes full o
 TFJobs (pool `b`); a quarter running high-priority elastic TFJobs with room to grow (pool `a`); a gang of
 32 × 4 CPU that may only use pool `b`, so it waits for job-level preemption; and the gangs of the cases.
 In the server a churn thread binds and unbinds a filler pod `--churn-per-s` times a second (watch events
-that change the model, as a live cluster does). Two modes, each printed as a table:
+that change the model, as a live cluster does). Modes, each printed as a table:
 - quiet: the verbs alone (with the churn);
+- polled (`--debug-readers`): the verbs while another client reads the whole `/debug/state` dump again
+  and again on its own connection;
 - busy (`--busy`): the preemption loop and the scaler also run in the server process, in shadow mode
   (they plan every tick and record what they would do, never act), ticking every `--loop-interval-s`,
   so every tick plans afresh on a model the churn keeps changing.
@@ -22,7 +24,7 @@ quiet mode also the in-process cost of the same call (decode → snapshot → po
 `extender.api.verbs.answer`). A bare ASGI app answering a fixed body over the same HTTP stack is timed
 first: the floor the machine and the HTTP stack alone impose on every round trip.
 Targets: at 500 candidates filter and prioritize p50 ≤ 0.35 ms, p99 ≤ 0.7 ms; at 5000, p99 ≤ 3 ms;
-busy p99 ≤ 1.5 × quiet p99.
+busy and polled p99 ≤ 1.5 × quiet p99.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
     from extender.__main__ import settle_heap
     from extender.actuator import RecordingActuator
     from extender.api.app import create_app
+    from extender.api.verb_protocol import protocol_for
     from extender.preemptor import PreemptionLoop
     from extender.scaler import ScalerLoop
 
@@ -172,7 +175,15 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
             loop.start()
 
     app = create_app(service, on_start=on_start)
-    uvicorn.run(app, host="127.0.0.1", port=port, http="httptools", loop="uvloop", log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http=protocol_for(app),
+        loop="uvloop",
+        timeout_keep_alive=settings.keep_alive_s,
+        log_level="warning",
+    )
 
 
 def churn_events(state: ClusterState, per_second: float) -> None:
@@ -271,12 +282,26 @@ def cases(count: int) -> dict[str, tuple[str, bytes]]:
     }
 
 
+def poll_debug_state(port: int, stop: threading.Event, polls: list[int]) -> None:
+    """Read the whole `/debug/state` dump again and again on its own connection, as a dashboard might."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        while not stop.is_set():
+            with client.stream("GET", "/debug/state") as reply:
+                for _ in reply.iter_bytes():
+                    pass
+            polls.append(1)
+
+
 def run_mode(
-    snapshot: Path, args: argparse.Namespace, *, loops: bool, service: Service | None
+    snapshot: Path, args: argparse.Namespace, *, loops: bool, service: Service | None, poll_debug: bool = False
 ) -> dict[tuple[str, int], list[float]]:
     port = free_port()
     server = start_server(snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s)
     results: dict[tuple[str, int], list[float]] = {}
+    stop_polling = threading.Event()
+    polls: list[int] = []
+    if poll_debug:
+        threading.Thread(target=poll_debug_state, args=(port, stop_polling, polls), daemon=True).start()
     try:
         client = http.client.HTTPConnection("127.0.0.1", port)
         try:
@@ -293,8 +318,11 @@ def run_mode(
         finally:
             client.close()
     finally:
+        stop_polling.set()
         server.terminate()
         server.wait(timeout=10)
+    if poll_debug:
+        print(f"(/debug/state read whole {len(polls)} times meanwhile)")
     return results
 
 
@@ -311,6 +339,10 @@ def run(args: argparse.Namespace) -> None:
         print(f"{header} | {'local p50':>8} {'p99':>8} {'max':>8}")
         print(row("bare ASGI app (floor)", 500, bare_app_floor(args.calls), None), flush=True)
         quiet = run_mode(snapshot, args, loops=False, service=service)
+        if args.debug_readers:
+            print(f"\nquiet, while a reader polls /debug/state without pause\n{header} | p99 / quiet p99")
+            polled = run_mode(snapshot, args, loops=False, service=None, poll_debug=True)
+            compare(polled, quiet, "polled")
         if not args.busy:
             return
         print(
@@ -319,9 +351,15 @@ def run(args: argparse.Namespace) -> None:
         )
         print(f"{header} | p99 / quiet p99")
         busy = run_mode(snapshot, args, loops=True, service=None)
-        for (case, count), timings in busy.items():
-            ratio = stats(timings)[1] / stats(quiet[(case, count)])[1]
-            print(f"{case:<30} {count:>6} | p99 busy / quiet = {ratio:.2f}")
+        compare(busy, quiet, "busy")
+
+
+def compare(
+    measured: dict[tuple[str, int], list[float]], quiet: dict[tuple[str, int], list[float]], label: str
+) -> None:
+    for (case, count), timings in measured.items():
+        ratio = stats(timings)[1] / stats(quiet[(case, count)])[1]
+        print(f"{case:<30} {count:>6} | p99 {label} / quiet = {ratio:.2f}")
 
 
 def main() -> None:
@@ -329,6 +367,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000, help="measured calls per case (at least)")
     parser.add_argument("--seconds", type=float, default=0.0, help="measure each case for at least this long")
     parser.add_argument("--busy", action="store_true", help="also measure with the loops running")
+    parser.add_argument(
+        "--debug-readers", action="store_true", help="also measure while another client polls /debug/state"
+    )
     parser.add_argument("--churn-per-s", type=float, default=20.0, help="model changes a second in the server")
     parser.add_argument("--loop-interval-s", type=float, default=1.0, help="seconds between loop ticks (busy)")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from extender import explain as explain_command
 from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.policy.model import NetworkLayer
 from extender.sim import cli as sim_cli
@@ -39,6 +40,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     serve = commands.add_parser("serve", help="answer kube-scheduler's extender calls")
     serve.add_argument("--host", default=DEFAULTS.host, help="address to bind (default %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULTS.port, help="port to bind (default %(default)s)")
+    serve.add_argument(
+        "--observe-host",
+        default=DEFAULTS.observe_host,
+        help="address of the read-only observe listener: /metrics, /debug, /ui, no verbs (default %(default)s)",
+    )
+    serve.add_argument(
+        "--observe-port",
+        type=int,
+        default=DEFAULTS.observe_port,
+        help="port of the observe listener (default %(default)s: none)",
+    )
     source = serve.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
     source.add_argument(
@@ -103,6 +115,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
     scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
+    explain_command.add_arguments(
+        commands.add_parser(
+            "explain",
+            help="ask a running extender where a TFJob, PodGroup or pod stands "
+            "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+        )
+    )
+    dev_cluster = commands.add_parser(
+        "dev-cluster",
+        help="a local control plane (etcd, kube-apiserver, kwok, kube-scheduler with this extender, "
+        "training-operator) on 127.0.0.1, to try the extender by hand",
+    )
+    dev_cluster.add_argument("action", choices=["up", "down", "status"])
+    dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
+    dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
+    dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
+    dev_cluster.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     for command in (loops, scaler):
         add_loop_process_arguments(command, 8889)
     return parser.parse_args(argv)
@@ -194,6 +223,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
             network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
             defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
         ),
+        observe_host=getattr(args, "observe_host", DEFAULTS.observe_host),
+        observe_port=getattr(args, "observe_port", DEFAULTS.observe_port),
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
@@ -233,6 +264,12 @@ def exposure_checked(settings: Settings) -> bool:
         print(f"tfjob-extender: {problem}", file=sys.stderr)
     for warning in exposure_warnings(settings.host, settings.auth):
         print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
+    if settings.observe_port and exposure_warnings(settings.observe_host, settings.auth):
+        print(
+            f"tfjob-extender: note: the observe listener on {settings.observe_host}:{settings.observe_port} is "
+            "read-only (no verbs); whoever reaches it can read /metrics, /debug and /ui",
+            file=sys.stderr,
+        )
     return not settings_problems(settings.auth)
 
 
@@ -241,6 +278,8 @@ def serve(settings: Settings, log_level: str) -> int:
 
     from extender.api.app import create_app, make_service
     from extender.api.auth import Reviewer, guarded, uvicorn_tls_options
+    from extender.api.observe import create_observe_app, serve_together
+    from extender.api.verb_protocol import protocol_for
 
     if not exposure_checked(settings):
         return 2
@@ -278,6 +317,7 @@ def serve(settings: Settings, log_level: str) -> int:
         wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
         loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
         routers += loops.routers()
+        service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
 
         def start() -> None:
             publisher.start()
@@ -292,15 +332,18 @@ def serve(settings: Settings, log_level: str) -> int:
 
     try:
         app = guarded(create_app(service, on_start=start, on_stop=stop, routers=routers), settings.auth, reviewer)
+        observe_app = (
+            guarded(create_observe_app(service, routers), settings.auth, reviewer) if settings.observe_port else None
+        )
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
-    uvicorn.run(
+    main = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         workers=1,
-        http="httptools",
+        http=protocol_for(app),
         loop="uvloop",
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
@@ -308,6 +351,22 @@ def serve(settings: Settings, log_level: str) -> int:
         access_log=log_level == "debug",
         **uvicorn_tls_options(settings.auth),
     )
+    observe = (
+        uvicorn.Config(
+            observe_app,
+            host=settings.observe_host,
+            port=settings.observe_port,
+            http="httptools",
+            loop="uvloop",
+            lifespan="off",
+            log_level=log_level,
+            access_log=log_level == "debug",
+            **uvicorn_tls_options(settings.auth),
+        )
+        if observe_app is not None
+        else None
+    )
+    serve_together(main, observe)
     return 0
 
 
@@ -322,6 +381,7 @@ def shadow_loops(
     from extender.scaler import ScalerLoop, ScalerMetrics
 
     preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    service.loops.preemption = preemption
     loops: list[PreemptionLoop | ScalerLoop] = [preemption]
     if settings.with_scaler:
         scaler = ScalerLoop(
@@ -334,6 +394,7 @@ def shadow_loops(
             dry_run=True,
         )
         routers.append(make_scaler_router(scaler, time.time))
+        service.loops.scaler = scaler
         loops.append(scaler)
 
     def start() -> None:
@@ -501,6 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(settings_from(args), args.log_level)
     if args.command == "simulate":
         return sim_cli.run(args)
+    if args.command == "dev-cluster":
+        from extender.devcluster import cli as dev_cluster_cli
+
+        return dev_cluster_cli.run(args)
+    if args.command == "explain":
+        return explain_command.run(args)
     if args.command == "scaler":
         return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
     if args.command == "loops":

@@ -1,10 +1,11 @@
-"""The one seam for side effects: scale a TFJob's workers, evict a pod, write an Event.
+"""The one seam for side effects: resize a TFJob's workers, evict a pod, write an Event.
 
 The service uses the Kubernetes implementation (`extender.k8s.actuator`); tests and the simulator use
 `RecordingActuator`, which only remembers what it was asked to do. Pods are only ever removed through
-the Eviction API, so PodDisruptionBudgets are respected: a refusal is `EvictionRefused`. The scaler needs a little more
-(`ScalingActuator`): a worker-count change conditioned on the count it planned from, restarting a worker
-pod so its controller recreates it elsewhere, and stamping annotations on a TFJob.
+the Eviction API, so PodDisruptionBudgets are respected: a refusal is `EvictionRefused`. A worker-count
+change is always conditioned on the count the plan was made from, so a retry or a second instance acting
+on a stale model never applies a step twice. The scaler needs a little more (`ScalingActuator`):
+restarting a worker pod so its controller recreates it elsewhere, and stamping annotations on a TFJob.
 """
 
 from __future__ import annotations
@@ -20,19 +21,6 @@ class EvictionRefused(Exception):
     """The API server refused an eviction: a PodDisruptionBudget allows no disruption now (HTTP 429)."""
 
 
-class Actuator(Protocol):
-    def scale_workers(self, job: str, replicas: int, reason: str) -> None:
-        """Set `spec.tfReplicaSpecs.Worker.replicas` of the TFJob `namespace/name`."""
-
-    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
-        """Evict the pod through the Eviction API (graceful, only this UID; a pod already gone is fine),
-        or with `dry_run` only ask whether it may be evicted now. Raises `EvictionRefused` when a
-        PodDisruptionBudget forbids it."""
-
-    def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
-        """Write an Event about the object `kind` `namespace/name`."""
-
-
 @dataclass(frozen=True, slots=True)
 class Resize:
     """What a conditioned worker-count change did."""
@@ -44,13 +32,24 @@ class Resize:
     """Writes refused with 409 Conflict (someone else changed the TFJob) and retried."""
 
 
-class ScalingActuator(Actuator, Protocol):
+class Actuator(Protocol):
     def resize_workers(
         self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str
     ) -> Resize:
-        """Set the TFJob's Worker replicas to `replicas` and add `annotations`, only while its Worker
-        replicas are still `expected` (otherwise leave it and report what was found)."""
+        """Set `spec.tfReplicaSpecs.Worker.replicas` of the TFJob `namespace/name` to `replicas` and add
+        `annotations`, only while its Worker replicas are still `expected` (otherwise leave it and report
+        what was found)."""
 
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        """Evict the pod through the Eviction API (graceful, only this UID; a pod already gone is fine),
+        or with `dry_run` only ask whether it may be evicted now. Raises `EvictionRefused` when a
+        PodDisruptionBudget forbids it."""
+
+    def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
+        """Write an Event about the object `kind` `namespace/name`."""
+
+
+class ScalingActuator(Actuator, Protocol):
     def restart_pod(self, pod: PodView, reason: str) -> bool:
         """Evict the pod (graceful, only this UID) so its controller recreates it; False if already gone.
         Raises `EvictionRefused` when a PodDisruptionBudget forbids it."""
@@ -73,9 +72,6 @@ class RecordingActuator:
     protected: set[str] = field(default_factory=set)
     """Pods (`namespace/name`) a PodDisruptionBudget protects: evicting them is refused."""
     dry_runs: list[str] = field(default_factory=list)
-
-    def scale_workers(self, job: str, replicas: int, reason: str) -> None:
-        self.scaled.append((job, replicas, reason))
 
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
         if pod.key in self.protected:

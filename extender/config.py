@@ -13,6 +13,10 @@ from extender.policy.settings import PolicySettings
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8888
+    observe_host: str = "0.0.0.0"
+    """Address of the read-only observe listener (`/metrics`, `/debug`, `/ui`; no verbs)."""
+    observe_port: int = 0
+    """Port of the observe listener; 0: no observe listener."""
     kubeconfig: str | None = None
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
@@ -26,9 +30,18 @@ class Settings:
     """How many recent decisions `/debug/decisions` keeps."""
     decision_history_nodes: int = 50_000
     """How many node entries (feasible, failed, scored, victims) the kept decisions may hold together."""
-    debug_chunk_objects: int = 64
+    debug_chunk_objects: int = 16
     """Objects rendered between two hand-backs of the event loop in the large `/debug` documents (each
     step stays well under a millisecond, so the verbs are answered in between)."""
+    debug_render_share: float = 0.2
+    """Largest share of the process's time the streamed `/debug` documents take while they render: after
+    each step the stream pauses (1 / share − 1) times as long as the step took, and one document renders
+    at a time, so a dashboard polling `/debug/state` leaves kube-scheduler's calls their latency."""
+    queue_explained_gangs: int = 50
+    """Gangs `/debug/queue` plans to say what each waits for, highest rank first (each costs one placement
+    unless its failed plan still holds); the rest are listed with their rank only."""
+    shown_loop_actions: int = 50
+    """Latest scaler actions and shadow plans shown by `/debug/jobs` and the page."""
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""

@@ -20,7 +20,8 @@ level-triggered on a fresh snapshot:
    abandoned: nothing more is evicted or scaled in, the reservation is released, no victim counts as
    leaving, the reason is logged and written as a `PreemptionBlocked` Event on the preemptor's TFJob
    (and kept in `blocked`), and the gang's preemption is tried again after `pdb_retry_s`;
-4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED).
+4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED),
+   and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`).
 At most one preemption per tick: the next tick sees its effect before deciding again.
 """
 
@@ -36,7 +37,7 @@ from extender.actuator import Actuator, EvictionRefused
 from extender.leadership import AlwaysLeader, LeaderElector
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation
+from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption import carried_out, choose_preemption
 from extender.policy.queue import queue_of
@@ -45,6 +46,7 @@ from extender.policy.victims import PreemptionPlan
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
+from extender.waitevents import WaitEventReporter
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,7 @@ class PreemptionLoop:
     """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
     refused an eviction."""
     _tracker: JobStateTracker = field(default_factory=JobStateTracker)
+    _waits: WaitEventReporter | None = None
     _quiet: tuple[int, tuple[str, ...]] | None = None
     """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
     no gang newly starving gives the same answer, so the pass is skipped."""
@@ -134,7 +137,11 @@ class PreemptionLoop:
             return plan
         if plan is not None and not self._carry_out(snapshot, plan, now):
             plan = None
-        self._report_states(self.state.snapshot(), now)
+        reported = self.state.snapshot()
+        self._report_states(reported, now)
+        if self._waits is None:
+            self._waits = WaitEventReporter(self.actuator, self.settings)
+        self._waits.report(reported, now)
         self._quiet = (snapshot.generation, starving) if choice.plan is None else None
         return plan
 
@@ -202,7 +209,11 @@ class PreemptionLoop:
             self.publish(change, snapshot)
             raise
         for job, replicas in sorted(plan.scale_ins.items()):
-            self.actuator.scale_workers(job, replicas, plan.reason)
+            expected = snapshot.jobs[job].replicas.get(Role.WORKER, 0)
+            resize = self.actuator.resize_workers(job, expected, replicas, {}, plan.reason)
+            if not resize.applied:
+                log.info("not scaling %s in: %d workers, planned from %d", job, resize.observed, expected)
+                continue
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)

@@ -1,13 +1,16 @@
 """A live demo on a local control plane: real kube-scheduler, training-operator and the extender.
 
-Brings the control plane up (building it the first time), adds three 4-CPU kwok nodes, submits a small
-mixed TFJob workload, prints what happens every few seconds — which pods run where, which gangs wait
-and why — and ends with a summary per job: when it started, how long it waited, how many nodes it
-used and whether its PS sat beside its workers.
+Brings the control plane up (building it the first time; `extender.devcluster`), prints the address of
+the live page (/ui) to watch alongside, adds three 4-CPU kwok nodes, submits a small mixed TFJob
+workload, prints what happens every few seconds — which pods run where, which gangs wait and why — and
+ends with a summary per job (when it started, how long it waited, how many nodes it used and whether its
+PS sat beside its workers) and a PNG timeline of the run (`--timeline`, default demo-timeline.png). The
+control plane and the page then stay up until Enter is pressed, unless `--no-wait`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -17,7 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.cluster import ControlPlaneError, LocalControlPlane, build_control_plane
+from extender.devcluster import ControlPlaneError, LocalControlPlane, build_control_plane
+from extender.devcluster.timeline import JobSpan, draw_timeline
 from tests.e2e.workloads import bind_times, bound, job_pods, ps_and_workers_by_node, tfjob
 
 NAMESPACE = "demo"
@@ -66,7 +70,7 @@ def show(plane: LocalControlPlane, started: float, first_bound: dict[str, float]
     return finished == len(WORKLOAD)
 
 
-def run(plane: LocalControlPlane) -> None:
+def run(plane: LocalControlPlane) -> tuple[list[JobSpan], float]:
     plane.create_namespace(NAMESPACE)
     nodes = [f"demo-node-{i}" for i in range(3)]
     for node in nodes:
@@ -81,6 +85,7 @@ def run(plane: LocalControlPlane) -> None:
     first_bound: dict[str, float] = {}
     placements: dict[str, tuple[int, int]] = {}
     preemptions_seen: set[str] = set()
+    finished: dict[str, float] = {}
     while time.time() - started < DEADLINE_S:
         for name, after, ps, workers, cpu, run_for in WORKLOAD:
             if name not in submitted and time.time() - started >= after:
@@ -94,6 +99,11 @@ def run(plane: LocalControlPlane) -> None:
                 ps_nodes, workers_by_node = ps_and_workers_by_node(pods)
                 beside = sum(workers_by_node[node] for node in ps_nodes)
                 placements[name] = (len({p["spec"]["nodeName"] for p in pods}), beside)
+        for name, *_ in WORKLOAD:
+            pods = job_pods(plane, NAMESPACE, name)
+            done = all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods)
+            if pods and done and name not in finished:
+                finished[name] = time.time()
         if show(plane, started, first_bound, preemptions_seen):
             break
         time.sleep(REFRESH_S)
@@ -105,19 +115,53 @@ def run(plane: LocalControlPlane) -> None:
         times = bind_times(plane, NAMESPACE, job_pods(plane, NAMESPACE, name)).values()
         spread = f"{max(times) - min(times):.0f}s" if times else "-"
         print(f"{name:>7} {waited:>7.1f}s {nodes_used:>6} {beside:>11}/{workers} {spread:>22}")
+    return spans(plane, started, submitted, finished), time.time() - started
 
 
-def main() -> int:
+def spans(
+    plane: LocalControlPlane, started: float, submitted: dict[str, float], finished: dict[str, float]
+) -> list[JobSpan]:
+    """Per job: submitted, all pods bound, all pods succeeded (seconds into the run), and its nodes."""
+    result = []
+    for name, *_ in WORKLOAD:
+        pods = job_pods(plane, NAMESPACE, name)
+        times = bind_times(plane, NAMESPACE, pods)
+        all_bound = max(times.values()) - started if pods and len(times) == len(pods) else None
+        nodes = tuple(sorted({p["spec"]["nodeName"].removeprefix("demo-") for p in pods if p["spec"].get("nodeName")}))
+        done = finished[name] - started if name in finished else None
+        result.append(JobSpan(name, submitted.get(name, started) - started, all_bound, done, nodes))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-wait", action="store_true", help="stop as soon as the run ends")
+    parser.add_argument("--timeline", type=Path, default=Path("demo-timeline.png"), help="where the PNG goes")
+    args = parser.parse_args(argv)
     try:
         print("building or reusing the local control plane (the first build takes a while) ...", flush=True)
         cache = build_control_plane()
         print("starting etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator ...", flush=True)
         with LocalControlPlane(cache) as plane:
-            run(plane)
+            page = f"http://127.0.0.1:{plane.extender_port}/ui"
+            print(f"the live page: {page}  (kubeconfig: {plane.kubeconfig})", flush=True)
+            job_spans, length = run(plane)
+            written = draw_timeline(job_spans, length, args.timeline, "the demo workload on three 4-CPU nodes")
+            print(f"\ntimeline: {written.resolve()}")
+            if not args.no_wait:
+                print(f"the page stays up at {page}; press Enter to stop the control plane", flush=True)
+                wait_for_enter()
     except ControlPlaneError as error:
         print(f"demo failed: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def wait_for_enter() -> None:
+    try:
+        input()
+    except EOFError:
+        return
 
 
 if __name__ == "__main__":

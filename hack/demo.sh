@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/pip install --quiet -e .
+.venv/bin/pip install --quiet -e '.[sim]'
 exec .venv/bin/python hack/demo.py "$@"

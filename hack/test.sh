@@ -13,13 +13,24 @@ echo "[test] installing the package and its test tools"
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e '.[dev,sim]'
 
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ] && [ "$(id -u)" = "0" ]; then
+    echo "[test] installing Debian's chromium for the browser test"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "[test] no chromium: the browser test will be skipped (apt-get install chromium)"
+  fi
+fi
+
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
 
-echo "[test] ruff, mypy"
+echo "[test] ruff, mypy, import layering"
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 
 echo "[test] pytest"
 # pytest exits 5 when it collected nothing; set -e turns that (and any failure) into a failed run.

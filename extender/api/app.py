@@ -17,6 +17,8 @@ from extender import __version__
 from extender.api import debug, verbs
 from extender.api.history import DecisionHistory
 from extender.api.metrics import Metrics
+from extender.api.queue_routes import make_queue_router
+from extender.api.ui import make_ui_router
 from extender.config import Settings
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot
@@ -47,8 +49,19 @@ def create_app(
     routers: Sequence[APIRouter] = (),
 ) -> verbs.VerbGateway:
     """The extender's ASGI application: the verbs in front, the debug routes (and any `routers`) behind them."""
-    app = lifecycle_app("tfjob-extender", on_start, on_stop)
+
+    def start() -> None:
+        on_start()
+        service.utilisation.start(service.state.snapshot, service.clock)
+
+    def stop() -> None:
+        service.utilisation.stop()
+        on_stop()
+
+    app = lifecycle_app("tfjob-extender", start, stop)
     app.include_router(debug.make_router(service))
+    app.include_router(make_queue_router(service))
+    app.include_router(make_ui_router(service))
     for router in routers:
         app.include_router(router)
     return verbs.VerbGateway(service, app)

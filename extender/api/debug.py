@@ -7,8 +7,7 @@ failed or what the gang still waits for.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -16,6 +15,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
@@ -44,7 +44,8 @@ def _phase(pod: PodView, snapshot: ClusterSnapshot) -> str:
     return "reserved" if pod.key in snapshot.reservations else "pending"
 
 
-def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, Any]:
+def gang_summary(snapshot: ClusterSnapshot, key: str, now: float, context: RankContext | None = None) -> dict[str, Any]:
+    """One gang's members, plan and reason; with `context`, also its weight and rank (`standing`)."""
     state = gang_state(snapshot, key)
     group = snapshot.groups.get(key)
     members: dict[str, list[str]] = {}
@@ -72,25 +73,13 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float) -> dict[str, A
         "plan": plan,
         "why": None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None),
         "lastFailedPlanAt": failed.at if failed else None,
+        "standing": gang_standing(context, key) if context is not None else None,
     }
 
 
 def gangs_pending(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:
     """Gangs with members waiting to be placed and fewer than minMember placed (from the gang queue)."""
     return sum(1 for summary in queue_of(snapshot, settings).summaries.values() if summary.ages)
-
-
-def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
-    """A JSON body sent piece by piece, handing the event loop back between pieces: a large document is
-    rendered in small steps, and kube-scheduler's calls are answered between them."""
-
-    async def paced() -> AsyncIterator[bytes]:
-        for piece in pieces:
-            if piece:
-                yield piece
-            await asyncio.sleep(0)
-
-    return StreamingResponse(paced(), media_type="application/json")
 
 
 def json_document(head: dict[str, Any], lists: list[tuple[str, Iterator[object]]], chunk: int) -> Iterator[bytes]:
@@ -125,6 +114,10 @@ def make_router(service: Service) -> APIRouter:
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     chunk = service.settings.debug_chunk_objects
+    share = service.settings.debug_render_share
+
+    def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
+        return service.pacing.streamed(pieces, share)
 
     @router.get("/debug/state")
     async def state() -> StreamingResponse:
@@ -134,7 +127,8 @@ def make_router(service: Service) -> APIRouter:
     async def gangs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
-        summaries = (gang_summary(snapshot, key, now) for key in gang_keys_of(snapshot))
+        context = RankContext.of(snapshot, service.settings.policy, now)
+        summaries = (gang_summary(snapshot, key, now, context) for key in gang_keys_of(snapshot))
         return streamed(json_document({"generation": snapshot.generation}, [("gangs", summaries)], chunk))
 
     @router.get("/debug/gangs/{namespace}/{name}")
@@ -143,14 +137,23 @@ def make_router(service: Service) -> APIRouter:
         key = f"{namespace}/{name}"
         if key not in snapshot.groups and key not in snapshot.group_members:
             return JSONResponse({"error": f"no PodGroup or gang members named {key}"}, status_code=404)
-        return JSONResponse(gang_summary(snapshot, key, service.clock()))
+        now = service.clock()
+        return JSONResponse(gang_summary(snapshot, key, now, RankContext.of(snapshot, service.settings.policy, now)))
 
     @router.get("/debug/jobs")
     async def jobs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
+        context = RankContext.of(snapshot, service.settings.policy, now)
         statuses = (
-            {"job": s.job, "state": s.state.value, "reason": s.reason, "pods": s.pods, "bound": s.bound}
+            {
+                "job": s.job,
+                "state": s.state.value,
+                "reason": s.reason,
+                "pods": s.pods,
+                "bound": s.bound,
+                "standing": job_standing(context, s.job),
+            }
             for s in each_job_state(snapshot, now, service.settings.policy)
         )
         preemptions = (
@@ -164,8 +167,14 @@ def make_router(service: Service) -> APIRouter:
             }
             for _, r in sorted(snapshot.preemptions.items())
         )
-        lists: list[tuple[str, Iterator[object]]] = [("jobs", statuses), ("preemptions", preemptions)]
-        return streamed(json_document({"generation": snapshot.generation}, lists, chunk))
+        shadow = iter(service.loops.shadow_plans(service.settings.shown_loop_actions))
+        lists: list[tuple[str, Iterator[object]]] = [
+            ("jobs", statuses),
+            ("preemptions", preemptions),
+            ("shadowPlans", shadow),
+        ]
+        head = {"generation": snapshot.generation, "shadowMode": service.loops.shadow}
+        return streamed(json_document(head, lists, chunk))
 
     @router.get("/debug/topology")
     def topology(

@@ -14,13 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.api import wire
 from extender.api.history import Decision, DecisionHistory, Record
+from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
+from extender.api.pacing import Pacing
+from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
 from extender.policy.filtering import model_kept_changing
@@ -47,6 +50,12 @@ class Service:
     metrics: Metrics
     publish: Callable[[LedgerChange, ClusterSnapshot], None] = lambda change, snapshot: None
     """Where plans reserved by `filter` are published for other processes (the API server, live)."""
+    loops: LoopViews = field(default_factory=LoopViews)
+    """The loops running in this process, as the debug routes and the page read them."""
+    utilisation: UtilisationHistory = field(default_factory=UtilisationHistory)
+    """Cluster utilisation over time, for the page's chart."""
+    pacing: Pacing = field(default_factory=Pacing)
+    """How the large debug documents share the process with the verbs."""
 
 
 class BodyTooLarge(wire.WireError):
@@ -130,7 +139,7 @@ class VerbGateway:
             return
         try:
             body = await asyncio.wait_for(self._body(scope, receive), self.service.settings.body_timeout_s)
-            reply = await self._answer(verb, body)
+            reply = await self.answer_when_seen(verb, body)
         except TimeoutError:
             limit = self.service.settings.body_timeout_s
             reply = error_reply(verb, f"tfjob-extender {verb}: request body not received within {limit:g} s")
@@ -140,7 +149,7 @@ class VerbGateway:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": reply})
 
-    async def _answer(self, verb: str, body: bytes) -> bytes:
+    async def answer_when_seen(self, verb: str, body: bytes) -> bytes:
         """The reply, giving the watch up to `model_catch_up_s` to deliver a gang member kube-scheduler asks
         about first, or the members of a gang it gates (it watches the same API server, so it can be a
         moment ahead); the event loop keeps serving meanwhile."""

@@ -1,16 +1,15 @@
 """The Kubernetes side of the actuator: TFJob worker patches, pod evictions, Events.
 
-- Scaling reads the TFJob, patches the replica count under whatever key the stored spec uses for the
+- A resize reads the TFJob, patches the replica count under whatever key the stored spec uses for the
   Worker replicas (training-operator accepts `worker` as well as `Worker`), with the resourceVersion it
-  read as a precondition, and retries on a conflict.
+  read as a precondition, and retries on a conflict. It re-reads the TFJob on every attempt and changes
+  nothing unless the Worker replicas are still the count the plan was made from, so a retry after a
+  conflict, or a second instance acting on a stale model, never applies the same step twice.
 - An eviction goes through the pod's `eviction` subresource (`policy/v1` Eviction, the pod's UID as a
   precondition, so a pod recreated under the same name is never hit): the API server refuses it with
   429 while a PodDisruptionBudget allows no disruption (`EvictionRefused`), and otherwise marks the pod
   with a `DisruptionTarget` condition itself. A dry run (`dryRun: [All]`) asks the same question
   without evicting. A pod already gone (404, or 409 for another UID) counts as evicted.
-- A conditioned resize (the scaler's) re-reads the TFJob on every attempt and changes nothing unless the
-  Worker replicas are still the count the plan was made from, so a retry after a conflict, or a second
-  scaler instance acting on a stale model, never applies the same step twice.
 - Restarting a worker evicts it the same way; training-operator recreates any index below `replicas`
   under the same name (an empty bucket means create).
 - Events are core/v1 Events from the component `tfjob-extender`.
@@ -26,39 +25,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from kubernetes.client import ApiClient
 
 from extender.actuator import EvictionRefused, Resize
+from extender.k8s.client import ApiCallError, api_call
 from extender.policy.model import PodView, Role
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "tfjob-extender"
 CONFLICT_RETRIES = 5
-REQUEST_TIMEOUT_S = 10.0
-
-
-class ApiCallError(RuntimeError):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def api_call(api: ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-    """One JSON request to the API server; raises `ApiCallError` for any status from 300 up."""
-    verb, url, headers, payload, _ = api.param_serialize(
-        method,
-        path,
-        header_params={"Accept": "application/json", "Content-Type": content_type},
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    response = api.call_api(verb, url, header_params=headers, body=payload, _request_timeout=REQUEST_TIMEOUT_S)
-    data = response.read()  # type: ignore[no-untyped-call]
-    if response.status >= 300:
-        raise ApiCallError(response.status, f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
-    return orjson.loads(data) if data else None
 
 
 class KubeActuator:
@@ -67,26 +43,6 @@ class KubeActuator:
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         return api_call(self._api, method, path, body, content_type)
-
-    def scale_workers(self, job: str, replicas: int, reason: str) -> None:
-        namespace, name = job.split("/", 1)
-        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
-        for attempt in range(CONFLICT_RETRIES):
-            current = self._call("GET", path)
-            specs = current["spec"]["tfReplicaSpecs"]
-            key = next((k for k in specs if k.lower() == "worker"), "Worker")
-            patch = {
-                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                "spec": {"tfReplicaSpecs": {key: {"replicas": replicas}}},
-            }
-            try:
-                self._call("PATCH", path, patch, content_type="application/merge-patch+json")
-                log.info("scaled %s to %d workers: %s", job, replicas, reason)
-                return
-            except ApiCallError as error:
-                if error.status != 409 or attempt == CONFLICT_RETRIES - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
 
     def resize_workers(
         self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str

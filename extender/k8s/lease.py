@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from extender.k8s.actuator import ApiCallError, api_call
+from extender.k8s.client import ApiCallError, api_call
 
 log = logging.getLogger(__name__)
 

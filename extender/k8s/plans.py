@@ -16,7 +16,7 @@ import threading
 
 from kubernetes.client import ApiClient
 
-from extender.k8s.actuator import api_call
+from extender.k8s.client import api_call
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot
 from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation

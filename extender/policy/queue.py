@@ -271,6 +271,8 @@ class QueueBuilder:
         self._touched: set[str] = set()
         self._everything = True
         self._weights = False
+        self._capacity: Resources | None = None
+        """What weights are normalised against, summed again only when the capacity changed."""
         self._order_changed = True
         self._counted_loose = False
         """Whether `_loose` has been derived from a snapshot once (events keep it up to date after that)."""
@@ -282,6 +284,7 @@ class QueueBuilder:
 
     def touch_everything(self) -> None:
         self._everything = True
+        self._capacity = None
         self._frozen = None
 
     def touch_weights(self) -> None:
@@ -324,7 +327,9 @@ class QueueBuilder:
                     origins |= self._origins.get(key, set())
         self._touched.clear()
         if origins or self._weights:
-            capacity = cluster_capacity(snapshot)
+            if self._weights or self._capacity is None:
+                self._capacity = cluster_capacity(snapshot)
+            capacity = self._capacity
             for origin in origins:
                 self._update(snapshot, origin, capacity)
             if self._weights:

@@ -177,7 +177,7 @@ def plan_scale_in(
         return search
     state = search.state
     chosen: list[VictimUnit] = []
-    surplus = (unit for subject in search.subjects if subject.surplus for unit in search.units_of(subject))
+    surplus = (unit for subject in search.cheapest_first() if subject.surplus for unit in search.units_of(subject))
     for unit in _within_step(surplus, settings):
         chosen.append(unit)
         verdict = search.dry_run(chosen)

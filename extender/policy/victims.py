@@ -30,14 +30,16 @@ size of the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
 from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.queue import queue_of
+from extender.policy.queue import GangSummary, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
@@ -111,22 +113,31 @@ def plan_preemption(
     return _plan(state.key, chosen, verdict)
 
 
-@dataclass(frozen=True, slots=True)
-class Subject:
-    """A candidate victim before its pods are looked up: an elastic job's surplus, a whole gang, or a pod
-    without a gang. Its totals come from the gang queue, so the search can rule it out without its pods."""
+SURPLUS, WHOLE_GANG, LOOSE_POD = 0, 1, 2
+"""The kinds of subject, cheapest first."""
 
+
+class Subject(NamedTuple):
+    """A candidate victim before its pods are looked up: an elastic job's surplus, a whole gang, or a pod
+    without a gang. Its totals come from the gang queue, so the search can rule it out without its pods;
+    its rank is only worked out once the search takes it (a plain tuple: thousands are listed per search)."""
+
+    order: tuple[int, int, int, float, float, str]
+    """Cheapest first: surplus, whole gangs, pods without a gang; then lowest rank first (`_ascending`:
+    PriorityClass, larger size class, aged weight, later arrival first, key)."""
     key: str
     """The gang key, or the pod key of a pod without a gang."""
     origin: str
     """The PodGroup whose gang this is (empty for a pod without a gang)."""
-    rank: JobRank
     surplus: bool
     freed: Resources
     """What taking all of it frees."""
     size: int
     """Bound pods it holds (whole gangs of one rank go smallest first)."""
+    summary: GangSummary | None = None
     pod: PodView | None = None
+    rank: JobRank | None = None
+    """Known up front for a pod without a gang; a gang's is read from `summary` when needed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +150,7 @@ class Search:
     now: float
     preemptor: JobRank
     subjects: tuple[Subject, ...]
-    """Every subject the gang may take, cheapest first: surplus workers (lowest rank first), then whole
-    gangs of a lower PriorityClass, then lower-priority pods without a gang."""
+    """Every subject the gang may take, in no order (`cheapest_first` orders them)."""
     needs: tuple[tuple[int, tuple[PodView, ...]], ...]
     demand: Resources
     """The least any admitting plan places (`least_demand`)."""
@@ -152,27 +162,42 @@ class Search:
     """What `room` lacks of `demand`."""
     _units: dict[tuple[str, bool], tuple[VictimUnit, ...]] = field(default_factory=dict, compare=False)
 
+    def rank_of(self, subject: Subject) -> JobRank:
+        if subject.rank is not None:
+            return subject.rank
+        assert subject.summary is not None, "a gang subject carries its queue summary"
+        return subject.summary.rank(self.now, self.settings)
+
     def units_of(self, subject: Subject) -> tuple[VictimUnit, ...]:
         """The subject's units: one per surplus worker (highest index first), or the whole gang or pod."""
         known = self._units.get((subject.key, subject.surplus))
         if known is not None:
             return known
+        rank = self.rank_of(subject)
         if subject.pod is not None:
-            units: tuple[VictimUnit, ...] = (VictimUnit(subject.key, subject.pod.job, (subject.pod,), subject.rank),)
+            units: tuple[VictimUnit, ...] = (VictimUnit(subject.key, subject.pod.job, (subject.pod,), rank),)
         else:
             victim = gang_state(self.snapshot, subject.origin)
             bound = tuple(pod for members in victim.members.values() for pod in members if pod.holds_node)
             if subject.surplus:
-                units = tuple(_surplus_units(self.snapshot, subject.key, bound, subject.rank))
+                units = tuple(_surplus_units(self.snapshot, subject.key, bound, rank))
             else:
-                units = (VictimUnit(subject.key, bound[0].job if bound else "", bound, subject.rank),)
+                units = (VictimUnit(subject.key, bound[0].job if bound else "", bound, rank),)
         self._units[(subject.key, subject.surplus)] = units
         return units
+
+    def cheapest_first(self) -> Iterator[Subject]:
+        """The subjects cheapest first, ordered as they are taken (a heap: a search that stops after a few
+        pays for a few, not for sorting thousands)."""
+        heap = [(subject.order, index) for index, subject in enumerate(self.subjects)]
+        heapq.heapify(heap)
+        while heap:
+            yield self.subjects[heapq.heappop(heap)[1]]
 
     @property
     def units(self) -> tuple[VictimUnit, ...]:
         """Every unit of every subject, cheapest first (looks up every candidate's pods)."""
-        return tuple(unit for subject in self.subjects for unit in self.units_of(subject))
+        return tuple(unit for subject in self.cheapest_first() for unit in self.units_of(subject))
 
     def could_admit(self, freed: Resources) -> bool:
         """The prefix-sum cut: freeing `freed` on top of the room already free may cover the least the gang
@@ -238,12 +263,13 @@ def _room(snapshot: ClusterSnapshot, nodes: frozenset[str]) -> Resources:
 def candidate_subjects(
     snapshot: ClusterSnapshot, state: GangState, preemptor: JobRank, settings: PolicySettings, now: float
 ) -> tuple[Subject, ...]:
-    """Every subject the preemptor may take, cheapest first: surplus workers, then whole gangs of a lower
-    PriorityClass, then lower-priority pods without a gang."""
+    """Every subject the preemptor may take, in no order: surplus workers, whole gangs of a lower
+    PriorityClass, lower-priority pods without a gang. A gang at rest (running, not waiting) ranks by its
+    size class, base weight and arrival, read straight from its summary: no rank is built per candidate.
+    Within the preemptor's PriorityClass only a lower rank on size and weight is taken (`may_preempt`)."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
-    surplus: list[Subject] = []
-    whole: list[Subject] = []
+    subjects: list[Subject] = []
     for summary in queue.summaries.values():
         if summary.priority > preemptor.priority or not summary.bound:
             continue
@@ -251,21 +277,25 @@ def candidate_subjects(
             continue
         if summary.origin in own or ("," in summary.key and own.intersection(summary.key.split(","))):
             continue
-        rank = summary.rank(now, settings)
-        if not may_preempt(preemptor, rank):
+        if summary.ages:
+            aged = summary.rank(now, settings)
+            size, weight, arrival = aged.size_class, aged.weight, summary.arrival or now
+        else:
+            size, weight, arrival = summary.size_class, summary.base_weight, summary.arrival or now
+        if summary.priority == preemptor.priority and not _lower_in_class(size, weight, preemptor):
             continue
+        key, origin, pods = summary.key, summary.origin, summary.bound_pods
         if summary.surplus:
-            surplus.append(Subject(summary.key, summary.origin, rank, True, summary.surplus, summary.bound_pods))
-        if rank.priority < preemptor.priority:
-            whole.append(Subject(summary.key, summary.origin, rank, False, summary.bound, summary.bound_pods))
-    loose = [
-        Subject(pod.key, "", _pod_rank(pod, settings), False, pod.requests, 1, pod)
-        for pod in queue.loose_pods_below(snapshot, preemptor.priority)
-    ]
-    surplus.sort(key=lambda subject: _ascending(subject.rank))
-    whole.sort(key=lambda subject: (*_ascending(subject.rank), subject.size))
-    loose.sort(key=lambda subject: (*_ascending(subject.rank), subject.key))
-    return (*surplus, *whole, *loose)
+            order = (SURPLUS, summary.priority, -size, weight, -arrival, key)
+            subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
+        if summary.priority < preemptor.priority:
+            order = (WHOLE_GANG, summary.priority, -size, weight, -arrival, key)
+            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary))
+    for pod in queue.loose_pods_below(snapshot, preemptor.priority):
+        rank = _pod_rank(pod, settings)
+        order = (LOOSE_POD, *_ascending(rank))
+        subjects.append(Subject(order, pod.key, "", False, pod.requests, 1, None, pod, rank))
+    return tuple(subjects)
 
 
 def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
@@ -277,6 +307,13 @@ def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
     if preemptor.size_class != victim.size_class:
         return preemptor.size_class < victim.size_class
     return preemptor.weight > victim.weight
+
+
+def _lower_in_class(size_class: int, weight: float, preemptor: JobRank) -> bool:
+    """`may_preempt` within one PriorityClass, on a victim's size class and weight read from its summary."""
+    if size_class != preemptor.size_class:
+        return preemptor.size_class < size_class
+    return weight < preemptor.weight
 
 
 def _ascending(rank: JobRank) -> tuple[int, int, float, float, str]:
@@ -420,7 +457,7 @@ def _accumulate(search: Search) -> list[VictimUnit] | None:
     make that happen yet is taken without a dry run per unit."""
     chosen: list[VictimUnit] = []
     freed = EMPTY
-    for subject in search.subjects:
+    for subject in search.cheapest_first():
         units = search.units_of(subject)
         if not search.could_admit(freed + subject.freed):
             chosen.extend(units)

@@ -144,10 +144,6 @@ class SimActuator:
     restarted: int = 0
     events: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def scale_workers(self, job: str, replicas: int, reason: str) -> None:
-        self.scaled += 1
-        self.cluster.set_workers(job.split("/", 1)[1], replicas, self.now)
-
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
         if dry_run:
             return

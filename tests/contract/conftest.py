@@ -12,16 +12,7 @@ from extender.api.verbs import Service
 from extender.config import Settings
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_podgroup, make_tfjob, tfjob_pods
-
-NOW = 1_800_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
+from tests.contract.support import Clock
 
 
 @pytest.fixture

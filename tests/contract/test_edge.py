@@ -17,7 +17,7 @@ from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 from tests.builders import make_pod, tfjob_pods
-from tests.contract.test_wire import NODES, filter_args, post, worker
+from tests.contract.support import NODES, filter_args, post, worker
 
 
 def timed_post(client: TestClient, verb: str, payload: Any) -> tuple[Any, float]:

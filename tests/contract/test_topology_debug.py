@@ -15,7 +15,7 @@ from extender.policy.settings import DEFAULT_NETWORK_TOPOLOGY
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_network_topology, make_node, make_pod, make_podgroup
-from tests.contract.conftest import Clock
+from tests.contract.support import Clock
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from tests.e2e.cluster import UNVERIFIED_TLS
+from extender.devcluster import UNVERIFIED_TLS
 
 
 class Api:

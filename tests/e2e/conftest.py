@@ -9,6 +9,7 @@ missing control plane is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cluster import BUILD_SCRIPT, ApiError, LocalControlPlane, build_control_plane
+from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
+from extender.devcluster.resources import source
 
 STARVATION_LIMIT_S = 20.0
 """The extender under test lets a gang wait this long before capacity is held for it."""
@@ -26,13 +28,30 @@ STARVATION_LIMIT_S = 20.0
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[LocalControlPlane]:
-    printed = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], check=True, capture_output=True, text=True)
+    printed = subprocess.run(
+        ["bash", str(source().build_script), "--print-dir"], check=True, capture_output=True, text=True
+    )
     cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")
     args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
     with LocalControlPlane(build_control_plane(), extender_args=args) as control_plane:
         yield control_plane
+
+
+@contextlib.contextmanager
+def extender_run_with(plane: LocalControlPlane, *args: str) -> Iterator[None]:
+    """The shared extender restarted with `args` added to its command line, and put back as it was after."""
+    plain = plane.extender_args
+    plane.stop_extender()
+    plane.extender_args = (*plain, *args)
+    plane.start_extender()
+    try:
+        yield
+    finally:
+        plane.stop_extender()
+        plane.extender_args = plain
+        plane.start_extender()
 
 
 class Scene:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane, wait_until
+from extender.devcluster import LocalControlPlane, wait_until
 from tests.e2e.conftest import Scene
 from tests.e2e.workloads import bound, job_pods, pod, podgroup, tfjob, wait_bound
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane
+from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
 from tests.e2e.test_scheduling import OBSERVE_S
 from tests.e2e.workloads import job_pods, tfjob, wait_bound

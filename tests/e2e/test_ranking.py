@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane
+from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene
 from tests.e2e.workloads import bind_times, bound, job_pods, tfjob, wait_bound
 

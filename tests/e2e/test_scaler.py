@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane, wait_until
-from tests.e2e.conftest import Scene
+from extender.devcluster import LocalControlPlane, wait_until
+from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.workloads import job_pods, pod, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
@@ -37,16 +37,8 @@ QUIET_S = 60.0
 
 @pytest.fixture(scope="module", autouse=True)
 def with_scaler(plane: LocalControlPlane) -> Iterator[None]:
-    plain = plane.extender_args
-    plane.stop_extender()
-    plane.extender_args = (*plain, "--with-scaler", *SCALER_ARGS)
-    plane.start_extender()
-    try:
+    with extender_run_with(plane, "--with-scaler", *SCALER_ARGS):
         yield
-    finally:
-        plane.stop_extender()
-        plane.extender_args = plain
-        plane.start_extender()
 
 
 def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane
+from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
 from tests.e2e.workloads import (
     bind_times,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import ApiError, LocalControlPlane, wait_until
+from extender.devcluster import ApiError, LocalControlPlane, wait_until
 from tests.e2e.conftest import Scene
 from tests.e2e.test_scheduling import OBSERVE_S, debug_gang, never_bound
 from tests.e2e.workloads import placement, pod, podgroup, wait_bound

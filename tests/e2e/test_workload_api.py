@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import LocalControlPlane, build_control_plane
+from extender.devcluster import LocalControlPlane, build_control_plane
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
 from tests.e2e.test_scheduling import OBSERVE_S, debug_gang, never_bound
 from tests.e2e.workloads import placement, pod, podgroup, ps_and_workers_by_node, tfjob, wait_bound, wait_for_pods

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from tests.e2e.cluster import COMPLETE_AFTER, SCHEDULER_NAME, LocalControlPlane
+from extender.devcluster import COMPLETE_AFTER, SCHEDULER_NAME, LocalControlPlane
 
 Obj = dict[str, Any]
 RUN_LONG = "1h"

@@ -122,12 +122,15 @@ def known_good() -> list[Request]:
 
 def comparable(request: Request, reply: bytes) -> Any:
     """A known-good reply as compared across a run: a gang view without its countdown (`expiresInSeconds`
-    moves with the clock; the plan's `expiresAt` does not)."""
+    moves with the clock; the plan's `expiresAt` does not) and without its place among the waiting gangs
+    (`rank`, `waiting`: the fuzz adds gangs to the queue, which is not this gang's answer changing)."""
     if not request.path.startswith("/debug/gangs/"):
         return reply
     view = orjson.loads(reply)
     for held in view.get("plan", []):
         held.pop("expiresInSeconds", None)
+    for relative in ("rank", "waiting"):
+        (view.get("standing") or {}).pop(relative, None)
     return view
 
 

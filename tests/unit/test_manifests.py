@@ -351,3 +351,26 @@ def test_the_extender_and_the_loops_may_watch_every_kind_the_model_follows() -> 
             group = kind.api_version.rpartition("/")[0]
             for verb in ("list", "watch"):
                 assert (group, kind.plural, verb, "*") in rights, (account, kind.plural, group)
+
+
+def test_the_observe_listener_is_scraped_and_reachable_through_a_service_while_the_verbs_stay_local() -> None:
+    extender = container("tfjob-extender")
+    args = extender["args"]
+    assert args[:5] == ["serve", "--host", "127.0.0.1", "--port", "8888"]
+    observe_host = args[args.index("--observe-host") + 1]
+    observe_port = int(args[args.index("--observe-port") + 1])
+    assert observe_host == "0.0.0.0" and observe_port != 8888
+    (port,) = [p for p in extender["ports"] if p["name"] == "observe"]
+    assert port["containerPort"] == observe_port
+    template = the_deployment()["spec"]["template"]
+    assert template["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(observe_port),
+        "prometheus.io/path": "/metrics",
+    }
+    (service,) = [s for s in of_kind("Service") if s["metadata"]["name"] == "tfjob-extender-observe"]
+    assert service["metadata"]["namespace"] == the_deployment()["metadata"]["namespace"]
+    assert service["spec"]["selector"] == template["metadata"]["labels"]
+    (exposed,) = service["spec"]["ports"]
+    assert exposed["targetPort"] in ("observe", observe_port)
+    assert [s["metadata"]["name"] for s in of_kind("Service")] == ["tfjob-extender-observe"], "only it is exposed"

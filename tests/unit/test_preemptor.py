@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from extender.actuator import EvictionRefused, RecordingActuator
-from extender.k8s.actuator import ApiCallError
+from extender.k8s.client import ApiCallError
 from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import PodView

@@ -11,7 +11,7 @@ import pytest
 
 from extender.k8s.discovery import served_resource_type
 from extender.state.kinds import BY_KIND, Kind
-from tests.unit.k8s.test_informer import FakeApiServer, Recorder, listing, run, wait_for
+from tests.unit.k8s.fake_api import FakeApiServer, Recorder, listing, run, wait_for
 
 PODGROUPS = BY_KIND[Kind.PODGROUP_K8S]
 PRIORITY_CLASSES = {"name": "priorityclasses", "kind": "PriorityClass"}
@@ -65,11 +65,6 @@ def test_a_kind_with_one_version_is_used_as_it_is_without_asking() -> None:
         raise AssertionError(f"asked for {path}")
 
     assert served_resource_type(BY_KIND[Kind.TFJOB], fail) is BY_KIND[Kind.TFJOB]
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
 
 
 def test_the_informer_lists_the_discovered_version(recorder: Recorder) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from extender.k8s import lease as lease_module
-from extender.k8s.actuator import ApiCallError
+from extender.k8s.client import ApiCallError
 from extender.k8s.lease import KubeLease
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/scaler"

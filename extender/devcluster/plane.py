@@ -1,0 +1,356 @@
+"""A real, local Kubernetes control plane for the end-to-end tests, the demo and `tfjob-extender dev-cluster`.
+
+`LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
+ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the
+CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
+and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/` (profile
+`tfjob-scheduler` calling the extender), and optionally training-operator with
+`--gang-scheduler-name=tfjob-scheduler` (`operator.py`). Binaries come from `hack/build-control-plane.sh`
+(built once, cached outside the repo; see `resources`). Every process logs into the run directory;
+`stop()` ends exactly the processes it started, in reverse order.
+
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
+PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import config
+
+from extender.devcluster.objects import KWOK_NODE_ANNOTATION, ClusterClient
+from extender.devcluster.operator import start_operator
+from extender.devcluster.processes import UNVERIFIED_TLS, ControlPlaneError, ProcessGroup, free_port, wait_until
+from extender.devcluster.resources import KWOK_STAGES, Source, source
+
+LEASE_NAMESPACE = "tfjob-system"
+"""Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
+WORKLOAD_API = {
+    "1.37": ("scheduling.k8s.io/v1beta1", ("GenericWorkload",)),
+    "1.36": ("scheduling.k8s.io/v1alpha2", ("GenericWorkload", "GangScheduling")),
+}
+"""Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
+that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
+GenericWorkload; 1.36 has both, alpha)."""
+
+
+def build_control_plane() -> Path:
+    """Build (or reuse) the binaries and CRDs; returns the cache directory."""
+    script = source().build_script
+    result = subprocess.run(["bash", str(script)], check=False, stdout=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise ControlPlaneError(f"{script.name} failed with exit code {result.returncode}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+class LocalControlPlane(ClusterClient, ProcessGroup):
+    def __init__(
+        self,
+        cache: Path,
+        *,
+        with_operator: bool = True,
+        run_dir: Path | None = None,
+        extender_args: tuple[str, ...] = (),
+        scheduler_qps: float | None = None,
+        scheduler_burst: int | None = None,
+        with_extender: bool = True,
+        with_scheduler: bool = True,
+        workload_api: bool = False,
+    ) -> None:
+        """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
+        instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
+        plane starts without the extender / kube-scheduler (a caller may start them later)."""
+        self.source: Source = source()
+        self.with_extender = with_extender
+        self.with_scheduler = with_scheduler
+        self.extender_args = extender_args
+        self.scheduler_qps = scheduler_qps
+        self.scheduler_burst = scheduler_burst
+        self.workload_api = workload_api
+        self.workload_api_version = ""
+        """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
+        self._gates: tuple[str, ...] = ()
+        self._runtime_config: tuple[str, ...] = ()
+        self.bin = cache / "bin"
+        self.crds = cache / "crds"
+        self.with_operator = with_operator
+        self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="tfjob-e2e-"))
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}
+        self.token = secrets.token_hex(24)
+        self.api_port = free_port()
+        self.extender_port = free_port()
+        self.kubeconfig = self.run_dir / "admin.kubeconfig"
+        self.api = None
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalControlPlane:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self.workload_api:
+            self.workload_api_version, gates = self._workload_api_settings()
+            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
+        self._start_etcd()
+        self._start_apiserver()
+        self.create_namespace(LEASE_NAMESPACE)
+        self._install_crds()
+        self._start_kwok()
+        if self.with_extender:
+            self.start_extender()
+        if self.with_scheduler:
+            self._start_scheduler()
+        if self.with_operator:
+            self._start_operator()
+
+    def stop(self) -> None:
+        for name in reversed(list(self.processes)):
+            self._stop_process(name)
+        if self.api is not None:
+            self.api.close()  # type: ignore[no-untyped-call]
+            self.api = None
+        if not os.environ.get("TFJOB_E2E_KEEP"):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def kubernetes_version(self) -> str:
+        """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
+        printed = subprocess.run(
+            [str(self.bin / "kube-apiserver"), "--version"], check=True, capture_output=True, text=True
+        ).stdout
+        return printed.split()[-1]
+
+    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+        version = self.kubernetes_version()
+        minor = ".".join(version.lstrip("v").split(".")[:2])
+        if minor not in WORKLOAD_API:
+            raise ControlPlaneError(
+                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
+            )
+        return WORKLOAD_API[minor]
+
+    def start_extender(self) -> None:
+        self.spawn(
+            "extender",
+            [
+                sys.executable,
+                "-m",
+                "extender",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.extender_port),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                *self.extender_args,
+            ],
+            env={"PYTHONPATH": str(self.source.root)},
+        )
+        wait_until(
+            "the extender's /readyz",
+            lambda: self.probe(f"http://127.0.0.1:{self.extender_port}/readyz"),
+            60,
+            interval_s=0.1,
+        )
+
+    def stop_extender(self) -> None:
+        self._stop_process("extender")
+
+    def start_scaler(self, name: str, args: tuple[str, ...], *, command_name: str = "scaler") -> int:
+        """A standalone `tfjob-extender scaler` (or `loops`) process; returns the port of its /debug/scaler."""
+        port = free_port()
+        command = [sys.executable, "-m", "extender", command_name, "--kubeconfig", str(self.kubeconfig)]
+        self.spawn(name, [*command, "--port", str(port), *args], env={"PYTHONPATH": str(self.source.root)})
+        wait_until(f"{name}'s /healthz", lambda: self.probe(f"http://127.0.0.1:{port}/healthz"), 60, 0.1)
+        return port
+
+    # -- components -------------------------------------------------------------------------------------
+
+    def _start_etcd(self) -> None:
+        client_port, peer_port = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client_port}"
+        peer = f"http://127.0.0.1:{peer_port}"
+        self.spawn(
+            "etcd",
+            [
+                str(self.bin / "etcd"),
+                "--name=e2e",
+                f"--data-dir={self.run_dir / 'etcd'}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=e2e={peer}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+                "--listen-metrics-urls=",
+            ],
+        )
+        wait_until("etcd", lambda: self.probe(f"{self.etcd_url}/health"), 60)
+
+    def _start_apiserver(self) -> None:
+        pki = self.run_dir / "pki"
+        pki.mkdir()
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        (pki / "tokens.csv").write_text(f"{self.token},e2e-admin,e2e-admin,system:masters\n")
+        self.spawn(
+            "kube-apiserver",
+            [
+                str(self.bin / "kube-apiserver"),
+                f"--etcd-servers={self.etcd_url}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.api_port}",
+                f"--cert-dir={pki}",
+                f"--token-auth-file={pki / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={pki / 'sa.key'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",
+                "--v=1",
+                *self._gates,
+                *self._runtime_config,
+            ],
+        )
+        wait_until(
+            "kube-apiserver /readyz",
+            lambda: self.probe(f"https://127.0.0.1:{self.api_port}/readyz", context=UNVERIFIED_TLS),
+            120,
+        )
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "e2e",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{self.api_port}",
+                        "certificate-authority": str(pki / "apiserver.crt"),
+                    },
+                }
+            ],
+            "users": [{"name": "e2e-admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e-admin"}}],
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig))
+        self.api = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
+        wait_until("namespace default", lambda: self.get("/api/v1/namespaces/default"), 60)
+
+    def _install_crds(self) -> None:
+        podgroups = [yaml.safe_load(path.read_text()) for path in sorted(self.source.podgroup_crds.glob("*.yaml"))]
+        tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
+        crds = [*podgroups, tfjobs]
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        for crd in crds:
+            self.post(path, crd)
+        for crd in crds:
+            name = crd["metadata"]["name"]
+
+            def established(name: str = name) -> bool:
+                conditions = (self.get(f"{path}/{name}").get("status") or {}).get("conditions") or []
+                return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+            wait_until(f"CRD {name} established", established, 60)
+
+    def _start_kwok(self) -> None:
+        home = self.run_dir / "kwok-home"
+        home.mkdir()
+        self.spawn(
+            "kwok",
+            [
+                str(self.bin / "kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={KWOK_STAGES}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
+                "--manage-nodes-with-label-selector=",
+                "--manage-single-node=",
+                "--node-lease-duration-seconds=40",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=10.244.255.254",
+                "--server-address=",
+            ],
+            env={"HOME": str(home)},
+        )
+
+    def scheduler_settings(self) -> dict[str, Any]:
+        """The repo's kube-scheduler configuration as this control plane runs it: its kubeconfig, no leader
+        election, the extender's URL, and the client rate limit given to the constructor, if any."""
+        settings: dict[str, Any] = yaml.safe_load(self.source.scheduler_config.read_text())
+        settings["clientConnection"]["kubeconfig"] = str(self.kubeconfig)
+        if self.scheduler_qps is not None:
+            settings["clientConnection"]["qps"] = self.scheduler_qps
+        if self.scheduler_burst is not None:
+            settings["clientConnection"]["burst"] = self.scheduler_burst
+        settings["leaderElection"] = {"leaderElect": False}
+        for extender in settings["extenders"]:
+            extender["urlPrefix"] = f"http://127.0.0.1:{self.extender_port}"
+        return settings
+
+    def start_scheduler(self, name: str, settings: dict[str, Any], verbosity: int = 2) -> int:
+        """A kube-scheduler process called `name` with the configuration `settings` (a
+        KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers."""
+        path = self.run_dir / f"{name}-config.yaml"
+        path.write_text(yaml.safe_dump(settings))
+        port = free_port()
+        self.spawn(
+            name,
+            [
+                str(self.bin / "kube-scheduler"),
+                f"--config={path}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--v={verbosity}",
+                *self._gates,
+            ],
+        )
+        wait_until(
+            f"{name} /healthz",
+            lambda: self.probe(f"https://127.0.0.1:{port}/healthz", context=UNVERIFIED_TLS),
+            60,
+        )
+        return port
+
+    def _start_scheduler(self) -> None:
+        self.start_scheduler("kube-scheduler", self.scheduler_settings())
+
+    def _start_operator(self) -> None:
+        start_operator(self)
+
+
+@contextlib.contextmanager
+def local_control_plane(*, with_operator: bool = True) -> Iterator[LocalControlPlane]:
+    with LocalControlPlane(build_control_plane(), with_operator=with_operator) as plane:
+        yield plane

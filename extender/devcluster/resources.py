@@ -1,0 +1,52 @@
+"""Where the local control plane's pieces are: the build script, the scheduler configuration, the CRDs.
+
+The kwok stages ship inside the package. The rest lives in the source checkout, which the control plane
+needs anyway (the Go build of etcd, kube-apiserver, kube-scheduler, kwok and training-operator is
+`hack/build-control-plane.sh`, cached outside the repo, e.g. ~/.cache/tfjob-extender): the checkout this
+package was installed from (an editable install), else the one `TFJOB_EXTENDER_SOURCE` names.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE_ENV = "TFJOB_EXTENDER_SOURCE"
+KWOK_STAGES = Path(__file__).with_name("kwok-stages.yaml")
+BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-control-plane.sh"
+
+
+class SourceNotFound(RuntimeError):
+    """No source checkout: the control plane cannot be built nor configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    root: Path
+
+    @property
+    def build_script(self) -> Path:
+        return self.root / BUILD_SCRIPT_IN_SOURCE
+
+    @property
+    def scheduler_config(self) -> Path:
+        return self.root / "scheduler-config" / "kube-scheduler-config.yaml"
+
+    @property
+    def podgroup_crds(self) -> Path:
+        return self.root / "manifests" / "crds"
+
+
+def source() -> Source:
+    """The source checkout (see the module docstring); raises `SourceNotFound` without one."""
+    named = os.environ.get(SOURCE_ENV)
+    candidates = [Path(named)] if named else []
+    candidates.append(Path(__file__).resolve().parents[2])
+    for root in candidates:
+        if (root / BUILD_SCRIPT_IN_SOURCE).is_file():
+            return Source(root)
+    raise SourceNotFound(
+        f"the local control plane needs a source checkout of tfjob-extender (with {BUILD_SCRIPT_IN_SOURCE}): "
+        f"install the package from one (pip install -e .) or set {SOURCE_ENV} to its path"
+    )

@@ -1,0 +1,65 @@
+"""Events on waiting pods saying what their gang waits for, written by the preemption loop's side-effect seam.
+
+`filter` and `prioritize` are queries and change nothing, so the reason a gang waits reaches its pods
+from the loop instead: each tick (that found the model changed) the first `gangs_per_tick` gangs of
+`policy.standing.explain_queue` are explained, and each gang whose reason *kind* changed gets one Event
+per pending member (at most `pods_per_gang`), with the stable reason string of `WaitKind` (e.g.
+`GangWaitingForRoom`) and the message a person reads. The same kind with a new message (e.g. the best plan
+now places one pod more) is written again only after `repeat_after_s`, so a busy queue cannot flood the
+API server. Gangs that left the queue are forgotten.
+The PodGroup dialects this extender follows have no status field for such a message (the coscheduling
+`PodGroupStatus` has phase and counts only, and Kubernetes' own PodGroup status belongs to
+kube-scheduler), so the reason is not written on PodGroups; `/debug/queue` and `explain` show it there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import islice
+
+from extender.actuator import Actuator
+from extender.policy.gang import gang_state
+from extender.policy.model import ClusterSnapshot
+from extender.policy.settings import PolicySettings
+from extender.policy.standing import Standing, WaitKind, explain_queue
+
+
+@dataclass
+class WaitEventReporter:
+    actuator: Actuator
+    settings: PolicySettings
+    gangs_per_tick: int = 5
+    """Gangs, highest rank first, whose reason is looked at per tick."""
+    pods_per_gang: int = 50
+    """Most pending members of one gang that get the Event."""
+    repeat_after_s: float = 300.0
+    """Seconds before the same reason kind is written again for a gang with a changed message."""
+    _written: dict[str, tuple[WaitKind, str, float]] = field(default_factory=dict)
+    """Gang → (kind, message, when) last written."""
+
+    def report(self, snapshot: ClusterSnapshot, now: float) -> list[Standing]:
+        """Write the Events due at `now`; returns the gangs they were written for."""
+        written = []
+        standings = list(islice(explain_queue(snapshot, self.settings, now, self.gangs_per_tick), self.gangs_per_tick))
+        for standing in standings:
+            wait = standing.wait
+            if wait.kind is WaitKind.NOT_EXAMINED or not self._due(standing, now):
+                continue
+            members = gang_state(snapshot, standing.gang.split(",")[0]).members.values()
+            pending = sorted(pod.key for pods in members for pod in pods if pod.pending)
+            for pod in pending[: self.pods_per_gang]:
+                self.actuator.record_event("Pod", pod, wait.kind.value, wait.message)
+            self._written[standing.gang] = (wait.kind, wait.message, now)
+            written.append(standing)
+        alive = {standing.gang for standing in standings}
+        self._written = {gang: last for gang, last in self._written.items() if gang in alive}
+        return written
+
+    def _due(self, standing: Standing, now: float) -> bool:
+        last = self._written.get(standing.gang)
+        if last is None:
+            return True
+        kind, message, at = last
+        if kind is not standing.wait.kind:
+            return True
+        return message != standing.wait.message and now - at >= self.repeat_after_s

@@ -1,0 +1,89 @@
+"""End to end: shadow mode. The shared extender runs with `--with-scaler --dry-run`: an elastic job with
+room to grow is planned to grow, the plan is shown on /debug/scaler, /debug/jobs and the page, and the
+job does not grow."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from extender.devcluster import LocalControlPlane, wait_until
+from tests.e2e.conftest import Scene, extender_run_with
+from tests.e2e.workloads import job_pods, tfjob, wait_bound
+
+pytestmark = pytest.mark.e2e
+JOB = "training.kubeflow.org/job-name"
+SHADOW_ARGS = (
+    "--with-scaler",
+    "--dry-run",
+    "--scaler-interval-s",
+    "1",
+    "--lease-namespace",
+    "default",
+    "--lease-name",
+    "e2e-shadow",
+    "--lease-duration-s",
+    "4",
+)
+UNCHANGED_FOR_S = 10.0
+"""How long the job is watched not growing once its growth was planned (the scaler ticks every second)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shadow_extender(plane: LocalControlPlane) -> Iterator[None]:
+    with extender_run_with(plane, *SHADOW_ARGS):
+        yield
+
+
+def read(plane: LocalControlPlane, path: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}{path}", timeout=5) as response:
+        body: bytes = response.read()
+        return body
+
+
+def debug(plane: LocalControlPlane, path: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(read(plane, path))
+    return result
+
+
+def worker_replicas(plane: LocalControlPlane, namespace: str, name: str) -> int:
+    job = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
+    return int(job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
+
+
+def test_in_shadow_mode_a_job_that_would_grow_does_not_and_the_plan_is_shown(
+    plane: LocalControlPlane, scene: Scene
+) -> None:
+    scene.add_nodes(2)
+    ns = scene.namespace
+    plane.create_tfjob(ns, tfjob("elastic", scene=ns, workers=2, min_workers=1, max_workers=6, dynamic=True))
+    wait_bound(plane, ns, f"{JOB}=elastic", 3)
+
+    def planned() -> list[dict[str, Any]]:
+        return [
+            action
+            for action in debug(plane, "/debug/scaler")["actions"]
+            if action["job"] == f"{ns}/elastic" and action["kind"] == "scale-out"
+        ]
+
+    (first, *_) = wait_until("a planned scale-out", planned, 30)
+    assert first["outcome"].startswith("dry-run")
+    assert (first["replicasFrom"], first["replicasTo"]) == (2, 4)
+    jobs = debug(plane, "/debug/jobs")
+    assert jobs["shadowMode"] is True
+    shown = [p for p in jobs["shadowPlans"] if p.get("job") == f"{ns}/elastic"]
+    assert shown and shown[0]["loop"] == "scaler" and shown[0]["outcome"].startswith("dry-run")
+    page = read(plane, "/ui").decode()
+    assert "shadow mode" in page and f"{ns}/elastic" in page and "dry-run" in page
+
+    end = time.monotonic() + UNCHANGED_FOR_S
+    while time.monotonic() < end:
+        assert worker_replicas(plane, ns, "elastic") == 2, "shadow mode never resizes"
+        assert len(job_pods(plane, ns, "elastic")) == 3
+        time.sleep(1)
+    assert not [e for e in plane.events(ns) if e["reason"] == "ScaledOut"], "nor reports an action"
