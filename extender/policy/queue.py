@@ -35,8 +35,7 @@ from extender.policy.settings import PolicySettings
 from extender.policy.weights import (
     JobRank,
     RankKey,
-    aged_classes,
-    aged_weight,
+    aging,
     arrival_of,
     cluster_capacity,
     dominant_share,
@@ -101,8 +100,7 @@ class GangSummary:
     def rank(self, now: float, settings: PolicySettings) -> JobRank:
         arrival = self.arrival or now
         waited = max(0.0, now - arrival) if self.ages else 0.0
-        weight, starving = aged_weight(self.base_weight, waited, settings)
-        climbed = aged_classes(waited, settings)
+        weight, starving, climbed = aging(self.base_weight, waited, settings)
         return JobRank(
             self.key,
             self.priority,

@@ -164,6 +164,17 @@ def aged_classes(waited_s: float, settings: PolicySettings) -> int:
     return 1 + math.floor(beyond / settings.starvation_limit_s)
 
 
+def aging(base: float, waited_s: float, settings: PolicySettings) -> tuple[float, bool, int]:
+    """(weight, starving, classes climbed) after waiting `waited_s` seconds unsatisfied: `aged_weight` and
+    `aged_classes` in one step, for the rank built per waiting gang at every decision."""
+    beyond = waited_s - settings.starvation_limit_s
+    if not beyond > 0:
+        return base, False, 0
+    aged = min(settings.aging_max_weight, base + settings.aging_rate_per_s * beyond)
+    limit = settings.starvation_limit_s
+    return max(base, aged), True, (1 + int(beyond // limit)) if limit > 0 else 0
+
+
 def rank_of(
     snapshot: ClusterSnapshot, state: GangState, now: float, settings: PolicySettings, capacity: Resources
 ) -> JobRank:
@@ -174,7 +185,7 @@ def rank_of(
     arrival = arrival_of(job, state.groups, members, now)
     waiting = any(pod.pending for pod in members) and not is_satisfied(snapshot, state)
     waited = max(0.0, now - arrival) if waiting else 0.0
-    weight, starving = aged_weight(base, waited, settings)
+    weight, starving, climbed = aging(base, waited, settings)
     return JobRank(
         subject=state.key,
         priority=priority_of(snapshot, job, members),
@@ -184,8 +195,7 @@ def rank_of(
         base_weight=base,
         job=job.key if job is not None else "",
         waited_s=waited,
-        size_class=size_class(dominant_share(gang_demand(job, members), capacity), settings)
-        - aged_classes(waited, settings),
+        size_class=size_class(dominant_share(gang_demand(job, members), capacity), settings) - climbed,
     )
 
 
@@ -220,6 +230,7 @@ __all__ = [
     "RankKey",
     "aged_classes",
     "aged_weight",
+    "aging",
     "arrival_of",
     "cluster_capacity",
     "dominant_share",

@@ -32,7 +32,7 @@ from extender.policy.ranking import (
 )
 from extender.policy.resources import CPU, GPU, MEMORY, PODS, Resources
 from extender.policy.settings import PolicySettings
-from extender.policy.weights import aged_classes, size_class
+from extender.policy.weights import aged_classes, aging, size_class
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, snapshot, tfjob_pods
 from tests.unit.policy.loop import Loop
 
@@ -688,3 +688,10 @@ def test_dominant_share_is_the_largest_share_of_cpu_memory_or_gpus() -> None:
     assert dominant_share(Resources({CPU: 6_000, MEMORY: 24 * GI, GPU: 1}), capacity) == pytest.approx(1 / 32)
     assert dominant_share(Resources({CPU: 128_000}), capacity) == pytest.approx(0.5)
     assert dominant_share(Resources({CPU: 1}), Resources()) == 0
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 20_000.0), st.sampled_from([0.0, 60.0, 600.0]))
+def test_aging_is_the_aged_weight_and_the_classes_climbed_in_one_step(base: float, waited: float, limit: float) -> None:
+    settings = PolicySettings(starvation_limit_s=limit)
+    weight, starving = aged_weight(base, waited, settings)
+    assert aging(base, waited, settings) == (weight, starving, aged_classes(waited, settings))
