@@ -141,11 +141,11 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
     import uvicorn
 
     from extender.__main__ import settle_heap
-    from extender.actuator import RecordingActuator
     from extender.api.app import create_app
     from extender.api.verb_protocol import protocol_for
-    from extender.preemptor import PreemptionLoop
-    from extender.scaler import ScalerLoop
+    from extender.loops.actuator import RecordingActuator
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
 
     settings = Settings()
     sys.setswitchinterval(settings.switch_interval_s)

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     from extender.api.verbs import Service
     from extender.k8s.plans import PlanPublisher
-    from extender.preemptor import PreemptionLoop
-    from extender.scaler import ScalerLoop
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
 
 DEFAULTS = Settings()
 
@@ -375,10 +375,10 @@ def shadow_loops(
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
     and show what they would do; the actuator they are given is never called."""
-    from extender.actuator import RecordingActuator
-    from extender.api.scaler import make_scaler_router
-    from extender.preemptor import PreemptionLoop
-    from extender.scaler import ScalerLoop, ScalerMetrics
+    from extender.api.scaler import export_scaler_metrics, make_scaler_router
+    from extender.loops.actuator import RecordingActuator
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
 
     preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
     service.loops.preemption = preemption
@@ -389,11 +389,11 @@ def shadow_loops(
             RecordingActuator(),
             settings.policy,
             time.time,
-            metrics=ScalerMetrics(service.metrics.registry),
             interval_s=settings.scaler.interval_s,
             dry_run=True,
         )
         routers.append(make_scaler_router(scaler, time.time))
+        export_scaler_metrics(service.metrics.registry, scaler)
         service.loops.scaler = scaler
         loops.append(scaler)
 
@@ -447,10 +447,11 @@ def make_loops(
 ) -> RunningLoops:
     """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
     Lease (one lease for both: one instance acts cluster-wide)."""
+    from extender.api.scaler import export_scaler_metrics
     from extender.k8s.actuator import KubeActuator
     from extender.k8s.lease import KubeLease
-    from extender.preemptor import PreemptionLoop
-    from extender.scaler import ScalerLoop, ScalerMetrics
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
 
     lease = KubeLease(
         api_client,
@@ -480,13 +481,14 @@ def make_loops(
             settings.policy,
             time.time,
             leader=lease,
-            metrics=ScalerMetrics(registry),
             interval_s=settings.scaler.interval_s,
             dry_run=settings.dry_run,
         )
         if wanted.scaler
         else None
     )
+    if scaler is not None:
+        export_scaler_metrics(registry, scaler)
     return RunningLoops(preemption, scaler)
 
 

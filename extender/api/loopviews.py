@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from extender.preemptor import PreemptionLoop
-    from extender.scaler import ScalerLoop
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop, ScalerRecord
 
 
 @dataclass
@@ -30,7 +30,7 @@ class LoopViews:
         """The scaler's latest actions (planned only, in shadow mode), newest first."""
         if self.scaler is None:
             return []
-        return [record.render() for record in reversed(tuple(self.scaler.records)[-limit:])]
+        return [render_record(record) for record in reversed(tuple(self.scaler.records)[-limit:])]
 
     def shadow_preemptions(self, limit: int) -> list[dict[str, Any]]:
         """The preemptions the loop would have carried out in shadow mode, newest first."""
@@ -56,3 +56,17 @@ class LoopViews:
         scaled = [{"loop": "scaler", **action} for action in self.scaler_actions(limit)]
         preempted = [{"loop": "preemption", **record} for record in self.shadow_preemptions(limit)]
         return sorted([*scaled, *preempted], key=lambda plan: -float(plan["at"]))[:limit]
+
+
+def render_record(record: ScalerRecord) -> dict[str, Any]:
+    return {
+        "at": record.at,
+        "kind": record.kind,
+        "job": record.job,
+        "replicasFrom": record.replicas_from,
+        "replicasTo": record.replicas_to,
+        "pods": list(record.pods),
+        "plan": [{"pod": pod, "node": node} for pod, node in record.plan],
+        "reason": record.reason,
+        "outcome": record.outcome,
+    }

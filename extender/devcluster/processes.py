@@ -3,7 +3,6 @@ stopped gracefully in reverse order; and the helpers around them (free ports, po
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import signal
@@ -42,13 +41,18 @@ def free_port() -> int:
 
 
 def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, interval_s: float = 0.2) -> T:
-    """Poll `condition` until it returns something truthy."""
+    """Poll `condition` until it returns something truthy. Other exceptions count as "not yet", but an
+    `AssertionError` from `condition` (something that must never happen while waiting) fails at once."""
     deadline = time.monotonic() + timeout_s
     while True:
-        with contextlib.suppress(Exception):
+        try:
             value = condition()
             if value:
                 return value
+        except AssertionError:
+            raise
+        except Exception:  # a server still starting refuses, times out or answers 5xx: not yet
+            pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(interval_s)

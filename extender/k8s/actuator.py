@@ -27,8 +27,8 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from extender.actuator import EvictionRefused, Resize
 from extender.k8s.client import ApiCallError, api_call
+from extender.loops.actuator import EvictionRefused, Resize
 from extender.policy.model import PodView, Role
 
 log = logging.getLogger(__name__)

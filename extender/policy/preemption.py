@@ -2,7 +2,7 @@
 
 For a gang member, kube-scheduler's pod-level proposal is declined (no node, no victim): job-level
 preemption — the whole gang, elastic surplus first, never half a victim gang — is decided and carried
-out by the extender's preemption loop (`extender.preemptor`), which kube-scheduler's per-pod preemption
+out by the extender's preemption loop (`extender.loops.preemption`), which kube-scheduler's per-pod preemption
 cannot express. For any other pod the proposal passes through, checked and typed: nodes whose victim
 list is empty are dropped (a non-ignorable extender returning one fails the whole preemption), every
 other node keeps its victims in the order proposed.

@@ -18,11 +18,11 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.actuator import Resize
+from extender.loops.actuator import Resize
+from extender.loops.preemption import PreemptionLoop
+from extender.loops.scaler import ScalerLoop
 from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.preemptor import PreemptionLoop
-from extender.scaler import ScalerLoop
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
-from extender.actuator import RecordingActuator
 from extender.api.app import create_app, make_service
-from extender.api.scaler import create_loops_app, make_scaler_router
+from extender.api.scaler import create_loops_app, export_scaler_metrics, make_scaler_router
 from extender.config import Settings
+from extender.loops.actuator import RecordingActuator
+from extender.loops.scaler import ScalerLoop
 from extender.policy.settings import PolicySettings
-from extender.scaler import ScalerLoop, ScalerMetrics
 from tests.builders import cluster
 from tests.unit.policy.test_scaling import NOW, nodes, running
 
@@ -23,7 +23,7 @@ def scaler_over_a_growing_job() -> ScalerLoop:
 def test_debug_scaler_beside_the_extender_shows_what_why_and_the_plan() -> None:
     loop = scaler_over_a_growing_job()
     service = make_service(Settings(), loop.state, lambda: NOW)
-    loop.metrics = ScalerMetrics(service.metrics.registry)
+    export_scaler_metrics(service.metrics.registry, loop)
     loop.tick(NOW)
     app = create_app(service, routers=[make_scaler_router(loop, lambda: NOW)])
     with TestClient(app) as client:
@@ -44,7 +44,7 @@ def test_debug_scaler_beside_the_extender_shows_what_why_and_the_plan() -> None:
 def test_the_standalone_scaler_app_serves_health_debug_and_metrics() -> None:
     loop = scaler_over_a_growing_job()
     registry = CollectorRegistry()
-    loop.metrics = ScalerMetrics(registry)
+    export_scaler_metrics(registry, loop)
     app = create_loops_app(
         [make_scaler_router(loop, lambda: NOW)], registry, on_start=lambda: None, on_stop=lambda: None
     )

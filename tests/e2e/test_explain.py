@@ -15,10 +15,9 @@ import pytest
 
 from extender.devcluster import LocalControlPlane, wait_until
 from tests.e2e.conftest import Scene
-from tests.e2e.workloads import tfjob, wait_bound, wait_for_pods
+from tests.e2e.workloads import JOB, tfjob, wait_bound, wait_for_pods
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 
 
 def explain(plane: LocalControlPlane, target: str) -> subprocess.CompletedProcess[str]:

@@ -5,18 +5,16 @@ Three kwok nodes of 4 CPU and 16 GiB; the cluster is filled first, then a higher
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
-from tests.e2e.test_scheduling import OBSERVE_S
-from tests.e2e.workloads import job_pods, tfjob, wait_bound
+from tests.e2e.waits import OBSERVE_S, stays, wait_until
+from tests.e2e.workloads import JOB, job_pods, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 
 
 def placed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,12 +89,6 @@ def evict_for_a_higher_priority_class(plane: LocalControlPlane, scene: Scene) ->
     wait_bound(plane, ns, f"{JOB}=batch", 12)
     plane.create_tfjob(ns, tfjob("urgent", scene=ns, workers=3, priority_class=f"{ns}-high"))
     wait_bound(plane, ns, f"{JOB}=urgent", 4, timeout_s=120)
-    deadline = time.monotonic() + 30
-    while placed(job_pods(plane, ns, "batch")) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert not placed(job_pods(plane, ns, "batch")), "the victim gang is evicted whole"
+    wait_until("the victim gang evicted whole", lambda: not placed(job_pods(plane, ns, "batch")), 30, interval_s=0.3)
     # training-operator recreates the evicted pods; with 8 CPU free the 12-pod gang must wait whole
-    end = time.monotonic() + OBSERVE_S
-    while time.monotonic() < end:
-        assert not placed(job_pods(plane, ns, "batch")), "no pod of the evicted gang runs alone"
-        time.sleep(0.25)
+    stays("no pod of the evicted gang runs alone", lambda: not placed(job_pods(plane, ns, "batch")), OBSERVE_S)

@@ -11,15 +11,17 @@ import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene
-from tests.e2e.workloads import bind_times, bound, job_pods, tfjob, wait_bound
+from tests.e2e.waits import wait_until
+from tests.e2e.workloads import JOB, bind_times, bound, job_pods, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 SMALL_JOB_S = 10.0
 """How long each small job of the stream runs."""
 STREAM_EVERY_S = 2.5
 SCHEDULING_SLACK_S = 15.0
 """kube-scheduler's retry backoff (up to 10 s) and the watch round trips."""
+ARRIVAL_GAP_S = 2.0
+"""Between two submissions whose order matters: creation timestamps have a resolution of one second."""
 
 
 def test_a_big_light_job_starts_within_its_starvation_limit_under_a_stream_of_small_heavy_jobs(
@@ -31,7 +33,10 @@ def test_a_big_light_job_starts_within_its_starvation_limit_under_a_stream_of_sm
     started = time.time()
     submitted = 0
     big_created = 0.0
-    while True:
+
+    def stream_until_big_started() -> bool:
+        """Submit the small jobs as they fall due, the big one after two of them; true once it is bound."""
+        nonlocal submitted, big_created
         elapsed = time.time() - started
         if submitted * STREAM_EVERY_S <= elapsed:
             # 1 PS + 3 workers of 0.5 CPU / 512 MiB: cheap per worker, so a high KOD2 weight
@@ -44,10 +49,10 @@ def test_a_big_light_job_starts_within_its_starvation_limit_under_a_stream_of_sm
             # 1 PS + 11 workers of 1 CPU / 4 GiB: the whole cluster, and a low KOD2 weight
             plane.create_tfjob(ns, tfjob("big", scene=ns, workers=11, memory="4Gi"))
             big_created = time.time()
-        if big_created and len(bound(job_pods(plane, ns, "big"))) == 12:
-            break
-        assert not big_created or time.time() - big_created < deadline_s + 30, "the big job never started"
-        time.sleep(0.25)
+        return bool(big_created) and len(bound(job_pods(plane, ns, "big"))) == 12
+
+    # the big job is created after 2 × STREAM_EVERY_S and must start within deadline_s + 30 s of that
+    wait_until("the big job to start", stream_until_big_started, 2 * STREAM_EVERY_S + deadline_s + 30, interval_s=0.25)
     times = bind_times(plane, ns, job_pods(plane, ns, "big"))
     waited = max(times.values()) - int(big_created)
     assert waited <= deadline_s, f"started after {waited:.0f}s; limit {STARVATION_LIMIT_S:.0f}s + one job"
@@ -60,7 +65,7 @@ def test_with_equal_weights_the_earlier_job_starts_first(plane: LocalControlPlan
     plane.create_tfjob(ns, tfjob("filler", scene=ns, workers=11, run_for="15s"))
     wait_bound(plane, ns, f"{JOB}=filler", 12)
     plane.create_tfjob(ns, tfjob("first", scene=ns, workers=7))
-    time.sleep(2.0)
+    time.sleep(ARRIVAL_GAP_S)
     plane.create_tfjob(ns, tfjob("second", scene=ns, workers=7))
     wait_bound(plane, ns, f"{JOB}=first", 8, timeout_s=90)
     assert not bound(job_pods(plane, ns, "second")), "only one of the two fits; the earlier one goes first"

@@ -7,19 +7,18 @@ The module runs the shared extender with `--with-scaler` (fast ticks, short cool
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from extender.devcluster import LocalControlPlane, wait_until
+from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
-from tests.e2e.workloads import job_pods, pod, tfjob, wait_bound
+from tests.e2e.waits import stays, wait_until
+from tests.e2e.workloads import JOB, job_pods, pod, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 LEASE = ("--lease-namespace", "default", "--lease-name", "e2e-scaler", "--lease-duration-s", "4")
 SCALER_ARGS = (
     "--scaler-interval-s",
@@ -33,6 +32,11 @@ SCALER_ARGS = (
     *LEASE,
 )
 QUIET_S = 60.0
+"""How long a steady cluster is watched for a scaler action: six consolidation intervals (10 s) and twelve
+scale cooldowns (5 s) at one tick a second — any planning that would act has had its chance."""
+NO_GROW_BACK_S = 15.0
+"""How long a job shrunk for a heavier one is watched not growing back: three scale cooldowns (5 s) at one
+tick a second."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -106,10 +110,7 @@ def test_a_job_grows_as_capacity_frees_then_the_cluster_stays_quiet(plane: Local
     scaler = debug_scaler(plane.extender_port)
     assert scaler["leading"] and [a["kind"] for a in scaler["actions"]].count("scale-out") >= 2
     actions_before = len(scaler["actions"])
-    end = time.monotonic() + QUIET_S
-    while time.monotonic() < end:
-        assert workers(plane, ns, "elastic") == 7
-        time.sleep(2)
+    stays("the elastic job at 7 workers", lambda: workers(plane, ns, "elastic") == 7, QUIET_S, interval_s=2)
     assert len(debug_scaler(plane.extender_port)["actions"]) == actions_before, "a steady cluster stays quiet"
     assert job_events(plane, ns, "elastic", "ScaledOut") == grown
     assert ps_uid(plane, ns, "elastic") == ps, "the PS is never touched"
@@ -131,12 +132,14 @@ def test_an_elastic_job_shrinks_to_admit_a_heavier_one_and_keeps_training(
     assert workers(plane, ns, "light") == 4, "three workers, the step, made room"
     (message,) = job_events(plane, ns, "light", "ScaledIn")
     assert "KOD2 scale-in" in message and "scale" in message
-    end = time.monotonic() + 15
-    while time.monotonic() < end:
+
+    def shrunk_and_training() -> bool:
         light = tfjob_object(plane, ns, "light")
         assert not_failed(light), "the light job keeps training"
         assert light["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 4, "no growing back into the heavy job"
-        time.sleep(1)
+        return True
+
+    stays("the light job shrunk and training", shrunk_and_training, NO_GROW_BACK_S, interval_s=1)
     assert ps_uid(plane, ns, "light") == ps, "the PS is never touched"
     assert f"{ns}/light-worker-0" in {f"{ns}/{p['metadata']['name']}" for p in job_pods(plane, ns, "light")}
     assert job_events(plane, ns, "light", "ScaledOut") == []

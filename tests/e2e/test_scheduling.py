@@ -6,19 +6,20 @@ turns TFJobs into pods and PodGroups, kube-scheduler places the pods through the
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
-from typing import Any
 
 import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
+from tests.e2e.waits import OBSERVE_S, wait_until
 from tests.e2e.workloads import (
+    JOB,
     bind_times,
     bound,
+    debug_gang,
     job_pods,
+    never_bound,
     placement,
     pod,
     podgroup,
@@ -30,27 +31,6 @@ from tests.e2e.workloads import (
 )
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
-OBSERVE_S = 8.0
-"""How long a gang that must not start is watched, polling, to prove no member binds early."""
-
-
-def debug_gang(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{plane.extender_port}/debug/gangs/{namespace}/{name}"
-    with urllib.request.urlopen(url, timeout=5) as response:
-        result: dict[str, Any] = json.load(response)
-        return result
-
-
-def never_bound(plane: LocalControlPlane, namespace: str, selector: str, seconds: float) -> list[dict[str, Any]]:
-    """Poll for `seconds`, failing at once if any pod matching `selector` gets a node."""
-    deadline = time.monotonic() + seconds
-    pods: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        pods = plane.pods(namespace, selector)
-        assert not bound(pods), f"bound early: {placement(pods)}"
-        time.sleep(0.25)
-    return pods
 
 
 def test_a_job_that_fits_one_node_lands_on_one_node(plane: LocalControlPlane, scene: Scene) -> None:
@@ -103,13 +83,12 @@ def test_two_jobs_that_cannot_both_fit_never_split(plane: LocalControlPlane, sce
     # pods of 1.5 CPU: two per node, six in all; each job needs five
     for name in ("left", "right"):
         plane.create_tfjob(scene.namespace, tfjob(name, scene=scene.namespace, ps=1, workers=4, cpu="1500m"))
-    deadline = time.monotonic() + 90
-    counts: dict[str, int] = {}
-    while time.monotonic() < deadline:
+
+    def one_whole() -> dict[str, int] | None:
         counts = {name: len(bound(job_pods(plane, scene.namespace, name))) for name in ("left", "right")}
-        if 5 in counts.values():
-            break
-        time.sleep(0.3)
+        return counts if 5 in counts.values() else None
+
+    counts = wait_until("one of the two jobs bound whole", one_whole, 90, interval_s=0.3)
     assert sorted(counts.values()) == [0, 5], counts
     loser = min(counts, key=lambda name: counts[name])
     never_bound(plane, scene.namespace, f"{JOB}={loser}", OBSERVE_S)
@@ -144,13 +123,13 @@ def test_pods_wait_with_a_reason_while_the_extender_is_down_and_schedule_when_it
     plane.stop_extender()
     try:
         plane.create_pod(scene.namespace, pod("patient", scene=scene.namespace, labels={"app": "patient"}))
-        deadline = time.monotonic() + 60
-        reason = ""
-        while time.monotonic() < deadline and not reason:
+
+        def unscheduled_reason() -> str:
             (item,) = plane.pods(scene.namespace, "app=patient")
             assert not item["spec"].get("nodeName"), "scheduled while the extender was down"
-            reason = scheduled_reason(item)
-            time.sleep(0.3)
+            return scheduled_reason(item)
+
+        reason = wait_until("kube-scheduler's reason on the pending pod", unscheduled_reason, 60, interval_s=0.3)
         # kube-scheduler's own words, e.g. Post "http://127.0.0.1:PORT/filter": ... connection refused
         assert f"127.0.0.1:{plane.extender_port}/filter" in reason, reason
     finally:

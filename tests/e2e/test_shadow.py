@@ -5,19 +5,18 @@ job does not grow."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from extender.devcluster import LocalControlPlane, wait_until
+from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
-from tests.e2e.workloads import job_pods, tfjob, wait_bound
+from tests.e2e.waits import stays, wait_until
+from tests.e2e.workloads import JOB, job_pods, tfjob, wait_bound
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 SHADOW_ARGS = (
     "--with-scaler",
     "--dry-run",
@@ -81,9 +80,10 @@ def test_in_shadow_mode_a_job_that_would_grow_does_not_and_the_plan_is_shown(
     page = read(plane, "/ui").decode()
     assert "shadow mode" in page and f"{ns}/elastic" in page and "dry-run" in page
 
-    end = time.monotonic() + UNCHANGED_FOR_S
-    while time.monotonic() < end:
+    def unchanged() -> bool:
         assert worker_replicas(plane, ns, "elastic") == 2, "shadow mode never resizes"
         assert len(job_pods(plane, ns, "elastic")) == 3
-        time.sleep(1)
+        return True
+
+    stays("the job at its size", unchanged, UNCHANGED_FOR_S, interval_s=1)
     assert not [e for e in plane.events(ns) if e["reason"] == "ScaledOut"], "nor reports an action"

@@ -19,8 +19,8 @@ import pytest
 
 from extender.devcluster import ApiError, LocalControlPlane, wait_until
 from tests.e2e.conftest import Scene
-from tests.e2e.test_scheduling import OBSERVE_S, debug_gang, never_bound
-from tests.e2e.workloads import placement, pod, podgroup, wait_bound
+from tests.e2e.waits import OBSERVE_S
+from tests.e2e.workloads import debug_gang, never_bound, placement, pod, podgroup, wait_bound
 
 pytestmark = pytest.mark.e2e
 SPINE = "network.topology.nvidia.com/spine"

@@ -19,11 +19,21 @@ import pytest
 
 from extender.devcluster import LocalControlPlane, build_control_plane
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
-from tests.e2e.test_scheduling import OBSERVE_S, debug_gang, never_bound
-from tests.e2e.workloads import placement, pod, podgroup, ps_and_workers_by_node, tfjob, wait_bound, wait_for_pods
+from tests.e2e.waits import OBSERVE_S
+from tests.e2e.workloads import (
+    JOB,
+    debug_gang,
+    never_bound,
+    placement,
+    pod,
+    podgroup,
+    ps_and_workers_by_node,
+    tfjob,
+    wait_bound,
+    wait_for_pods,
+)
 
 pytestmark = pytest.mark.e2e
-JOB = "training.kubeflow.org/job-name"
 
 
 @pytest.fixture(scope="module")

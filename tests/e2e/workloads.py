@@ -1,15 +1,21 @@
-"""TFJobs, PodGroups and pods as a user would submit them, and what to read back from the cluster."""
+"""TFJobs, PodGroups and pods as a user would submit them, and what to read back from the cluster: the pods
+of a job (selected by the `JOB` label), which are bound and where, why a pod or gang waits (kube-scheduler's
+condition, the extender's /debug/gangs), and the waits the tests share — for a job's pods to exist, for
+them to bind, and that a gang's pods never bind during an observation window (through `tests.e2e.waits`)."""
 
 from __future__ import annotations
 
 import json
-import time
+import urllib.request
 from collections import Counter
 from typing import Any
 
 from extender.devcluster import COMPLETE_AFTER, SCHEDULER_NAME, LocalControlPlane
+from tests.e2e.waits import stays, wait_until
 
 Obj = dict[str, Any]
+JOB = "training.kubeflow.org/job-name"
+"""The label training-operator puts on a TFJob's pods: `f"{JOB}={name}"` selects the pods of job `name`."""
 RUN_LONG = "1h"
 """Pods that should keep running for the whole test."""
 
@@ -106,7 +112,7 @@ def pod(name: str, *, scene: str, cpu: str = "1", memory: str = "1Gi", labels: d
 
 
 def job_pods(plane: LocalControlPlane, namespace: str, job: str) -> list[Obj]:
-    return plane.pods(namespace, f"training.kubeflow.org/job-name={job}")
+    return plane.pods(namespace, f"{JOB}={job}")
 
 
 def bound(pods: list[Obj]) -> list[Obj]:
@@ -128,27 +134,57 @@ def ps_and_workers_by_node(pods: list[Obj]) -> tuple[Counter[str], Counter[str]]
 
 def wait_for_pods(plane: LocalControlPlane, namespace: str, job: str, count: int, timeout_s: float = 60) -> list[Obj]:
     """Wait until the job has `count` pods (training-operator creates them asynchronously)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def created() -> list[Obj] | None:
         pods = job_pods(plane, namespace, job)
-        if len(pods) >= count:
-            return pods
-        time.sleep(0.3)
-    raise AssertionError(f"TFJob {job} has {len(job_pods(plane, namespace, job))} pods, expected {count}")
+        return pods if len(pods) >= count else None
+
+    try:
+        return wait_until(f"TFJob {job} to have {count} pods", created, timeout_s, interval_s=0.3)
+    except TimeoutError as error:
+        raise AssertionError(
+            f"TFJob {job} has {len(job_pods(plane, namespace, job))} pods, expected {count}"
+        ) from error
 
 
 def wait_bound(plane: LocalControlPlane, namespace: str, selector: str, count: int, timeout_s: float = 90) -> list[Obj]:
-    deadline = time.monotonic() + timeout_s
+    """Wait until `count` pods matching `selector` are bound; return all the pods matching it."""
     pods: list[Obj] = []
-    while time.monotonic() < deadline:
+
+    def enough_bound() -> list[Obj] | None:
+        nonlocal pods
         pods = plane.pods(namespace, selector)
-        if len(bound(pods)) >= count:
-            return pods
-        time.sleep(0.3)
-    raise AssertionError(
-        f"{len(bound(pods))}/{count} pods bound for {selector!r} after {timeout_s:.0f}s; "
-        f"extender log:\n{plane.log_tail('extender', 15)}"
-    )
+        return pods if len(bound(pods)) >= count else None
+
+    try:
+        return wait_until(f"{count} pods bound for {selector!r}", enough_bound, timeout_s, interval_s=0.3)
+    except TimeoutError as error:
+        raise AssertionError(
+            f"{len(bound(pods))}/{count} pods bound for {selector!r} after {timeout_s:.0f}s; "
+            f"extender log:\n{plane.log_tail('extender', 15)}"
+        ) from error
+
+
+def never_bound(plane: LocalControlPlane, namespace: str, selector: str, seconds: float) -> list[Obj]:
+    """Poll for `seconds`, failing at once if any pod matching `selector` gets a node; return the pods."""
+    pods: list[Obj] = []
+
+    def none_bound() -> bool:
+        nonlocal pods
+        pods = plane.pods(namespace, selector)
+        assert not bound(pods), f"bound early: {placement(pods)}"
+        return True
+
+    stays(f"no pod bound for {selector!r}", none_bound, seconds, interval_s=0.25)
+    return pods
+
+
+def debug_gang(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
+    """The extender's /debug/gangs view of one gang: its status and why it waits."""
+    url = f"http://127.0.0.1:{plane.extender_port}/debug/gangs/{namespace}/{name}"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        result: Obj = json.load(response)
+        return result
 
 
 def scheduled_reason(pod_obj: Obj) -> str:

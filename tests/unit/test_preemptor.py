@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from extender.actuator import EvictionRefused, RecordingActuator
 from extender.k8s.client import ApiCallError
+from extender.loops.actuator import EvictionRefused, RecordingActuator
+from extender.loops.preemption import PreemptionLoop
 from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import PodView
 from extender.policy.settings import PolicySettings
-from extender.preemptor import PreemptionLoop
 from extender.state.kinds import Kind
 from tests.builders import cluster, make_node, make_pod, make_podgroup
 from tests.unit.policy.test_victims import NAMES, NOW, nodes, running, waiting

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 import yaml
 
-from extender import scaler as scaler_module
-from extender.actuator import RecordingActuator
+from extender.api.scaler import render_scaler
+from extender.loops import scaler as scaler_module
+from extender.loops.actuator import RecordingActuator
+from extender.loops.preemption import PreemptionLoop
+from extender.loops.scaler import ScalerLoop, ScalerRecord
 from extender.policy.filtering import filter_pod
 from extender.policy.scaling import plan_scale_out
 from extender.policy.settings import PolicySettings
-from extender.preemptor import PreemptionLoop
-from extender.scaler import ScalerLoop, ScalerRecord
 from extender.state.kinds import Kind
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
@@ -133,7 +134,7 @@ def test_a_job_without_dynamic_workers_gets_one_event_saying_why() -> None:
             "left alone: it declares elastic worker bounds but not enableDynamicWorker: true",
         )
     ]
-    assert loop.render(NOW)["leftAlone"] == {"default/a": notes[0][3]}
+    assert render_scaler(loop, NOW)["leftAlone"] == {"default/a": notes[0][3]}
 
 
 def test_a_steady_cluster_stays_quiet_for_a_minute() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from extender.actuator import RecordingActuator
+from extender.loops.actuator import RecordingActuator
+from extender.loops.waitevents import WaitEventReporter
 from extender.policy.settings import PolicySettings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from extender.waitevents import WaitEventReporter
 from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
 
 NOW = 1_772_359_260.0

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from extender.actuator import RecordingActuator
-from extender.preemptor import PreemptionLoop
-from extender.scaler import ScalerLoop
+from extender.loops.actuator import RecordingActuator
+from extender.loops.preemption import PreemptionLoop
+from extender.loops.scaler import ScalerLoop
 from tests.builders import Obj, cluster, make_k8s_podgroup
 from tests.unit.policy import test_scaling, test_victims
 from tests.unit.policy.test_victims import NAMES, NOW

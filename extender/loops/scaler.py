@@ -18,22 +18,21 @@ replicas), from which the preemption loop of an extender in another process rese
 Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; followers idle. Cooldowns
 come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
 action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
-`records` (served at `/debug/scaler`) and a Prometheus counter; jobs left alone get one Event per reason.
+`records` and a count in `counts` (the HTTP layer serves them at `/debug/scaler` and `/metrics`); jobs
+left alone get one Event per reason.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+from collections import Counter as CounterOf
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
-from extender.actuator import EvictionRefused, ScalingActuator
-from extender.leadership import AlwaysLeader, LeaderElector
+from extender.loops.actuator import EvictionRefused, ScalingActuator
+from extender.loops.leadership import AlwaysLeader, LeaderElector
+from extender.loops.ticking import Ticker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
@@ -67,19 +66,6 @@ class ScalerRecord:
     outcome: str
     """`done`, or why it was not applied."""
 
-    def render(self) -> dict[str, Any]:
-        return {
-            "at": self.at,
-            "kind": self.kind,
-            "job": self.job,
-            "replicasFrom": self.replicas_from,
-            "replicasTo": self.replicas_to,
-            "pods": list(self.pods),
-            "plan": [{"pod": pod, "node": node} for pod, node in self.plan],
-            "reason": self.reason,
-            "outcome": self.outcome,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -90,28 +76,19 @@ class Migration:
     started: float
 
 
-class ScalerMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.actions = Counter(
-            "tfjob_extender_scaler_actions_total",
-            "Scaler actions by kind (scale-out, migrate) and outcome (done, stale, failed).",
-            ["kind", "outcome"],
-            registry=registry,
-        )
-        self.skipped = Counter(
-            "tfjob_extender_scaler_jobs_left_alone_total",
-            "Elastic TFJobs reported as left alone (once per job and reason).",
-            registry=registry,
-        )
-        self.conflicts = Counter(
-            "tfjob_extender_scaler_conflicts_total",
-            "TFJob writes refused with 409 Conflict and retried.",
-            registry=registry,
-        )
-        self.ticks = Counter("tfjob_extender_scaler_ticks_total", "Scaler ticks by role.", ["role"], registry=registry)
-        self.leader = Gauge(
-            "tfjob_extender_scaler_leader", "1 while this instance holds the scaler lease.", registry=registry
-        )
+@dataclass
+class ScalerCounts:
+    """What the scaler has done since it started, as plain counters (the HTTP layer exports them to
+    Prometheus)."""
+
+    actions: CounterOf[tuple[str, str]] = field(default_factory=CounterOf)
+    """(kind, outcome) → actions: scale-out or migrate; done, stale, failed, refused, dry-run."""
+    left_alone: int = 0
+    """Elastic TFJobs reported as left alone (once per job and reason)."""
+    conflicts: int = 0
+    """TFJob writes refused with 409 Conflict and retried."""
+    ticks: CounterOf[str] = field(default_factory=CounterOf)
+    """Role (leader, follower) → ticks."""
 
 
 @dataclass
@@ -121,7 +98,7 @@ class ScalerLoop:
     settings: PolicySettings
     clock: Callable[[], float]
     leader: LeaderElector = field(default_factory=AlwaysLeader)
-    metrics: ScalerMetrics = field(default_factory=lambda: ScalerMetrics(CollectorRegistry()))
+    counts: ScalerCounts = field(default_factory=ScalerCounts)
     interval_s: float = 2.0
     """Seconds between ticks."""
     settle_poll_s: float = 0.2
@@ -142,39 +119,36 @@ class ScalerLoop:
     _reported: set[tuple[str, str]] = field(default_factory=set)
     _quiet: tuple[int, float] = (-1, 0.0)
     """(model generation, time) of the last plan that found nothing to do."""
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _next_tick: float = 0.0
+    _ticker: Ticker | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="scaler-loop", daemon=True)
-        self._thread.start()
+        self._ticker = Ticker("scaler-loop", self._wake, self._pause_s)
+        self._ticker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._ticker is not None:
+            self._ticker.stop()
         self.leader.release()
 
-    def _run(self) -> None:
-        next_tick = self.clock()
-        while not self._stop.wait(self.settle_poll_s if self.migrations else min(self.interval_s, 0.5)):
-            if not self.state.is_synced():
-                continue
-            try:
-                now = self.clock()
-                if now >= next_tick:
-                    next_tick = now + self.interval_s
-                    self.tick(now)
-                elif self.migrations:
-                    self.settle_migrations(self.state.snapshot(), now)
-            except Exception:
-                log.exception("scaler tick failed")
+    def _pause_s(self) -> float:
+        return self.settle_poll_s if self.migrations else min(self.interval_s, 0.5)
+
+    def _wake(self) -> None:
+        """A tick every `interval_s`; in between, only the settlement of migrations in flight."""
+        if not self.state.is_synced():
+            return
+        now = self.clock()
+        if now >= self._next_tick:
+            self._next_tick = now + self.interval_s
+            self.tick(now)
+        elif self.migrations:
+            self.settle_migrations(self.state.snapshot(), now)
 
     def tick(self, now: float) -> list[ScalerRecord]:
         """One pass on a fresh snapshot; returns the actions carried out (none unless leading)."""
         self.leading = self.leader.holds()
-        self.metrics.leader.set(1 if self.leading else 0)
-        self.metrics.ticks.labels("leader" if self.leading else "follower").inc()
+        self.counts.ticks["leader" if self.leading else "follower"] += 1
         if not self.leading:
             return []
         self.state.release_expired(now)
@@ -185,7 +159,7 @@ class ScalerLoop:
             self.replan_unchanged_s, self.settings.scale_cooldown_s
         ):
             return []
-        cooldowns = self._cooldowns(snapshot)
+        cooldowns = self.cooldowns(snapshot)
         done: list[ScalerRecord] = []
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
         if self.dry_run:
@@ -224,33 +198,7 @@ class ScalerLoop:
                 target = replace(migration.target, expires_at=expires)
                 self.state.commit(LedgerChange(reserve=(target,)), decided_on=snapshot.generation)
 
-    def render(self, now: float) -> dict[str, Any]:
-        """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
-        snapshot = self.state.snapshot()
-        cooldowns = self._cooldowns(snapshot)
-        return {
-            "identity": self.leader.identity,
-            "leading": self.leading,
-            "settings": {
-                "intervalSeconds": self.interval_s,
-                "scaleOutStep": self.settings.scale_out_step,
-                "scaleInStep": self.settings.scale_in_step,
-                "cooldownSeconds": self.settings.scale_cooldown_s,
-                "consolidation": self.settings.consolidation_enabled,
-                "consolidationBudget": self.settings.consolidation_budget,
-                "consolidationIntervalSeconds": self.settings.consolidation_interval_s,
-            },
-            "actions": [record.render() for record in tuple(self.records)],
-            "leftAlone": dict(sorted(self.left_alone.items())),
-            "coolingDown": {
-                job: round(at + self.settings.scale_cooldown_s - now, 1)
-                for job, at in sorted(cooldowns.items())
-                if at + self.settings.scale_cooldown_s > now
-            },
-            "migrating": {key: m.target.node for key, m in sorted(dict(self.migrations).items())},
-        }
-
-    def _cooldowns(self, snapshot: ClusterSnapshot) -> dict[str, float]:
+    def cooldowns(self, snapshot: ClusterSnapshot) -> dict[str, float]:
         """Last action per job: ours, and scale-ins the preemption loop carried out in this model."""
         last = dict(self.last_action)
         for record in snapshot.preemptions.values():
@@ -268,7 +216,7 @@ class ScalerLoop:
             resize = self.actuator.resize_workers(
                 action.job, action.replicas_from, action.replicas_to, annotations, action.reason
             )
-            self.metrics.conflicts.inc(resize.conflicts)
+            self.counts.conflicts += resize.conflicts
             if not resize.applied:
                 outcome = f"stale: the job has {resize.observed} workers now, planned from {action.replicas_from}"
         except Exception as error:
@@ -308,7 +256,7 @@ class ScalerLoop:
 
     def _record(self, action: ScalingAction, now: float, outcome: str) -> ScalerRecord:
         kind = action.kind.value
-        self.metrics.actions.labels(kind, outcome.split(":")[0]).inc()
+        self.counts.actions[(kind, outcome.split(":")[0])] += 1
         log.info("%s %s: %s (%s)", kind, action.job, action.reason, outcome)
         plan = tuple((r.pod, r.node) for r in action.placements)
         return ScalerRecord(
@@ -321,7 +269,7 @@ class ScalerLoop:
             if (job, reason) in self._reported:
                 continue
             self._reported.add((job, reason))
-            self.metrics.skipped.inc()
+            self.counts.left_alone += 1
             self.actuator.record_event("TFJob", job, "NotScaled", reason)
 
 
@@ -331,4 +279,4 @@ def _plan_annotation(action: ScalingAction) -> str:
     return plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
-__all__ = ["ActionKind", "Migration", "ScalerLoop", "ScalerMetrics", "ScalerRecord"]
+__all__ = ["ActionKind", "Migration", "ScalerCounts", "ScalerLoop", "ScalerRecord"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import islice
 
-from extender.actuator import Actuator
+from extender.loops.actuator import Actuator
 from extender.policy.gang import gang_state
 from extender.policy.model import ClusterSnapshot
 from extender.policy.settings import PolicySettings

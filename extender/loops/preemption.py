@@ -28,13 +28,14 @@ At most one preemption per tick: the next tick sees its effect before deciding a
 from __future__ import annotations
 
 import logging
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from extender.actuator import Actuator, EvictionRefused
-from extender.leadership import AlwaysLeader, LeaderElector
+from extender.loops.actuator import Actuator, EvictionRefused
+from extender.loops.leadership import AlwaysLeader, LeaderElector
+from extender.loops.ticking import Ticker
+from extender.loops.waitevents import WaitEventReporter
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation, Role
@@ -46,7 +47,6 @@ from extender.policy.victims import PreemptionPlan
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
-from extender.waitevents import WaitEventReporter
 
 log = logging.getLogger(__name__)
 
@@ -86,27 +86,20 @@ class PreemptionLoop:
     _quiet: tuple[int, tuple[str, ...]] | None = None
     """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
     no gang newly starving gives the same answer, so the pass is skipped."""
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _ticker: Ticker | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="preemption-loop", daemon=True)
-        self._thread.start()
+        self._ticker = Ticker("preemption-loop", self._wake, lambda: self.interval_s)
+        self._ticker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._ticker is not None:
+            self._ticker.stop()
         self.leader.release()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if not self.state.is_synced():
-                continue
-            try:
-                self.tick(self.clock())
-            except Exception:
-                log.exception("preemption tick failed")
+    def _wake(self) -> None:
+        if self.state.is_synced():
+            self.tick(self.clock())
 
     def tick(self, now: float) -> PreemptionPlan | None:
         """One pass; returns the preemption carried out, if any (none unless this instance leads)."""
