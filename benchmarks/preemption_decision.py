@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.__main__ import settle_heap
 from extender.policy.model import ClusterSnapshot
+from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, plan_preemption
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 
 NOW = 1_772_359_300.0

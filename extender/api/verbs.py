@@ -25,11 +25,11 @@ from extender.api.metrics import Metrics
 from extender.api.pacing import Pacing
 from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
-from extender.policy import FilterDecision, filter_pod, preempt_pod, prioritize_pod
+from extender.policy import FilterDecision, filter_pod, prioritize_pod
 from extender.policy.filtering import model_kept_changing
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.preemption import job_level_preemption
+from extender.policy.preemption.verb import decide_preempt
 from extender.state import convert
 from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
@@ -215,10 +215,7 @@ def _prioritize(service: Service, body: bytes, final: bool) -> bytes:
 def _preempt(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_preemption_args(body)
     pod, snapshot = _pod_in_model(service, args.pod, final=True)
-    if pod.group and pod.scheduler_name == service.settings.policy.scheduler_name:
-        decision = job_level_preemption(pod)
-    else:
-        decision = preempt_pod(args.victims, args.pdb_violations)
+    decision = decide_preempt(pod, args.victims, args.pdb_violations, service.settings.policy)
     _record(service, "preempt", pod, snapshot, decision)
     return wire.encode_preemption(decision)
 

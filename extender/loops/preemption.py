@@ -6,9 +6,9 @@ level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
    and not placed yet, so a scaler running in another process steers them too;
 2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); a gang that can be planned now is
-   left to `filter`; for the first that cannot, try KOD2 scale-in first (`policy.scaling.plan_scale_in`:
+   left to `filter`; for the first that cannot, try KOD2 scale-in first (`policy.preemption.scale_in`:
    surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
-   gang, the job-level dry run (`policy.victims`). This loop is the only place that shrinks a job for a
+   gang, the job-level dry run (`policy.preemption.victims`). This loop is the only place that shrinks a job for a
    waiting gang; the scaler loop only grows and consolidates;
 3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
@@ -40,10 +40,10 @@ from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang, overdue_partial_gangs
-from extender.policy.preemption import carried_out, choose_preemption
+from extender.policy.preemption.choice import carried_out, choose_preemption
+from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState

@@ -12,7 +12,7 @@ Level-triggered: every `interval_s` the active instance plans from a fresh snaps
 A model unchanged since a plan that found nothing to do is not planned again for `replan_unchanged_s`
 (a steady cluster costs next to nothing); any change to the model plans at the next tick.
 Scale-in for a waiting gang is not done here: the preemption loop is the one place that shrinks a job
-for a gang (through `policy.scaling.plan_scale_in`), so two loops never act on one job for one gang.
+for a gang (through `policy.preemption.scale_in`), so two loops never act on one job for one gang.
 The plan also goes on the TFJob (annotation `tfjob-extender.io/worker-plan`, in the same patch as the
 replicas), from which the preemption loop of an extender in another process reserves it.
 Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; followers idle. Cooldowns

@@ -6,7 +6,7 @@ scaler and the simulator all call these same functions.
 
 from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
 from extender.policy.filtering import filter_pod
-from extender.policy.preemption import preempt_pod
+from extender.policy.preemption.verb import preempt_pod
 from extender.policy.scoring import prioritize_pod
 from extender.policy.settings import PolicySettings
 

@@ -1,17 +1,14 @@
-"""Elastic scaling of TFJob workers: scale-out, scale-in for a waiting gang, and consolidation (pure).
+"""Elastic scaling of TFJob workers: scale-out and consolidation (pure).
 
-Three planners over one snapshot; each returns actions with their reasons and never touches the model:
+Two planners over one snapshot (KOD2's third, scale-in for a waiting gang, is job-level preemption's
+cheapest form and lives with it in `policy.preemption.scale_in`); each returns actions with their
+reasons and never touches the model:
 - `plan_scale_out` (KOD2 Algorithm 3): running jobs each grow by at most `scale_out_step` workers, up to
   their maximum, into idle capacity, nodes holding the job's PS first, then nodes holding its other pods;
   the job one more worker helps most per share of the cluster it takes goes first (`scale_out_gain`:
   diminishing returns favour the job with the fewest, cheapest workers), then the higher rank. Capacity
   one job takes is not offered to the next. Each new worker (`<job>-worker-<index>`, a deterministic
   name) gets a reservation on the node it was counted on.
-- `plan_scale_in` (KOD2 Algorithm 2): for one waiting gang, running jobs in ascending rank give up at
-  most `scale_in_step` workers each, highest index first (training-operator deletes exactly the highest
-  indices when `Worker.replicas` drops), never below the job's minimum, never the PS, the chief or worker
-  0, until the dry run plans the whole gang. Jobs that rank equal to or above the gang are exempt (equal
-  weight and earlier arrival included): the same `may_preempt` rule as job-level preemption.
 - `plan_consolidation` (Voda's worker migration): a worker of a running job that sits away from every
   PS of its job moves onto a PS node with room, at most `consolidation_budget` workers per job per
   `consolidation_interval_s`, emptiest source node first, never making a waiting gang that fits now
@@ -20,37 +17,28 @@ Only TFJobs with `enableDynamicWorker: true` are scaled or migrated: without it 
 the job when a worker terminates, and new workers would get an inconsistent TF_CONFIG. Such jobs are
 reported in `skipped` with that reason.
 
-Who shrinks a job for a waiting gang: only the preemption loop, which asks `plan_scale_in` first and
-falls back to job-level preemption (`victims.plan_preemption`) when scaling within the per-tick counts
-cannot admit the gang. The scaler loop only grows and consolidates, so two loops never shrink the same
-job for the same gang. To keep a steady cluster quiet (no grow-then-shrink flapping), a job grows or
-migrates only when it is settled (every pod bound, none pending, terminating or reserved), out of its
-cooldown, and no gang ranked above it waits for room it could ever get; growth that would stop a waiting
-gang that fits now from fitting is dropped.
+Who shrinks a job for a waiting gang: only the preemption loop (`policy.preemption`). The scaler loop only
+grows and consolidates, so two loops never shrink the same job for the same gang. To keep a steady cluster
+quiet (no grow-then-shrink flapping), a job grows or migrates only when it is settled (every pod bound, none
+pending, terminating or reserved), out of its cooldown, and no gang ranked above it waits for room it could
+ever get; growth that would stop a waiting gang that fits now from fitting is dropped.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from extender.policy.gang import GangState, GangVerdict, gang_state, is_satisfied, plan_gang
+from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
 from extender.policy.placement import idleness
 from extender.policy.queue import GangSummary, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, dominant_share, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import (
-    PreemptionPlan,
-    PreemptionRefusal,
-    VictimUnit,
-    open_search,
-    victims_of,
-)
 
 
 class ActionKind(enum.Enum):
@@ -157,35 +145,6 @@ def scale_out_gain(replicas: int, worker: Resources, capacity: Resources) -> flo
     with diminishing returns the step from w to w + 1 workers cuts the remaining time by at most 1/(w + 1),
     so the next worker goes to the job it helps most for its cost, not to the heaviest."""
     return 1.0 / ((max(replicas, 0) + 1) * max(dominant_share(worker, capacity), 1e-9))
-
-
-def plan_scale_in(
-    snapshot: ClusterSnapshot,
-    group_key: str,
-    settings: PolicySettings,
-    now: float,
-    *,
-    terminating_victims: Iterable[str] = (),
-) -> PreemptionPlan | PreemptionRefusal:
-    """Surplus workers of lower-ranked elastic jobs that let the gang of `group_key` start (KOD2 Algorithm 2).
-
-    Jobs in ascending rank give up their highest-index surplus workers, at most `scale_in_step` each,
-    until the dry run plans the whole gang; the plan stops at the first set that admits it.
-    """
-    search = open_search(snapshot, group_key, settings, now, terminating_victims, doing="scaling anything in")
-    if isinstance(search, PreemptionRefusal):
-        return search
-    state = search.state
-    chosen: list[VictimUnit] = []
-    surplus = (unit for subject in search.cheapest_first() if subject.surplus for unit in search.units_of(subject))
-    for unit in _within_step(surplus, settings):
-        chosen.append(unit)
-        verdict = search.dry_run(chosen)
-        if verdict is not None and verdict.admitted:
-            return _scale_in_plan(state.key, chosen, verdict)
-    return PreemptionRefusal(
-        state.key, f"gang {state.key}: scaling lower-ranked elastic jobs in by the allowed count does not make room"
-    )
 
 
 def plan_consolidation(
@@ -437,40 +396,6 @@ def _scale_out(job: _Running, nodes: Sequence[str], settings: PolicySettings, no
 # -- scale-in -------------------------------------------------------------------------------------------
 
 
-def _within_step(units: Iterable[VictimUnit], settings: PolicySettings) -> Iterator[VictimUnit]:
-    """Surplus units only, at most `scale_in_step` per job, each job's highest indices first; never worker 0."""
-    taken: Counter[str] = Counter()
-    for unit in units:
-        if not unit.is_surplus or taken[unit.job] >= settings.scale_in_step or (unit.scale_to or 0) < 1:
-            continue
-        if any(pod.role is not Role.WORKER for pod in unit.pods):
-            continue
-        taken[unit.job] += 1
-        yield unit
-
-
-def _scale_in_plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
-    scale_ins: dict[str, int] = {}
-    for unit in chosen:
-        scale_to = unit.scale_to or 0
-        scale_ins[unit.job] = min(scale_ins.get(unit.job, scale_to), scale_to)
-    victims = victims_of(chosen)
-    parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
-    reason = f"scaling in for gang {gang} (KOD2 scale-in): {'; '.join(parts)} ({len(victims)} pods)"
-    return PreemptionPlan(gang, victims, scale_ins, (), verdict, reason)
-
-
-def scale_in_actions(plan: PreemptionPlan, snapshot: ClusterSnapshot) -> list[ScalingAction]:
-    """The scale-ins of a preemption plan as scaling actions (for reporting and the simulator)."""
-    actions = []
-    for job, replicas in sorted(plan.scale_ins.items()):
-        view = snapshot.jobs.get(job)
-        before = view.replicas.get(Role.WORKER, 0) if view is not None else replicas
-        pods = tuple(pod.key for pod in plan.victims if pod.job == job)
-        actions.append(ScalingAction(ActionKind.SCALE_IN, job, before, replicas, pods, (), plan.reason, plan.gang))
-    return actions
-
-
 # -- consolidation --------------------------------------------------------------------------------------
 
 
@@ -519,7 +444,5 @@ __all__ = [
     "ScalingAction",
     "ScalingPlan",
     "plan_consolidation",
-    "plan_scale_in",
     "plan_scale_out",
-    "scale_in_actions",
 ]

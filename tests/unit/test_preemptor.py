@@ -10,9 +10,9 @@ import pytest
 from extender.k8s.client import ApiCallError
 from extender.loops.actuator import EvictionRefused, RecordingActuator
 from extender.loops.preemption import PreemptionLoop
-from extender.policy import preemption, victims
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.model import PodView
+from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
 from extender.state.kinds import Kind
 from tests.builders import cluster, make_node, make_pod, make_podgroup
@@ -86,7 +86,7 @@ def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatc
         searches.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(preemption, "plan_preemption", counted)  # the chooser's own reference
+    monkeypatch.setattr(choice, "plan_preemption", counted)  # the chooser's own reference
     assert loop.tick(NOW) is None
     assert loop.tick(NOW + 2) is None
     assert searches == ["default/urgent"], "the same model and weight give the same refusal"

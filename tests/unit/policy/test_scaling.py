@@ -9,17 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.preemption.scale_in import plan_scale_in
+from extender.policy.preemption.search import PreemptionRefusal
+from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.ranking import gang_rank
 from extender.policy.resources import EMPTY, Resources
 from extender.policy.scaling import (
     ActionKind,
     ScalingPlan,
     plan_consolidation,
-    plan_scale_in,
     plan_scale_out,
 )
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, PreemptionRefusal
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_772_363_100.0

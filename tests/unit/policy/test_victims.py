@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.preemption.search import PreemptionRefusal, may_preempt
+from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.ranking import JobRank, gang_rank
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, PreemptionRefusal, may_preempt, plan_preemption
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 
 NOW = 1_800_000_000.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from extender.policy import PolicySettings
-from extender.policy.victims import PreemptionPlan, plan_preemption
+from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 

@@ -1,39 +1,23 @@
-"""The `preempt` verb's policy, and which gang the preemption loop makes room for next.
+"""Which waiting gang the preemption loop makes room for next, and what carrying a plan out commits.
 
-For a gang member, kube-scheduler's pod-level proposal is declined (no node, no victim): job-level
-preemption — the whole gang, elastic surplus first, never half a victim gang — is decided and carried
-out by the extender's preemption loop (`extender.loops.preemption`), which kube-scheduler's per-pod preemption
-cannot express. For any other pod the proposal passes through, checked and typed: nodes whose victim
-list is empty are dropped (a non-ignorable extender returning one fails the whole preemption), every
-other node keeps its victims in the order proposed.
+One pass walks the waiting gangs in rank order (a bounded number), skips those `filter` can plan now and
+those refused on the same model and weight before, and for the first that cannot start asks KOD2 scale-in
+(`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that holds
+the freed room for the whole preemptor gang and remembers the preemption.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extender.policy.decisions import PreemptDecision
 from extender.policy.gang import gang_state, plan_gang
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord
+from extender.policy.model import ClusterSnapshot, PreemptionRecord
+from extender.policy.preemption.scale_in import plan_scale_in
+from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.queue import queue_of
-from extender.policy.scaling import plan_scale_in
 from extender.policy.settings import PolicySettings
-from extender.policy.victims import PreemptionPlan, plan_preemption
-
-
-def preempt_pod(proposed: Mapping[str, Sequence[str]], pdb_violations: Mapping[str, int]) -> PreemptDecision:
-    """Echo kube-scheduler's victims per node (by UID), dropping nodes without victims."""
-    victims = {node: tuple(uids) for node, uids in proposed.items() if uids}
-    dropped = len(proposed) - len(victims)
-    summary = f"kept kube-scheduler's proposal on {len(victims)} node(s); dropped {dropped} without victims"
-    return PreemptDecision("passthrough", summary, victims, {node: pdb_violations.get(node, 0) for node in victims})
-
-
-def job_level_preemption(pod: PodView) -> PreemptDecision:
-    """Decline pod-level preemption for a gang member: the preemption loop handles its whole gang."""
-    return PreemptDecision("job-level", f"gang {pod.group}: preemption is planned for the whole gang", {})
 
 
 @dataclass(frozen=True, slots=True)
