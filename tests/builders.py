@@ -320,3 +320,138 @@ def hold(
     """Put a change into the gang ledger directly (a test's given state, not a decision)."""
     change = LedgerChange(tuple(release_groups), tuple(reserve), failed_plan)
     assert state.commit(change, decided_on=None)
+
+
+# -- running and waiting TFJob gangs (the preemption and scaling tests) -----------------------------------
+
+
+def cpu_nodes(count: int, cpu: str = "4") -> list[Obj]:
+    """Nodes `node-0` … with `cpu` CPU and 64 GiB each."""
+    return [make_node(f"node-{i}", cpu=cpu, memory="64Gi") for i in range(count)]
+
+
+def spread(nodes: Sequence[str], workers: int) -> list[str]:
+    """A placement for `bound_job`: the PS on `nodes[0]`, worker i on `nodes[(i + 1) % len(nodes)]`."""
+    return [nodes[0], *(nodes[(i + 1) % len(nodes)] for i in range(workers))]
+
+
+def bound_job(
+    name: str,
+    *,
+    placement: Sequence[str],
+    priority: int = 0,
+    cpu: str = "1",
+    min_workers: int | None = None,
+    max_workers: int | None = None,
+    dynamic: bool = True,
+    created: str = "2026-03-01T10:00:00Z",
+    min_member: int | None = None,
+) -> list[Obj]:
+    """A running TFJob gang: its PS on `placement[0]`, worker i on `placement[i + 1]`, pods of `cpu`, its
+    PodGroup (`min_member`, default every pod) and its TFJob (elastic between `min_workers` and
+    `max_workers` when `min_workers` is given)."""
+    workers = len(placement) - 1
+    pods = [
+        make_pod(
+            f"{name}-ps-0",
+            job=name,
+            role="ps",
+            group=name,
+            node=placement[0],
+            phase="Running",
+            cpu=cpu,
+            priority=priority,
+        )
+    ]
+    pods += [
+        make_pod(
+            f"{name}-worker-{i}",
+            job=name,
+            role="worker",
+            index=i,
+            group=name,
+            node=placement[i + 1],
+            phase="Running",
+            cpu=cpu,
+            priority=priority,
+        )
+        for i in range(workers)
+    ]
+    job = make_sized_tfjob(
+        name,
+        workers=workers,
+        cpu=cpu,
+        min_workers=min_workers,
+        max_workers=max_workers,
+        dynamic=dynamic,
+        created=created,
+    )
+    return [*pods, make_podgroup(name, min_member=1 + workers if min_member is None else min_member), job]
+
+
+def waiting_job(
+    name: str,
+    *,
+    pods: int,
+    priority: int = 100,
+    cpu: str = "1",
+    policy: str = "PreemptLowerPriority",
+    declare_bounds: bool = False,
+    created: str = "2026-03-01T10:00:00Z",
+) -> list[Obj]:
+    """A gang of `pods` pending workers of `cpu` (no PS), `minMember` all of them, its TFJob rigid (with
+    `declare_bounds`, its min and max workers annotated as `pods`)."""
+    members = [
+        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, priority=priority, cpu=cpu)
+        for i in range(pods)
+    ]
+    for member in members:
+        member["spec"]["preemptionPolicy"] = policy
+    bounds = pods if declare_bounds else None
+    job = make_sized_tfjob(
+        name, workers=pods, cpu=cpu, min_workers=bounds, max_workers=bounds, dynamic=False, created=created
+    )
+    return [*members, make_podgroup(name, min_member=pods), job]
+
+
+def running_gang(
+    name: str,
+    *,
+    workers: int,
+    nodes: Sequence[str],
+    priority: int = 0,
+    min_workers: int | None = None,
+    dynamic: bool = True,
+) -> list[Obj]:
+    """A running gang of 1 PS + `workers` of 1 CPU spread over `nodes` (`spread`), its PodGroup's
+    `minMember` the PS and its minimum workers."""
+    return bound_job(
+        name,
+        placement=spread(nodes, workers),
+        priority=priority,
+        min_workers=min_workers,
+        dynamic=dynamic,
+        min_member=1 + (workers if min_workers is None else min_workers),
+    )
+
+
+def placed_job(
+    name: str,
+    *,
+    placement: Sequence[str],
+    min_workers: int = 1,
+    max_workers: int = 8,
+    dynamic: bool = True,
+    cpu: str = "1",
+    created: str = "2026-03-01T10:00:00Z",
+) -> list[Obj]:
+    """A running elastic job placed exactly (`bound_job`), between 1 and 8 workers unless told otherwise."""
+    return bound_job(
+        name,
+        placement=placement,
+        cpu=cpu,
+        min_workers=min_workers,
+        max_workers=max_workers,
+        dynamic=dynamic,
+        created=created,
+    )

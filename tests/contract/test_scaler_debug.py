@@ -11,12 +11,13 @@ from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.scaler import ScalerLoop
 from extender.policy.settings import PolicySettings
-from tests.builders import cluster
-from tests.unit.policy.test_scaling import NOW, nodes, running
+from tests.builders import cluster, cpu_nodes, placed_job
+
+NOW = 1_772_363_100.0
 
 
 def scaler_over_a_growing_job() -> ScalerLoop:
-    state = cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    state = cluster(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     return ScalerLoop(state, RecordingActuator(), PolicySettings(), lambda: NOW)
 
 

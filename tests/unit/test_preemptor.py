@@ -15,8 +15,11 @@ from extender.policy.model import PodView
 from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
 from extender.state.kinds import Kind
-from tests.builders import cluster, make_node, make_pod, make_podgroup
-from tests.unit.policy.test_victims import NAMES, NOW, nodes, running, waiting
+from tests.builders import cluster, cpu_nodes, make_node, make_pod, make_podgroup, running_gang, waiting_job
+
+NOW = 1_800_000_000.0
+NAMES = ["node-0", "node-1", "node-2"]
+
 
 SETTINGS = PolicySettings()
 
@@ -28,7 +31,7 @@ def loop_over(*objects: dict[str, object]) -> tuple[PreemptionLoop, RecordingAct
 
 def test_an_elastic_job_is_scaled_in_and_the_freed_room_reserved_for_the_whole_gang() -> None:
     loop, actuator = loop_over(
-        *nodes(3), *running("light", workers=11, nodes=NAMES, min_workers=3), *waiting("heavy", pods=4)
+        *cpu_nodes(3), *running_gang("light", workers=11, nodes=NAMES, min_workers=3), *waiting_job("heavy", pods=4)
     )
     plan = loop.tick(NOW)
     assert plan is not None
@@ -42,7 +45,7 @@ def test_an_elastic_job_is_scaled_in_and_the_freed_room_reserved_for_the_whole_g
 
 def test_a_non_elastic_gang_is_evicted_whole_once() -> None:
     loop, actuator = loop_over(
-        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4)
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
     )
     assert loop.tick(NOW) is not None
     assert len(actuator.evicted) == 12
@@ -56,7 +59,7 @@ def test_a_non_elastic_gang_is_evicted_whole_once() -> None:
 
 def test_job_states_and_their_events() -> None:
     loop, actuator = loop_over(
-        *nodes(3), *running("light", workers=11, nodes=NAMES, min_workers=3), *waiting("heavy", pods=4)
+        *cpu_nodes(3), *running_gang("light", workers=11, nodes=NAMES, min_workers=3), *waiting_job("heavy", pods=4)
     )
     loop.tick(NOW)
     states = {status.job: status.state for status in job_states(loop.state.snapshot(), NOW, SETTINGS)}
@@ -67,7 +70,7 @@ def test_job_states_and_their_events() -> None:
 
 
 def test_nothing_happens_when_every_gang_fits() -> None:
-    loop, actuator = loop_over(*nodes(3), *waiting("small", pods=2))
+    loop, actuator = loop_over(*cpu_nodes(3), *waiting_job("small", pods=2))
     assert loop.tick(NOW) is None
     assert actuator.scaled == [] and actuator.evicted == []
 
@@ -75,9 +78,9 @@ def test_nothing_happens_when_every_gang_fits() -> None:
 def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     # a high-priority gang that only a higher-priority job could make room for: every search is refused
     loop, actuator = loop_over(
-        *nodes(3),
-        *running("vip", workers=11, nodes=NAMES, priority=1000, dynamic=False),
-        *waiting("urgent", pods=4),
+        *cpu_nodes(3),
+        *running_gang("vip", workers=11, nodes=NAMES, priority=1000, dynamic=False),
+        *waiting_job("urgent", pods=4),
     )
     searches: list[str] = []
     real = victims.plan_preemption
@@ -175,7 +178,11 @@ class FlakyActuator(RecordingActuator):
 
 def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_for_the_same_gang() -> None:
     actuator = FlakyActuator()
-    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    objects = (
+        *cpu_nodes(3),
+        *running_gang("batch", workers=11, nodes=NAMES, dynamic=False),
+        *waiting_job("urgent", pods=4),
+    )
     loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
     with pytest.raises(ApiCallError):
         loop.tick(NOW)
@@ -189,7 +196,7 @@ def test_an_api_error_mid_preemption_is_never_followed_by_a_second_preemption_fo
 
 def test_a_preemption_a_disruption_budget_refuses_is_abandoned_whole_and_retried_later() -> None:
     loop, actuator = loop_over(
-        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4)
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
     )
     actuator.protected = {"default/batch-worker-7"}
     assert loop.tick(NOW) is None
@@ -216,7 +223,11 @@ class RefusesForReal(RecordingActuator):
 
 def test_an_eviction_refused_after_the_dry_run_stops_the_preemption_and_releases_the_room() -> None:
     actuator = RefusesForReal()
-    objects = (*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    objects = (
+        *cpu_nodes(3),
+        *running_gang("batch", workers=11, nodes=NAMES, dynamic=False),
+        *waiting_job("urgent", pods=4),
+    )
     loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
     assert loop.tick(NOW) is None
     assert len(actuator.evicted) == 3, "no eviction after the refused one"

@@ -20,8 +20,11 @@ from extender.state.kinds import Kind
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
-from tests.builders import Obj, cluster, make_pod
-from tests.unit.policy.test_scaling import NOW, nodes, running, waiting
+from tests.builders import Obj, cluster, cpu_nodes, make_pod, placed_job, waiting_job
+
+NOW = 1_772_363_100.0
+WAITING_SINCE = "2026-03-01T11:00:00Z"
+
 
 SETTINGS = PolicySettings()
 
@@ -57,7 +60,7 @@ def loop_over(*objects: Obj, settings: PolicySettings = SETTINGS) -> tuple[Scale
 
 
 def test_a_tick_reserves_the_new_workers_then_raises_the_replicas() -> None:
-    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    loop, actuator = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     [record] = loop.tick(NOW)
     assert (record.kind, record.replicas_from, record.replicas_to, record.outcome) == ("scale-out", 2, 4, "done")
     assert [(job, replicas) for job, replicas, _ in actuator.scaled] == [("default/a", 4)]
@@ -77,7 +80,7 @@ def test_a_tick_reserves_the_new_workers_then_raises_the_replicas() -> None:
 
 
 def test_the_new_worker_is_steered_to_the_node_the_scaler_counted_on() -> None:
-    loop, _ = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=3))
+    loop, _ = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=3))
     loop.tick(NOW)
     loop.state.apply(Kind.POD, "ADDED", make_pod("a-worker-2", job="a", role="worker", index=2, group="a"))
     snapshot = loop.state.snapshot()
@@ -86,14 +89,14 @@ def test_the_new_worker_is_steered_to_the_node_the_scaler_counted_on() -> None:
 
 
 def test_no_second_step_before_the_first_settles_nor_within_the_cooldown() -> None:
-    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=8))
+    loop, actuator = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=8))
     assert loop.tick(NOW)
     assert loop.tick(NOW + 2) == [], "its new workers are reserved, not bound: the job has not settled"
     assert len(actuator.scaled) == 1
 
 
 def test_a_step_planned_from_a_stale_count_is_dropped_and_its_plan_released() -> None:
-    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    loop, actuator = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     actuator.workers["default/a"] = 3  # another instance already grew it
     [record] = loop.tick(NOW)
     assert record.outcome.startswith("stale: the job has 3 workers now")
@@ -102,12 +105,12 @@ def test_a_step_planned_from_a_stale_count_is_dropped_and_its_plan_released() ->
 
 
 def test_a_follower_does_nothing_and_a_new_leader_never_repeats_a_step() -> None:
-    state = cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    state = cluster(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     actuator = RecordingActuator()
     lease = SharedLease()
     first = ScalerLoop(state, actuator, SETTINGS, lambda: NOW, leader=Elector(lease, "first"))
     second = ScalerLoop(
-        cluster(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6)),
+        cluster(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6)),
         actuator,
         SETTINGS,
         lambda: NOW,
@@ -122,7 +125,7 @@ def test_a_follower_does_nothing_and_a_new_leader_never_repeats_a_step() -> None
 
 
 def test_a_job_without_dynamic_workers_gets_one_event_saying_why() -> None:
-    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], dynamic=False))
+    loop, actuator = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], dynamic=False))
     for second in range(0, 60, 2):
         assert loop.tick(NOW + second) == []
     notes = [event for event in actuator.events if event[2] == "NotScaled"]
@@ -140,10 +143,10 @@ def test_a_job_without_dynamic_workers_gets_one_event_saying_why() -> None:
 def test_a_steady_cluster_stays_quiet_for_a_minute() -> None:
     # "a" at its maximum beside its PS; "b" cannot grow (no room); a waiting gang that fits nowhere
     loop, actuator = loop_over(
-        *nodes(2),
-        *running("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3),
-        *running("b", placement=["node-1", "node-1", "node-1", "node-1"], max_workers=8),
-        *waiting("huge", pods=9),
+        *cpu_nodes(2),
+        *placed_job("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3),
+        *placed_job("b", placement=["node-1", "node-1", "node-1", "node-1"], max_workers=8),
+        *waiting_job("huge", pods=9, declare_bounds=True, created=WAITING_SINCE),
     )
     for second in range(0, 60, 2):
         assert loop.tick(NOW + second) == []
@@ -151,8 +154,8 @@ def test_a_steady_cluster_stays_quiet_for_a_minute() -> None:
 
 
 def test_a_migrated_worker_gets_the_ps_node_once_its_old_pod_is_gone() -> None:
-    objects = running("a", placement=["node-0", "node-0", "node-1"], max_workers=2)
-    loop, actuator = loop_over(*nodes(2), *objects)
+    objects = placed_job("a", placement=["node-0", "node-0", "node-1"], max_workers=2)
+    loop, actuator = loop_over(*cpu_nodes(2), *objects)
     [record] = loop.tick(NOW)
     assert (record.kind, record.pods, record.plan) == (
         "migrate",
@@ -178,7 +181,9 @@ def test_a_migrated_worker_gets_the_ps_node_once_its_old_pod_is_gone() -> None:
 def test_an_unchanged_model_is_planned_again_only_after_a_change_or_the_cooldown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    loop, _ = loop_over(*nodes(2), *running("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3))
+    loop, _ = loop_over(
+        *cpu_nodes(2), *placed_job("a", placement=["node-0", "node-0", "node-0", "node-0"], max_workers=3)
+    )
     planned: list[float] = []
     real = plan_scale_out
 
@@ -198,7 +203,7 @@ def test_an_unchanged_model_is_planned_again_only_after_a_change_or_the_cooldown
 
 
 def test_an_extender_in_another_process_reserves_the_plan_written_on_the_tfjob() -> None:
-    objects = [*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6)]
+    objects = [*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6)]
     scaler, actuator = loop_over(*objects)
     scaler.tick(NOW)
     [(_, annotations)] = actuator.annotated
@@ -222,7 +227,7 @@ def test_an_extender_in_another_process_reserves_the_plan_written_on_the_tfjob()
 
 
 def test_filter_steers_a_planned_worker_before_any_loop_reserved_it() -> None:
-    objects = [*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=4)]
+    objects = [*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=4)]
     job = next(obj for obj in objects if obj["kind"] == "TFJob")
     job["metadata"]["annotations"]["tfjob-extender.io/worker-plan"] = (
         f'{{"expiresAt":{NOW + 60},"pods":{{"a-worker-2":"node-2","a-worker-3":"node-1"}}}}'
@@ -238,7 +243,7 @@ def test_filter_steers_a_planned_worker_before_any_loop_reserved_it() -> None:
 
 
 def test_the_scaler_annotations_survive_a_model_dump(tmp_path: Path) -> None:
-    loop, actuator = loop_over(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    loop, actuator = loop_over(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     loop.tick(NOW)
     [(_, annotations)] = actuator.annotated
     loop.state.apply(Kind.TFJOB, "MODIFIED", _annotated_job(annotations))
@@ -257,7 +262,9 @@ def test_the_scaler_annotations_survive_a_model_dump(tmp_path: Path) -> None:
 
 def _annotated_job(annotations: dict[str, str]) -> Obj:
     job = next(
-        obj for obj in running("a", placement=["node-0", "node-1", "node-2"], max_workers=6) if obj["kind"] == "TFJob"
+        obj
+        for obj in placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6)
+        if obj["kind"] == "TFJob"
     )
     job["metadata"]["annotations"].update(annotations)
     return job
@@ -287,9 +294,9 @@ def apply_scale_outs(state: ClusterState, objects: list[Obj], records: list[Scal
     ],
 )
 def test_growth_converges_and_then_stays_quiet(layout: list[tuple[str, list[str], int]]) -> None:
-    objects: list[Obj] = [*nodes(3), *waiting("huge", pods=20)]
+    objects: list[Obj] = [*cpu_nodes(3), *waiting_job("huge", pods=20, declare_bounds=True, created=WAITING_SINCE)]
     for name, placement, most in layout:
-        objects += running(name, placement=placement, max_workers=most)
+        objects += placed_job(name, placement=placement, max_workers=most)
     state = cluster(*objects)
     loop = ScalerLoop(state, RecordingActuator(), PolicySettings(consolidation_enabled=False), lambda: NOW)
     history: dict[str, list[int]] = {}

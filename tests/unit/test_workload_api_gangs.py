@@ -15,10 +15,13 @@ import pytest
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
-from tests.builders import Obj, cluster, make_k8s_podgroup
-from tests.unit.policy import test_scaling, test_victims
-from tests.unit.policy.test_victims import NAMES, NOW
-from tests.unit.test_preemptor import SETTINGS
+from extender.policy.settings import PolicySettings
+from tests.builders import Obj, cluster, cpu_nodes, make_k8s_podgroup, placed_job, running_gang, waiting_job
+
+SETTINGS = PolicySettings()
+
+NOW = 1_800_000_000.0
+NAMES = ["node-0", "node-1", "node-2"]
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
@@ -55,8 +58,8 @@ def preemption(objects: list[Obj]) -> tuple[PreemptionLoop, RecordingActuator]:
 
 @DIALECTS
 def test_an_elastic_job_is_scaled_in_for_a_waiting_gang(dialect: Callable[[list[Obj]], list[Obj]]) -> None:
-    running = test_victims.running("light", workers=11, nodes=NAMES, min_workers=3)
-    loop, actuator = preemption(dialect([*test_victims.nodes(3), *running, *test_victims.waiting("heavy", pods=4)]))
+    running = running_gang("light", workers=11, nodes=NAMES, min_workers=3)
+    loop, actuator = preemption(dialect([*cpu_nodes(3), *running, *waiting_job("heavy", pods=4)]))
     assert loop.tick(NOW) is not None
     assert [(job, replicas) for job, replicas, _ in actuator.scaled] == [("default/light", 7)]
     reserved = {r.pod for r in loop.state.snapshot().reservations.values()}
@@ -65,8 +68,8 @@ def test_an_elastic_job_is_scaled_in_for_a_waiting_gang(dialect: Callable[[list[
 
 @DIALECTS
 def test_a_non_elastic_gang_is_evicted_whole(dialect: Callable[[list[Obj]], list[Obj]]) -> None:
-    running = test_victims.running("batch", workers=11, nodes=NAMES, dynamic=False)
-    loop, actuator = preemption(dialect([*test_victims.nodes(3), *running, *test_victims.waiting("urgent", pods=4)]))
+    running = running_gang("batch", workers=11, nodes=NAMES, dynamic=False)
+    loop, actuator = preemption(dialect([*cpu_nodes(3), *running, *waiting_job("urgent", pods=4)]))
     assert loop.tick(NOW) is not None
     assert {key for key, _ in actuator.evicted} == {
         "default/batch-ps-0",
@@ -76,9 +79,9 @@ def test_a_non_elastic_gang_is_evicted_whole(dialect: Callable[[list[Obj]], list
 
 @DIALECTS
 def test_a_running_elastic_job_grows_into_idle_room(dialect: Callable[[list[Obj]], list[Obj]]) -> None:
-    running = test_scaling.running("a", placement=["node-0", "node-1", "node-2"], max_workers=6)
+    running = placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6)
     actuator = RecordingActuator()
-    loop = ScalerLoop(cluster(*dialect([*test_scaling.nodes(3), *running])), actuator, SETTINGS, lambda: NOW)
+    loop = ScalerLoop(cluster(*dialect([*cpu_nodes(3), *running])), actuator, SETTINGS, lambda: NOW)
     [record] = loop.tick(NOW)
     assert (record.kind, record.replicas_from, record.replicas_to, record.outcome) == ("scale-out", 2, 4, "done")
     assert [(job, replicas) for job, replicas, _ in actuator.scaled] == [("default/a", 4)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -21,10 +20,22 @@ from extender.policy.scaling import (
     plan_scale_out,
 )
 from extender.policy.settings import PolicySettings
-from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.builders import (
+    Obj,
+    cpu_nodes,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_sized_tfjob,
+    placed_job,
+    snapshot,
+    waiting_job,
+)
 
 NOW = 1_772_363_100.0
 """2026-03-01T11:05:00Z: five minutes after the waiting gangs arrived (none is starving)."""
+WAITING_SINCE = "2026-03-01T11:00:00Z"
+"""When the waiting gangs of these tests arrived."""
 SETTINGS = PolicySettings()
 NEVER: dict[str, float] = {}
 
@@ -50,58 +61,6 @@ def elastic_job(
     )
 
 
-def running(
-    name: str,
-    *,
-    placement: Sequence[str],
-    min_workers: int = 1,
-    max_workers: int = 8,
-    dynamic: bool = True,
-    cpu: str = "1",
-    created: str = "2026-03-01T10:00:00Z",
-) -> list[Obj]:
-    """A bound job: its PS on `placement[0]`, worker i on `placement[i + 1]`."""
-    workers = len(placement) - 1
-    pods = [make_pod(f"{name}-ps-0", job=name, role="ps", group=name, node=placement[0], phase="Running", cpu=cpu)]
-    pods += [
-        make_pod(
-            f"{name}-worker-{i}",
-            job=name,
-            role="worker",
-            index=i,
-            group=name,
-            node=placement[i + 1],
-            phase="Running",
-            cpu=cpu,
-        )
-        for i in range(workers)
-    ]
-    job = elastic_job(
-        name,
-        workers=workers,
-        min_workers=min_workers,
-        max_workers=max_workers,
-        dynamic=dynamic,
-        cpu=cpu,
-        created=created,
-    )
-    return [*pods, make_podgroup(name, min_member=1 + workers), job]
-
-
-def waiting(name: str, *, pods: int, priority: int = 100, cpu: str = "1") -> list[Obj]:
-    members = [
-        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, priority=priority, cpu=cpu)
-        for i in range(pods)
-    ]
-    job = elastic_job(name, workers=pods, min_workers=pods, max_workers=pods, dynamic=False, cpu=cpu)
-    job["metadata"]["creationTimestamp"] = "2026-03-01T11:00:00Z"
-    return [*members, make_podgroup(name, min_member=pods), job]
-
-
-def nodes(count: int, cpu: str = "4") -> list[Obj]:
-    return [make_node(f"node-{i}", cpu=cpu, memory="64Gi") for i in range(count)]
-
-
 def kinds(plan: ScalingPlan) -> list[tuple[ActionKind, str, int, int]]:
     return [(a.kind, a.job, a.replicas_from, a.replicas_to) for a in plan.actions]
 
@@ -110,7 +69,7 @@ def kinds(plan: ScalingPlan) -> list[tuple[ActionKind, str, int, int]]:
 
 
 def test_a_running_job_grows_by_the_step_onto_its_ps_node_first() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=6))
     plan = plan_scale_out(snap, SETTINGS, NOW, NEVER)
     assert kinds(plan) == [(ActionKind.SCALE_OUT, "default/a", 2, 4)]
     action = plan.actions[0]
@@ -123,15 +82,15 @@ def test_a_running_job_grows_by_the_step_onto_its_ps_node_first() -> None:
 
 
 def test_growth_stops_at_the_maximum() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=3))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=3))
     assert kinds(plan_scale_out(snap, SETTINGS, NOW, NEVER)) == [(ActionKind.SCALE_OUT, "default/a", 2, 3)]
-    full = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], max_workers=2))
+    full = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], max_workers=2))
     assert plan_scale_out(full, SETTINGS, NOW, NEVER).actions == ()
 
 
 def test_growth_is_limited_by_idle_capacity() -> None:
     # node-0: PS + 3 workers = 4 CPU full; node-1: 1 worker, 3 CPU idle
-    snap = snapshot(*nodes(2), *running("a", placement=["node-0", "node-0", "node-0", "node-0", "node-1"]))
+    snap = snapshot(*cpu_nodes(2), *placed_job("a", placement=["node-0", "node-0", "node-0", "node-0", "node-1"]))
     plan = plan_scale_out(snap, PolicySettings(scale_out_step=10), NOW, NEVER)
     assert [r.node for r in plan.actions[0].placements] == ["node-1"] * 3
 
@@ -139,9 +98,9 @@ def test_growth_is_limited_by_idle_capacity() -> None:
 def test_higher_rank_grows_first_and_the_next_job_gets_only_what_is_left() -> None:
     # "big" needs 2 CPU per worker (lower weight); "small" 1 CPU per worker: small ranks higher
     snap = snapshot(
-        *nodes(2, cpu="8"),
-        *running("small", placement=["node-0", "node-0"]),
-        *running("big", placement=["node-1", "node-1"], cpu="2", created="2026-03-01T09:00:00Z"),
+        *cpu_nodes(2, cpu="8"),
+        *placed_job("small", placement=["node-0", "node-0"]),
+        *placed_job("big", placement=["node-1", "node-1"], cpu="2", created="2026-03-01T09:00:00Z"),
     )
     plan = plan_scale_out(snap, PolicySettings(scale_out_step=4), NOW, NEVER)
     assert kinds(plan) == [(ActionKind.SCALE_OUT, "default/small", 1, 5), (ActionKind.SCALE_OUT, "default/big", 1, 4)]
@@ -156,8 +115,8 @@ def test_the_next_workers_go_to_the_job_they_help_most_not_to_the_heaviest() -> 
     objects = [
         make_node("node-0", cpu="5", memory="64Gi"),
         make_node("node-1", cpu="4", memory="64Gi"),
-        *running("wide", placement=["node-0"] * 4, min_workers=3),
-        *running("narrow", placement=["node-1"] * 2),
+        *placed_job("wide", placement=["node-0"] * 4, min_workers=3),
+        *placed_job("narrow", placement=["node-1"] * 2),
     ]
     by_weight = PolicySettings(size_class_ratio=1.0)
     assert gang_rank(snapshot(*objects), "default/wide", NOW, by_weight).outranks(
@@ -171,7 +130,7 @@ def test_the_next_workers_go_to_the_job_they_help_most_not_to_the_heaviest() -> 
 
 
 def test_a_job_without_dynamic_workers_is_left_alone_with_a_reason() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"], dynamic=False))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"], dynamic=False))
     plan = plan_scale_out(snap, SETTINGS, NOW, NEVER)
     assert plan.actions == ()
     assert plan.skipped == (
@@ -180,22 +139,24 @@ def test_a_job_without_dynamic_workers_is_left_alone_with_a_reason() -> None:
 
 
 def test_a_job_in_its_cooldown_does_not_grow() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"]))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"]))
     assert plan_scale_out(snap, SETTINGS, NOW, {"default/a": NOW - 5}).actions == ()
     assert plan_scale_out(snap, SETTINGS, NOW, {"default/a": NOW - SETTINGS.scale_cooldown_s}).actions != ()
 
 
 def test_a_job_with_a_pending_worker_does_not_grow() -> None:
-    objects = running("a", placement=["node-0", "node-1", "node-2"])
+    objects = placed_job("a", placement=["node-0", "node-1", "node-2"])
     objects.append(make_pod("a-worker-2", job="a", role="worker", index=2, group="a"))
-    snap = snapshot(*nodes(3), *objects)
+    snap = snapshot(*cpu_nodes(3), *objects)
     assert plan_scale_out(snap, SETTINGS, NOW, NEVER).actions == ()
 
 
 def test_a_job_does_not_grow_while_a_higher_ranked_gang_waits_for_room() -> None:
     # 12 CPU; "a" holds 3, 9 idle; the urgent gang needs 10 single-CPU pods and outranks "a"
     snap = snapshot(
-        *nodes(3), *running("a", placement=["node-0", "node-1", "node-2"]), *waiting("urgent", pods=10, priority=100)
+        *cpu_nodes(3),
+        *placed_job("a", placement=["node-0", "node-1", "node-2"]),
+        *waiting_job("urgent", pods=10, priority=100, declare_bounds=True, created=WAITING_SINCE),
     )
     plan = plan_scale_out(snap, SETTINGS, NOW, NEVER)
     assert plan.actions == ()
@@ -206,9 +167,9 @@ def test_growth_never_takes_the_room_of_a_waiting_gang_that_fits_now() -> None:
     # 8 CPU; "a" holds 3; "later" (lower-ranked: 4 CPU pods) fits in the 5 idle CPU, and keeps fitting only
     # if "a" takes at most 1
     snap = snapshot(
-        *nodes(2),
-        *running("a", placement=["node-0", "node-0", "node-0"]),
-        *waiting("later", pods=1, cpu="4", priority=0),
+        *cpu_nodes(2),
+        *placed_job("a", placement=["node-0", "node-0", "node-0"]),
+        *waiting_job("later", pods=1, cpu="4", priority=0, declare_bounds=True, created=WAITING_SINCE),
     )
     plan = plan_scale_out(snap, SETTINGS, NOW, NEVER)
     assert plan.actions == ()
@@ -217,7 +178,11 @@ def test_growth_never_takes_the_room_of_a_waiting_gang_that_fits_now() -> None:
 
 def test_a_job_ranked_above_every_waiting_gang_grows_into_room_they_cannot_use() -> None:
     # the waiting gang needs more than the whole cluster: it never blocks growth
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"]), *waiting("huge", pods=20))
+    snap = snapshot(
+        *cpu_nodes(3),
+        *placed_job("a", placement=["node-0", "node-1", "node-2"]),
+        *waiting_job("huge", pods=20, declare_bounds=True, created=WAITING_SINCE),
+    )
     assert kinds(plan_scale_out(snap, SETTINGS, NOW, NEVER)) == [(ActionKind.SCALE_OUT, "default/a", 2, 4)]
 
 
@@ -228,7 +193,11 @@ FULL = ["node-0", *(f"node-{(i + 1) % 3}" for i in range(11))]
 
 
 def test_scale_in_takes_at_most_the_step_highest_indices_first() -> None:
-    snap = snapshot(*nodes(3), *running("light", placement=FULL, min_workers=3), *waiting("heavy", pods=2))
+    snap = snapshot(
+        *cpu_nodes(3),
+        *placed_job("light", placement=FULL, min_workers=3),
+        *waiting_job("heavy", pods=2, declare_bounds=True, created=WAITING_SINCE),
+    )
     plan = plan_scale_in(snap, "default/heavy", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan), plan
     assert plan.scale_ins == {"default/light": 9}
@@ -237,14 +206,22 @@ def test_scale_in_takes_at_most_the_step_highest_indices_first() -> None:
 
 
 def test_scale_in_stops_as_soon_as_the_gang_fits() -> None:
-    snap = snapshot(*nodes(3), *running("light", placement=FULL, min_workers=3), *waiting("heavy", pods=1))
+    snap = snapshot(
+        *cpu_nodes(3),
+        *placed_job("light", placement=FULL, min_workers=3),
+        *waiting_job("heavy", pods=1, declare_bounds=True, created=WAITING_SINCE),
+    )
     plan = plan_scale_in(snap, "default/heavy", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan)
     assert plan.scale_ins == {"default/light": 10}
 
 
 def test_scale_in_beyond_the_step_is_refused() -> None:
-    snap = snapshot(*nodes(3), *running("light", placement=FULL, min_workers=3), *waiting("heavy", pods=4))
+    snap = snapshot(
+        *cpu_nodes(3),
+        *placed_job("light", placement=FULL, min_workers=3),
+        *waiting_job("heavy", pods=4, declare_bounds=True, created=WAITING_SINCE),
+    )
     assert isinstance(plan_scale_in(snap, "default/heavy", SETTINGS, NOW), PreemptionRefusal)
     wider = PolicySettings(scale_in_step=4)
     plan = plan_scale_in(snap, "default/heavy", wider, NOW)
@@ -252,19 +229,25 @@ def test_scale_in_beyond_the_step_is_refused() -> None:
 
 
 def test_scale_in_never_goes_below_the_minimum() -> None:
-    snap = snapshot(*nodes(3), *running("light", placement=FULL, min_workers=10), *waiting("heavy", pods=2))
+    snap = snapshot(
+        *cpu_nodes(3),
+        *placed_job("light", placement=FULL, min_workers=10),
+        *waiting_job("heavy", pods=2, declare_bounds=True, created=WAITING_SINCE),
+    )
     assert isinstance(plan_scale_in(snap, "default/heavy", SETTINGS, NOW), PreemptionRefusal)
 
 
 def test_scale_in_leaves_jobs_without_dynamic_workers_alone() -> None:
     snap = snapshot(
-        *nodes(3), *running("light", placement=FULL, min_workers=3, dynamic=False), *waiting("heavy", pods=2)
+        *cpu_nodes(3),
+        *placed_job("light", placement=FULL, min_workers=3, dynamic=False),
+        *waiting_job("heavy", pods=2, declare_bounds=True, created=WAITING_SINCE),
     )
     assert isinstance(plan_scale_in(snap, "default/heavy", SETTINGS, NOW), PreemptionRefusal)
 
 
 def test_an_equal_ranked_job_is_exempt() -> None:
-    snap = snapshot(*nodes(3), *running("light", placement=FULL, min_workers=3), *waiting_twin())
+    snap = snapshot(*cpu_nodes(3), *placed_job("light", placement=FULL, min_workers=3), *waiting_twin())
     refusal = plan_scale_in(snap, "default/twin", PolicySettings(scale_in_step=8), NOW)
     assert isinstance(refusal, PreemptionRefusal), "equal weight, earlier arrival: never scaled in"
 
@@ -282,10 +265,10 @@ def test_the_lowest_ranked_job_is_scaled_in_first() -> None:
     placement_cheap = ["node-0", "node-0", "node-0", "node-0", "node-0"]
     placement_costly = ["node-1", "node-1", "node-2", "node-2"]
     snap = snapshot(
-        *nodes(3, cpu="5"),
-        *running("cheap", placement=placement_cheap, min_workers=1),
-        *running("costly", placement=placement_costly, min_workers=1, cpu="2"),
-        *waiting("urgent", pods=1, priority=100, cpu="2"),
+        *cpu_nodes(3, cpu="5"),
+        *placed_job("cheap", placement=placement_cheap, min_workers=1),
+        *placed_job("costly", placement=placement_costly, min_workers=1, cpu="2"),
+        *waiting_job("urgent", pods=1, priority=100, cpu="2", declare_bounds=True, created=WAITING_SINCE),
     )
     plan = plan_scale_in(snap, "default/urgent", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan), plan
@@ -296,7 +279,7 @@ def test_the_lowest_ranked_job_is_scaled_in_first() -> None:
 
 
 def test_a_worker_away_from_its_ps_moves_onto_the_ps_node() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-0", "node-1", "node-2"]))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-0", "node-1", "node-2"]))
     plan = plan_consolidation(snap, SETTINGS, NOW, NEVER, NEVER)
     assert len(plan.actions) == 1, "one worker per job per interval"
     action = plan.actions[0]
@@ -306,7 +289,7 @@ def test_a_worker_away_from_its_ps_moves_onto_the_ps_node() -> None:
 
 
 def test_consolidation_respects_budget_interval_switch_and_worker_zero() -> None:
-    snap = snapshot(*nodes(3), *running("a", placement=["node-0", "node-1", "node-2"]))
+    snap = snapshot(*cpu_nodes(3), *placed_job("a", placement=["node-0", "node-1", "node-2"]))
     two = PolicySettings(consolidation_budget=2)
     assert [a.pods for a in plan_consolidation(snap, two, NOW, NEVER, NEVER).actions] == [("default/a-worker-1",)]
     assert plan_consolidation(snap, two, NOW, NEVER, {"default/a": NOW - 10}).actions == ()
@@ -315,9 +298,9 @@ def test_consolidation_respects_budget_interval_switch_and_worker_zero() -> None
 
 
 def test_a_job_beside_its_ps_or_without_room_there_stays() -> None:
-    together = snapshot(*nodes(2), *running("a", placement=["node-0", "node-0", "node-0"]))
+    together = snapshot(*cpu_nodes(2), *placed_job("a", placement=["node-0", "node-0", "node-0"]))
     assert plan_consolidation(together, SETTINGS, NOW, NEVER, NEVER).actions == ()
-    crowded = snapshot(*nodes(2), *running("a", placement=["node-0", "node-0", "node-0", "node-0", "node-1"]))
+    crowded = snapshot(*cpu_nodes(2), *placed_job("a", placement=["node-0", "node-0", "node-0", "node-0", "node-1"]))
     assert plan_consolidation(crowded, SETTINGS, NOW, NEVER, NEVER).actions == ()
 
 
@@ -328,7 +311,7 @@ def test_a_job_beside_its_ps_or_without_room_there_stays() -> None:
 def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, PolicySettings]:
     node_count = draw(st.integers(min_value=1, max_value=4))
     names = [f"node-{i}" for i in range(node_count)]
-    objects: list[Obj] = list(nodes(node_count, cpu="6"))
+    objects: list[Obj] = list(cpu_nodes(node_count, cpu="6"))
     free = dict.fromkeys(names, 6)
     for j in range(draw(st.integers(min_value=1, max_value=3))):
         workers = draw(st.integers(min_value=1, max_value=5))
@@ -344,7 +327,7 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, PolicySettings]:
             break
         low = draw(st.integers(min_value=0, max_value=len(placement) - 1))
         high = draw(st.integers(min_value=len(placement) - 1, max_value=10))
-        objects += running(
+        objects += placed_job(
             f"job{j}",
             placement=placement,
             min_workers=low,
@@ -353,8 +336,12 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, PolicySettings]:
             created=f"2026-03-01T10:0{j}:00Z",
         )
     if draw(st.booleans()):
-        objects += waiting(
-            "gang", pods=draw(st.integers(min_value=1, max_value=8)), priority=draw(st.sampled_from([0, 100]))
+        objects += waiting_job(
+            "gang",
+            pods=draw(st.integers(min_value=1, max_value=8)),
+            priority=draw(st.sampled_from([0, 100])),
+            declare_bounds=True,
+            created=WAITING_SINCE,
         )
     tuned = PolicySettings(
         scale_out_step=draw(st.integers(min_value=1, max_value=4)),
@@ -446,9 +433,9 @@ def test_scale_in_on_a_full_cluster_takes_exactly_the_highest_surplus_indices(
 ) -> None:
     placement = ["node-0", *(f"node-{(i + 1) % 3}" for i in range(workers))]
     snap = snapshot(
-        *nodes(3, cpu=str((workers + 3) // 3)),
-        *running("light", placement=placement, min_workers=min(low, workers), max_workers=11),
-        *waiting("heavy", pods=wanted),
+        *cpu_nodes(3, cpu=str((workers + 3) // 3)),
+        *placed_job("light", placement=placement, min_workers=min(low, workers), max_workers=11),
+        *waiting_job("heavy", pods=wanted, declare_bounds=True, created=WAITING_SINCE),
     )
     plan = plan_scale_in(snap, "default/heavy", PolicySettings(scale_in_step=step), NOW)
     if not isinstance(plan, PreemptionPlan):

@@ -10,61 +10,10 @@ from extender.policy.preemption.search import PreemptionRefusal, may_preempt
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.ranking import JobRank, gang_rank
 from extender.policy.settings import PolicySettings
-from tests.builders import Obj, make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.builders import cpu_nodes, make_pod, make_podgroup, running_gang, snapshot, waiting_job
 
 NOW = 1_800_000_000.0
 SETTINGS = PolicySettings()
-
-
-def job(name: str, *, workers: int, min_workers: int | None = None, dynamic: bool = True) -> Obj:
-    return make_sized_tfjob(name, workers=workers, min_workers=min_workers, dynamic=dynamic)
-
-
-def running(
-    name: str,
-    *,
-    workers: int,
-    nodes: list[str],
-    priority: int = 0,
-    min_workers: int | None = None,
-    dynamic: bool = True,
-) -> list[Obj]:
-    """A bound gang: PS and workers of 1 CPU, spread round-robin over `nodes`."""
-    pods = [
-        make_pod(f"{name}-ps-0", job=name, role="ps", group=name, node=nodes[0], phase="Running", priority=priority)
-    ]
-    pods += [
-        make_pod(
-            f"{name}-worker-{i}",
-            job=name,
-            role="worker",
-            index=i,
-            group=name,
-            node=nodes[(i + 1) % len(nodes)],
-            phase="Running",
-            priority=priority,
-        )
-        for i in range(workers)
-    ]
-    return [
-        *pods,
-        make_podgroup(name, min_member=1 + (workers if min_workers is None else min_workers)),
-        job(name, workers=workers, min_workers=min_workers, dynamic=dynamic),
-    ]
-
-
-def waiting(name: str, *, pods: int, priority: int = 100, policy: str = "PreemptLowerPriority") -> list[Obj]:
-    members = [
-        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, priority=priority)
-        for i in range(pods)
-    ]
-    for member in members:
-        member["spec"]["preemptionPolicy"] = policy
-    return [*members, make_podgroup(name, min_member=pods), job(name, workers=pods, dynamic=False)]
-
-
-def nodes(count: int, cpu: str = "4") -> list[Obj]:
-    return [make_node(f"node-{i}", cpu=cpu, memory="64Gi") for i in range(count)]
 
 
 NAMES = ["node-0", "node-1", "node-2"]
@@ -72,7 +21,9 @@ NAMES = ["node-0", "node-1", "node-2"]
 
 def test_an_elastic_job_is_scaled_in_by_its_highest_workers_not_below_its_minimum() -> None:
     # 12 CPU, all taken by the light job (1 PS + 11 workers, min 3); the heavy gang needs 4
-    snap = snapshot(*nodes(3), *running("light", workers=11, nodes=NAMES, min_workers=3), *waiting("heavy", pods=4))
+    snap = snapshot(
+        *cpu_nodes(3), *running_gang("light", workers=11, nodes=NAMES, min_workers=3), *waiting_job("heavy", pods=4)
+    )
     plan = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan), plan
     assert plan.scale_ins == {"default/light": 7}
@@ -83,7 +34,9 @@ def test_an_elastic_job_is_scaled_in_by_its_highest_workers_not_below_its_minimu
 
 
 def test_a_non_elastic_lower_priority_gang_is_evicted_whole() -> None:
-    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    snap = snapshot(
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
+    )
     plan = plan_preemption(snap, "default/urgent", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan), plan
     assert plan.evicted == ("default/batch",)
@@ -92,9 +45,9 @@ def test_a_non_elastic_lower_priority_gang_is_evicted_whole() -> None:
 
 def test_higher_ranked_work_is_never_touched() -> None:
     snap = snapshot(
-        *nodes(3),
-        *running("vip", workers=11, nodes=NAMES, priority=200, min_workers=3),
-        *waiting("newcomer", pods=4, priority=100),
+        *cpu_nodes(3),
+        *running_gang("vip", workers=11, nodes=NAMES, priority=200, min_workers=3),
+        *waiting_job("newcomer", pods=4, priority=100),
     )
     decision = plan_preemption(snap, "default/newcomer", SETTINGS, NOW)
     assert isinstance(decision, PreemptionRefusal), decision
@@ -102,9 +55,9 @@ def test_higher_ranked_work_is_never_touched() -> None:
 
 def test_at_equal_priority_a_heavier_gang_scales_in_a_lighter_elastic_job() -> None:
     snap = snapshot(
-        *nodes(3),
-        *running("light", workers=11, nodes=NAMES, priority=100, min_workers=3),
-        *waiting("heavy", pods=2, priority=100),
+        *cpu_nodes(3),
+        *running_gang("light", workers=11, nodes=NAMES, priority=100, min_workers=3),
+        *waiting_job("heavy", pods=2, priority=100),
     )
     heavy = gang_rank(snap, "default/heavy", NOW, SETTINGS)
     light = gang_rank(snap, "default/light", NOW, SETTINGS)
@@ -118,9 +71,9 @@ def test_at_equal_priority_weight_never_evicts_a_running_gang() -> None:
     # the same cluster with a non-elastic light job: training-operator would fail it for good if its pods
     # were deleted, so the heavier gang waits instead of evicting it
     snap = snapshot(
-        *nodes(3),
-        *running("light", workers=11, nodes=NAMES, priority=100, dynamic=False),
-        *waiting("heavy", pods=2, priority=100),
+        *cpu_nodes(3),
+        *running_gang("light", workers=11, nodes=NAMES, priority=100, dynamic=False),
+        *waiting_job("heavy", pods=2, priority=100),
     )
     assert gang_rank(snap, "default/heavy", NOW, SETTINGS).outranks(gang_rank(snap, "default/light", NOW, SETTINGS))
     decision = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
@@ -129,7 +82,9 @@ def test_at_equal_priority_weight_never_evicts_a_running_gang() -> None:
 
 def test_preemption_policy_never_is_respected() -> None:
     snap = snapshot(
-        *nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("polite", pods=4, policy="Never")
+        *cpu_nodes(3),
+        *running_gang("batch", workers=11, nodes=NAMES, dynamic=False),
+        *waiting_job("polite", pods=4, policy="Never"),
     )
     decision = plan_preemption(snap, "default/polite", SETTINGS, NOW)
     assert isinstance(decision, PreemptionRefusal)
@@ -137,24 +92,28 @@ def test_preemption_policy_never_is_respected() -> None:
 
 
 def test_no_second_preemption_while_the_first_victims_terminate() -> None:
-    batch = running("batch", workers=11, nodes=NAMES, dynamic=False)
+    batch = running_gang("batch", workers=11, nodes=NAMES, dynamic=False)
     victim = next(obj for obj in batch if obj["metadata"]["name"] == "batch-worker-3")
     victim["metadata"]["deletionTimestamp"] = "2026-03-01T10:20:00Z"
-    snap = snapshot(*nodes(3), *batch, *waiting("urgent", pods=4))
+    snap = snapshot(*cpu_nodes(3), *batch, *waiting_job("urgent", pods=4))
     decision = plan_preemption(snap, "default/urgent", SETTINGS, NOW, terminating_victims=["default/batch-worker-3"])
     assert isinstance(decision, PreemptionRefusal)
     assert "still terminating" in decision.reason
 
 
 def test_victims_of_a_preemption_that_never_reached_them_do_not_block_the_next() -> None:
-    snap = snapshot(*nodes(3), *running("batch", workers=11, nodes=NAMES, dynamic=False), *waiting("urgent", pods=4))
+    snap = snapshot(
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
+    )
     decision = plan_preemption(snap, "default/urgent", SETTINGS, NOW, terminating_victims=["default/batch-worker-3"])
     assert isinstance(decision, PreemptionPlan), "the earlier victim still runs: its eviction failed"
 
 
 def test_a_hopeless_preemption_is_refused_with_what_is_missing() -> None:
     # the waiting gang needs 20 CPU; the cluster has 12 in all
-    snap = snapshot(*nodes(3), *running("batch", workers=5, nodes=NAMES, dynamic=False), *waiting("huge", pods=20))
+    snap = snapshot(
+        *cpu_nodes(3), *running_gang("batch", workers=5, nodes=NAMES, dynamic=False), *waiting_job("huge", pods=20)
+    )
     decision = plan_preemption(snap, "default/huge", SETTINGS, NOW)
     assert isinstance(decision, PreemptionRefusal)
     assert "missing" in decision.reason
@@ -165,10 +124,10 @@ def test_a_pod_counted_in_a_surplus_unit_and_in_its_whole_gang_frees_its_room_on
     # pods. The waiting gang needs 9 CPU: only the elastic job's 8 may go. Counting its 4 surplus workers
     # again inside its whole gang would invent 4 CPU and "find" a plan.
     snap = snapshot(
-        *nodes(3),
-        *running("elastic", workers=7, nodes=NAMES, min_workers=3),
-        *running("vip", workers=3, nodes=["node-2", "node-0", "node-1"], priority=1000, dynamic=False),
-        *waiting("huge", pods=9),
+        *cpu_nodes(3),
+        *running_gang("elastic", workers=7, nodes=NAMES, min_workers=3),
+        *running_gang("vip", workers=3, nodes=["node-2", "node-0", "node-1"], priority=1000, dynamic=False),
+        *waiting_job("huge", pods=9),
     )
     decision = plan_preemption(snap, "default/huge", SETTINGS, NOW)
     assert isinstance(decision, PreemptionRefusal)
@@ -178,10 +137,10 @@ def test_a_pod_counted_in_a_surplus_unit_and_in_its_whole_gang_frees_its_room_on
 def test_a_gang_takes_only_what_its_minimum_needs() -> None:
     # 3 full nodes of 4 CPU: an elastic job of 1 PS + 11 workers that may shrink to 9. The waiting gang has
     # 5 members but needs only 2 (minMember): the 2 surplus workers are enough, nothing is evicted.
-    flexible = [obj for obj in waiting("flex", pods=5) if obj["kind"] != "PodGroup"]
+    flexible = [obj for obj in waiting_job("flex", pods=5) if obj["kind"] != "PodGroup"]
     snap = snapshot(
-        *nodes(3),
-        *running("elastic", workers=11, nodes=NAMES, min_workers=9),
+        *cpu_nodes(3),
+        *running_gang("elastic", workers=11, nodes=NAMES, min_workers=9),
         *flexible,
         make_podgroup("flex", min_member=2),
     )
@@ -192,7 +151,7 @@ def test_a_gang_takes_only_what_its_minimum_needs() -> None:
 
 
 def test_a_gang_that_fits_needs_no_preemption() -> None:
-    snap = snapshot(*nodes(3), *waiting("small", pods=2))
+    snap = snapshot(*cpu_nodes(3), *waiting_job("small", pods=2))
     decision = plan_preemption(snap, "default/small", SETTINGS, NOW)
     assert isinstance(decision, PreemptionRefusal)
     assert "fits without preemption" in decision.reason
@@ -201,13 +160,13 @@ def test_a_gang_that_fits_needs_no_preemption() -> None:
 def test_one_disrupted_job_is_preferred_to_two() -> None:
     # node-0 and node-1 hold small gangs a and b (2 CPU each); node-2 holds c (4 CPU): c alone frees 4
     snap = snapshot(
-        *nodes(3),
-        *running("a", workers=1, nodes=["node-0"], dynamic=False),
-        *running("b", workers=1, nodes=["node-1"], dynamic=False),
-        *running("c", workers=3, nodes=["node-2"], dynamic=False),
+        *cpu_nodes(3),
+        *running_gang("a", workers=1, nodes=["node-0"], dynamic=False),
+        *running_gang("b", workers=1, nodes=["node-1"], dynamic=False),
+        *running_gang("c", workers=3, nodes=["node-2"], dynamic=False),
         make_pod("fill-0", cpu="2", node="node-0", phase="Running", priority=1000),
         make_pod("fill-1", cpu="2", node="node-1", phase="Running", priority=1000),
-        *waiting("urgent", pods=4),
+        *waiting_job("urgent", pods=4),
     )
     plan = plan_preemption(snap, "default/urgent", SETTINGS, NOW)
     assert isinstance(plan, PreemptionPlan), plan
@@ -236,15 +195,19 @@ def check_invariants(snap: ClusterSnapshot, gang: str, plan: PreemptionPlan) -> 
     wanted=st.integers(min_value=1, max_value=8),
 )
 def test_any_plan_respects_the_invariants(light_workers: int, light_min: int, batch_workers: int, wanted: int) -> None:
-    objects = [*nodes(4)]
-    objects += running("light", workers=light_workers, nodes=NAMES, min_workers=min(light_min, light_workers))
+    objects = [*cpu_nodes(4)]
+    objects += running_gang("light", workers=light_workers, nodes=NAMES, min_workers=min(light_min, light_workers))
     if batch_workers:
-        objects += running("batch", workers=batch_workers, nodes=["node-3"], dynamic=False, priority=10)
-    objects += waiting("heavy", pods=wanted)
+        objects += running_gang("batch", workers=batch_workers, nodes=["node-3"], dynamic=False, priority=10)
+    objects += waiting_job("heavy", pods=wanted)
     snap = snapshot(*objects)
     decision = plan_preemption(snap, "default/heavy", SETTINGS, NOW)
     if isinstance(decision, PreemptionPlan):
         check_invariants(snap, "default/heavy", decision)
+    else:
+        # Every running job here has a lower PriorityClass and the gang fits the empty cluster, so the only
+        # refusal possible is that it fits already.
+        assert "fits without preemption" in decision.reason, decision.reason
 
 
 def rank(*, priority: int = 0, size_class: int = 0, weight: float = 0.5, arrival: float = 0.0) -> JobRank:
