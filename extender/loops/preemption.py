@@ -38,7 +38,7 @@ from extender.loops.ticking import Ticker
 from extender.loops.waitevents import WaitEventReporter
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord, Reservation, Role
+from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption.choice import carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
@@ -223,7 +223,7 @@ class PreemptionLoop:
         return [
             pod
             for pod in plan.victims
-            if any(pod.key == subject or (pod.group and pod.group in subject.split(",")) for subject in evicted)
+            if any(pod.key == subject or (pod.group and pod.group in GangKey(subject).groups) for subject in evicted)
         ]
 
     def _blocked(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float, why: str) -> None:
@@ -231,7 +231,7 @@ class PreemptionLoop:
         reason = f"preemption for gang {plan.gang} abandoned, retried in {self.pdb_retry_s:g} s: {why}"
         self.blocked[plan.gang] = (now + self.pdb_retry_s, reason)
         log.warning("%s", reason)
-        members = snapshot.group_members.get(plan.gang.split(",")[0], frozenset())
+        members = snapshot.group_members.get(GangKey(plan.gang).first, frozenset())
         for job in sorted({pod.job for key in members if (pod := snapshot.pods.get(key)) is not None and pod.job}):
             self.actuator.record_event("TFJob", job, "PreemptionBlocked", reason)
 

@@ -19,7 +19,7 @@ from itertools import islice
 
 from extender.loops.actuator import Actuator
 from extender.policy.gang import gang_state
-from extender.policy.model import ClusterSnapshot
+from extender.policy.model import ClusterSnapshot, GangKey
 from extender.policy.settings import PolicySettings
 from extender.policy.standing import Standing, WaitKind, explain_queue
 
@@ -45,7 +45,7 @@ class WaitEventReporter:
             wait = standing.wait
             if wait.kind is WaitKind.NOT_EXAMINED or not self._due(standing, now):
                 continue
-            members = gang_state(snapshot, standing.gang.split(",")[0]).members.values()
+            members = gang_state(snapshot, GangKey(standing.gang).first).members.values()
             pending = sorted(pod.key for pods in members for pod in pods if pod.pending)
             for pod in pending[: self.pods_per_gang]:
                 self.actuator.record_event("Pod", pod, wait.kind.value, wait.message)

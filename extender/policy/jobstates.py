@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
-from extender.policy.model import ClusterSnapshot, PodView, PreemptionRecord
+from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord
 from extender.policy.queue import queue_of
 from extender.policy.ranking import gang_rank
 from extender.policy.settings import PolicySettings
@@ -85,7 +85,7 @@ def _running(snapshot: ClusterSnapshot, group: str, pods: list[PodView]) -> bool
 def _preemption_of(snapshot: ClusterSnapshot, job: str, group: str) -> PreemptionRecord | None:
     latest: PreemptionRecord | None = None
     for record in snapshot.preemptions.values():
-        hit = job in record.scaled_in or any(group and group in subject.split(",") for subject in record.evicted)
+        hit = job in record.scaled_in or any(group and group in GangKey(subject).groups for subject in record.evicted)
         if hit and (latest is None or record.at > latest.at):
             latest = record
     return latest

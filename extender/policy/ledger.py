@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extender.policy.model import ClusterSnapshot, FailedPlan, PreemptionRecord, Reservation
+from extender.policy.model import ClusterSnapshot, FailedPlan, GangKey, PreemptionRecord, Reservation
 from extender.policy.resources import EMPTY, Resources
 
 
@@ -37,7 +37,7 @@ class LedgerChange:
     @property
     def groups(self) -> frozenset[str]:
         """The PodGroups (or other reservation owners) the change plans for."""
-        failed = self.failed_plan.gang.split(",") if self.failed_plan is not None else ()
+        failed = GangKey(self.failed_plan.gang).groups if self.failed_plan is not None else ()
         return frozenset({*self.release_groups, *(r.group for r in self.reserve), *failed})
 
 

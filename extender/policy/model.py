@@ -9,7 +9,7 @@ Keys are `namespace/name` strings for namespaced objects and the plain name for 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,28 @@ from extender.policy.resources import EMPTY, Resources
 
 if TYPE_CHECKING:
     from extender.policy.queue import GangQueue
+
+
+class GangKey(str):
+    """A gang's key: the keys (`namespace/name`) of the PodGroups that start together, sorted and
+    comma-joined; a gang of one PodGroup is keyed by that PodGroup's key. A plain string everywhere a key
+    is stored or shown; `groups` reads it back."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, groups: Iterable[str]) -> GangKey:
+        return cls(",".join(sorted(groups)))
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The PodGroups of the gang, sorted."""
+        return tuple(self.split(","))
+
+    @property
+    def first(self) -> str:
+        """The first PodGroup of the gang (the one its state is looked up from)."""
+        return self.split(",", 1)[0]
 
 
 class Role(enum.Enum):

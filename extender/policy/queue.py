@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from extender.policy.frozenmap import CowMap
 from extender.policy.gang import gang_state, is_satisfied, waiting_reason
-from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
 from extender.policy.resources import EMPTY, Resources, total
 from extender.policy.settings import PolicySettings
 from extender.policy.weights import (
@@ -380,7 +380,7 @@ class QueueBuilder:
         if summary.key in self._summaries:
             self._drop(summary.key, keep_origins=True)
         self._summaries.set(summary.key, summary)
-        for group in summary.key.split(","):
+        for group in GangKey(summary.key).groups:
             self._gangs_with.setdefault(group, set()).add(summary.key)
         if summary.ages:
             bisect.insort(self._order, (summary.static_key(), summary.key))
@@ -398,7 +398,7 @@ class QueueBuilder:
             self._origins.pop(key, None)
         if summary is None:
             return
-        for group in key.split(","):
+        for group in GangKey(key).groups:
             gangs = self._gangs_with.get(group)
             if gangs is not None:
                 gangs.discard(key)

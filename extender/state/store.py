@@ -23,6 +23,7 @@ from extender.policy.ledger import LedgerChange, still_holds
 from extender.policy.model import (
     ClusterSnapshot,
     FailedPlan,
+    GangKey,
     GroupView,
     JobView,
     NetworkLayer,
@@ -450,7 +451,7 @@ class ClusterState:
         return gang
 
     def _forget_failures_of(self, group: str) -> None:
-        for gang in [gang for gang in self._failed_plans if group in gang.split(",")]:
+        for gang in [gang for gang in self._failed_plans if group in GangKey(gang).groups]:
             self._failed_plans.delete(gang)
 
 

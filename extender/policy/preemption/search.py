@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
-from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
 from extender.policy.queue import GangSummary, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
@@ -208,7 +208,7 @@ def candidate_subjects(
             continue
         if summary.priority == preemptor.priority and not summary.surplus:
             continue
-        if summary.origin in own or ("," in summary.key and own.intersection(summary.key.split(","))):
+        if summary.origin in own or own.intersection(GangKey(summary.key).groups):
             continue
         if summary.ages:
             aged = summary.rank(now, settings)
