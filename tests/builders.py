@@ -8,6 +8,7 @@ from typing import Any
 
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation
+from extender.sim.workload import JobSpec
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 
@@ -454,4 +455,24 @@ def placed_job(
         max_workers=max_workers,
         dynamic=dynamic,
         created=created,
+    )
+
+
+def sim_job(name: str, arrival: float, *, workers: int = 1, cpu: str = "6", epochs: float = 0.2) -> JobSpec:
+    """A rigid simulated job: 1 PS of 1 CPU and `workers` workers of `cpu`, resnext110 for `epochs`."""
+    return JobSpec(
+        name=name,
+        arrival_s=arrival,
+        model="resnext110",
+        batch=64,
+        epochs=epochs,
+        ps=1,
+        workers=workers,
+        min_workers=workers,
+        max_workers=workers,
+        ps_cpu="1",
+        ps_memory="1Gi",
+        worker_cpu=cpu,
+        worker_memory="1Gi",
+        elastic=False,
     )

@@ -11,26 +11,8 @@ import pytest
 from extender.sim import cli, report
 from extender.sim.baselines import Optimus, Tiresias
 from extender.sim.engine import Simulation
-from extender.sim.workload import JobSpec, NodeSpec, Workload, gpu_gangs, with_load
-
-
-def job(name: str, arrival: float, *, workers: int = 1, cpu: str = "6", epochs: float = 0.2) -> JobSpec:
-    return JobSpec(
-        name=name,
-        arrival_s=arrival,
-        model="resnext110",
-        batch=64,
-        epochs=epochs,
-        ps=1,
-        workers=workers,
-        min_workers=workers,
-        max_workers=workers,
-        ps_cpu="1",
-        ps_memory="1Gi",
-        worker_cpu=cpu,
-        worker_memory="1Gi",
-        elastic=False,
-    )
+from extender.sim.workload import NodeSpec, Workload, gpu_gangs, with_load
+from tests.builders import sim_job
 
 
 def nodes(count: int) -> tuple[NodeSpec, ...]:
@@ -40,7 +22,7 @@ def nodes(count: int) -> tuple[NodeSpec, ...]:
 def test_tiresias_does_not_preempt_while_the_higher_queue_job_fits_elsewhere() -> None:
     """`long` is in the low queue (past a tiny threshold) on one node; `short` arrives in the high queue and
     the other node is empty: it starts there and `long` keeps running."""
-    trace = Workload("two-nodes", nodes(2), (job("long", 0.0, epochs=2.0), job("short", 100.0)))
+    trace = Workload("two-nodes", nodes(2), (sim_job("long", 0.0, epochs=2.0), sim_job("short", 100.0)))
     policy = Tiresias(threshold=1.0)
     result = report.metrics(Simulation(trace, policy).run())
     assert result["preemptions"] == 0
@@ -49,7 +31,7 @@ def test_tiresias_does_not_preempt_while_the_higher_queue_job_fits_elsewhere() -
 
 
 def test_tiresias_preempts_a_lower_queue_job_when_the_higher_queue_cannot_start_otherwise() -> None:
-    trace = Workload("one-node", nodes(1), (job("long", 0.0, epochs=2.0), job("short", 100.0)))
+    trace = Workload("one-node", nodes(1), (sim_job("long", 0.0, epochs=2.0), sim_job("short", 100.0)))
     result = report.metrics(Simulation(trace, Tiresias(threshold=1.0)).run())
     assert result["preemptions"] == 1
     jobs = result["jobs"]
@@ -58,7 +40,7 @@ def test_tiresias_preempts_a_lower_queue_job_when_the_higher_queue_cannot_start_
 
 def test_tiresias_never_preempts_within_its_queue() -> None:
     """Both jobs stay in the high queue (a threshold nobody reaches): the second waits for the first."""
-    trace = Workload("one-node", nodes(1), (job("first", 0.0, epochs=2.0), job("second", 100.0)))
+    trace = Workload("one-node", nodes(1), (sim_job("first", 0.0, epochs=2.0), sim_job("second", 100.0)))
     result = report.metrics(Simulation(trace, Tiresias(threshold=1e12)).run())
     assert result["preemptions"] == 0
 
@@ -82,20 +64,20 @@ class CheckedOptimus(Optimus):
             now_bound = sorted(p.uid for p in self.cluster.jobs[name].pods.values() if p.bound)
             if uids and not self.cluster.jobs[name].finished and not set(uids) <= set(now_bound):
                 self.restarted.append(name)
-        for sim_job in self.cluster.jobs.values():
-            spec = sim_job.spec
-            if sim_job.finished:
+        for simulated in self.cluster.jobs.values():
+            spec = simulated.spec
+            if simulated.finished:
                 continue
-            assert (spec.min_workers if sim_job.elastic else spec.workers) <= sim_job.workers, spec.name
-            assert sim_job.workers <= (spec.max_workers if sim_job.elastic else spec.workers), spec.name
+            assert (spec.min_workers if simulated.elastic else spec.workers) <= simulated.workers, spec.name
+            assert simulated.workers <= (spec.max_workers if simulated.elastic else spec.workers), spec.name
 
 
 def test_optimus_keeps_elastic_jobs_within_bounds_and_never_resizes_a_rigid_one() -> None:
     elastic = [
-        replace(job(f"elastic-{i}", 30.0 * i, workers=3, cpu="2"), min_workers=2, max_workers=6, elastic=True)
+        replace(sim_job(f"elastic-{i}", 30.0 * i, workers=3, cpu="2"), min_workers=2, max_workers=6, elastic=True)
         for i in range(4)
     ]
-    rigid = [job(f"rigid-{i}", 15.0 + 30.0 * i, workers=2, cpu="2") for i in range(3)]
+    rigid = [sim_job(f"rigid-{i}", 15.0 + 30.0 * i, workers=2, cpu="2") for i in range(3)]
     trace = Workload("mixed", nodes(3), tuple(sorted([*elastic, *rigid], key=lambda j: j.arrival_s)))
     policy = CheckedOptimus()
     result = report.metrics(Simulation(trace, policy).run())
@@ -106,8 +88,8 @@ def test_optimus_keeps_elastic_jobs_within_bounds_and_never_resizes_a_rigid_one(
 
 @pytest.mark.parametrize("policy", sorted(cli.POLICIES))
 def test_every_policy_gets_the_same_jobs(policy: str) -> None:
-    elastic = replace(job("elastic", 0.0, workers=2, cpu="2"), min_workers=1, max_workers=3, elastic=True)
-    trace = Workload("same", nodes(1), (elastic, job("rigid", 0.0, workers=2, cpu="2")))
+    elastic = replace(sim_job("elastic", 0.0, workers=2, cpu="2"), min_workers=1, max_workers=3, elastic=True)
+    trace = Workload("same", nodes(1), (elastic, sim_job("rigid", 0.0, workers=2, cpu="2")))
     simulation = Simulation(trace, cli.POLICIES[policy]())
     simulation.run()
     assert simulation.cluster.jobs["elastic"].elastic
@@ -119,7 +101,7 @@ def test_a_job_that_never_completes_counts_until_the_end_of_the_run() -> None:
     trace = Workload(
         "deadlock",
         (NodeSpec("node-0", "6", "16Gi"),),
-        (job("c", 0.0, cpu="3"), job("a", 10.0, workers=2, cpu="2500m"), job("b", 20.0, cpu="2")),
+        (sim_job("c", 0.0, cpu="3"), sim_job("a", 10.0, workers=2, cpu="2500m"), sim_job("b", 20.0, cpu="2")),
     )
     result = Simulation(trace, cli.POLICIES["default"]()).run()
     metrics = report.metrics(result)

@@ -26,29 +26,11 @@ from extender.sim.workload import (
     with_load,
 )
 from extender.state.manifests import dump_state
+from tests.builders import sim_job
 
 
 def run(workload: Workload, policy: str, seed: int = 1) -> dict[str, object]:
     return report.metrics(Simulation(workload, cli.POLICIES[policy](), seed=seed).run())
-
-
-def job(name: str, arrival: float, *, workers: int, worker_cpu: str, epochs: float = 0.2) -> JobSpec:
-    return JobSpec(
-        name=name,
-        arrival_s=arrival,
-        model="resnext110",
-        batch=64,
-        epochs=epochs,
-        ps=1,
-        workers=workers,
-        min_workers=workers,
-        max_workers=workers,
-        ps_cpu="1",
-        ps_memory="1Gi",
-        worker_cpu=worker_cpu,
-        worker_memory="1Gi",
-        elastic=False,
-    )
 
 
 @pytest.mark.parametrize("policy", sorted(cli.POLICIES))
@@ -89,9 +71,9 @@ def test_per_pod_fifo_deadlocks_on_partial_placements_and_gangs_do_not() -> None
         "deadlock",
         (NodeSpec("node-0", "6", "16Gi"),),
         (
-            job("c", 0.0, workers=1, worker_cpu="3"),
-            job("a", 10.0, workers=2, worker_cpu="2500m"),
-            job("b", 20.0, workers=1, worker_cpu="2"),
+            sim_job("c", 0.0, workers=1, cpu="3"),
+            sim_job("a", 10.0, workers=2, cpu="2500m"),
+            sim_job("b", 20.0, workers=1, cpu="2"),
         ),
     )
     default = run(workload, "default")
@@ -117,7 +99,7 @@ def test_simulate_command_writes_report_and_table(tmp_path: Path) -> None:
 def test_ours_grows_an_elastic_job_into_idle_capacity_through_the_real_scaler() -> None:
     """One elastic job submitted at 1 worker (max 3) on an otherwise empty node: the service's `ScalerLoop`
     scales it out, the new workers land where it planned them, and it never exceeds its maximum."""
-    elastic = replace(job("grow", 0.0, workers=1, worker_cpu="2", epochs=0.5), min_workers=1, max_workers=3)
+    elastic = replace(sim_job("grow", 0.0, workers=1, cpu="2", epochs=0.5), min_workers=1, max_workers=3)
     elastic = replace(elastic, elastic=True)
     trace = Workload("tiny", (NodeSpec("node-0", "8", "16Gi"),), (elastic,))
     policy = Ours()
