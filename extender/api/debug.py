@@ -23,8 +23,9 @@ from extender.policy.jobstates import each_job_state
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
+from extender.state.dump_format import reservation_record
 from extender.state.kinds import BY_KIND
-from extender.state.manifests import dump_state_chunks, reservation_record
+from extender.state.state_dump import dump_state_chunks
 
 NOT_PLANNED_YET = "no member has reached filter since the gang became pending"
 

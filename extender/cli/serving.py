@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from extender.cli.exposure import exposure_checked
 from extender.cli.loop_process import Loops, make_loops
 from extender.config import Settings
-from extender.state.manifests import SnapshotFileError
+from extender.state.dump_format import SnapshotFileError
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 
