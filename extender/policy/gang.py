@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from extender.policy.gang_capacity import free_capacity, placement_unit
 from extender.policy.gang_capacity import roomy_nodes as roomy_nodes  # re-exported: victims imports it from here
+from extender.policy.index_order import place_in_index_order
 from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation
 from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
 from extender.policy.resources import Resources, describe, smallest
@@ -31,7 +32,6 @@ from extender.policy.topology import (
     must_gather_depth,
     nodes_under,
     offer_slots,
-    place_in_index_order,
     shapes_of,
     tree_of,
 )
