@@ -7,7 +7,7 @@ failed or what the gang still waits for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -23,8 +23,9 @@ from extender.policy.jobstates import each_job_state
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
+from extender.state.dump_format import reservation_record
 from extender.state.kinds import BY_KIND
-from extender.state.manifests import dump_state_chunks, reservation_record
+from extender.state.state_dump import dump_state_chunks
 
 NOT_PLANNED_YET = "no member has reached filter since the gang became pending"
 
@@ -102,6 +103,25 @@ def json_document(head: dict[str, Any], lists: list[tuple[str, Iterator[object]]
 
 def make_router(service: Service) -> APIRouter:
     router = APIRouter()
+    add_health_routes(router, service)
+    add_gang_routes(router, service)
+    add_job_routes(router, service)
+    add_inspection_routes(router, service)
+    return router
+
+
+def _streamer(service: Service) -> Callable[[Iterator[bytes]], StreamingResponse]:
+    """Stream a rendered document at the debug pacing's share of the event loop."""
+    share = service.settings.debug_render_share
+
+    def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
+        return service.pacing.streamed(pieces, share)
+
+    return streamed
+
+
+def add_health_routes(router: APIRouter, service: Service) -> None:
+    """`/healthz` (the process answers) and `/readyz` (every watched kind has been listed)."""
 
     @router.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -113,11 +133,11 @@ def make_router(service: Service) -> APIRouter:
         body = {"ready": service.state.is_synced(), "synced": {k.value: k in synced for k in BY_KIND}}
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
-    chunk = service.settings.debug_chunk_objects
-    share = service.settings.debug_render_share
 
-    def streamed(pieces: Iterator[bytes]) -> StreamingResponse:
-        return service.pacing.streamed(pieces, share)
+def add_gang_routes(router: APIRouter, service: Service) -> None:
+    """`/debug/state` (the model dump), `/debug/gangs` and `/debug/gangs/{namespace}/{name}`."""
+    chunk = service.settings.debug_chunk_objects
+    streamed = _streamer(service)
 
     @router.get("/debug/state")
     async def state() -> StreamingResponse:
@@ -140,41 +160,58 @@ def make_router(service: Service) -> APIRouter:
         now = service.clock()
         return JSONResponse(gang_summary(snapshot, key, now, RankContext.of(snapshot, service.settings.policy, now)))
 
+
+def job_rows(service: Service, snapshot: ClusterSnapshot, now: float) -> Iterator[dict[str, Any]]:
+    """One row per TFJob: its state, the reason, its pods and its standing in the queue."""
+    context = RankContext.of(snapshot, service.settings.policy, now)
+    return (
+        {
+            "job": s.job,
+            "state": s.state.value,
+            "reason": s.reason,
+            "pods": s.pods,
+            "bound": s.bound,
+            "standing": job_standing(context, s.job),
+        }
+        for s in each_job_state(snapshot, now, service.settings.policy)
+    )
+
+
+def preemption_rows(snapshot: ClusterSnapshot) -> Iterator[dict[str, Any]]:
+    """One row per recorded preemption, by gang."""
+    return (
+        {
+            "gang": r.gang,
+            "reason": r.reason,
+            "at": r.at,
+            "scaledIn": list(r.scaled_in),
+            "evicted": list(r.evicted),
+            "victims": sorted(r.victims),
+        }
+        for _, r in sorted(snapshot.preemptions.items())
+    )
+
+
+def add_job_routes(router: APIRouter, service: Service) -> None:
+    """`/debug/jobs`: every TFJob's state, the recorded preemptions and the shadow loops' plans."""
+    chunk = service.settings.debug_chunk_objects
+    streamed = _streamer(service)
+
     @router.get("/debug/jobs")
     async def jobs() -> StreamingResponse:
         snapshot = service.state.snapshot()
         now = service.clock()
-        context = RankContext.of(snapshot, service.settings.policy, now)
-        statuses = (
-            {
-                "job": s.job,
-                "state": s.state.value,
-                "reason": s.reason,
-                "pods": s.pods,
-                "bound": s.bound,
-                "standing": job_standing(context, s.job),
-            }
-            for s in each_job_state(snapshot, now, service.settings.policy)
-        )
-        preemptions = (
-            {
-                "gang": r.gang,
-                "reason": r.reason,
-                "at": r.at,
-                "scaledIn": list(r.scaled_in),
-                "evicted": list(r.evicted),
-                "victims": sorted(r.victims),
-            }
-            for _, r in sorted(snapshot.preemptions.items())
-        )
-        shadow = iter(service.loops.shadow_plans(service.settings.shown_loop_actions))
         lists: list[tuple[str, Iterator[object]]] = [
-            ("jobs", statuses),
-            ("preemptions", preemptions),
-            ("shadowPlans", shadow),
+            ("jobs", job_rows(service, snapshot, now)),
+            ("preemptions", preemption_rows(snapshot)),
+            ("shadowPlans", iter(service.loops.shadow_plans(service.settings.shown_loop_actions))),
         ]
         head = {"generation": snapshot.generation, "shadowMode": service.loops.shadow}
         return streamed(json_document(head, lists, chunk))
+
+
+def add_inspection_routes(router: APIRouter, service: Service) -> None:
+    """`/debug/topology`, `/debug/decisions` and `/metrics`."""
 
     @router.get("/debug/topology")
     def topology(
@@ -200,5 +237,3 @@ def make_router(service: Service) -> APIRouter:
     @router.get("/metrics")
     def metrics() -> Response:
         return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    return router

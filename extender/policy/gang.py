@@ -7,20 +7,22 @@ that are bound, already reserved, or placed by this plan. The result is either a
 commit or a `FailedPlan` that records the model generations it was tried on: until capacity grows or
 membership changes, the same gang is answered from that record without planning again.
 A gang whose PodGroups carry network-topology gather rules is placed inside one network domain (see
-`topology`); any other gang is placed on the whole cluster, as before.
+`topology`); any other gang is placed on the whole cluster, as before. The capacity and the placement units
+a plan works on are built in `gang_capacity`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation, Role
+from extender.policy.gang_capacity import free_capacity, placement_unit
+from extender.policy.gang_capacity import roomy_nodes as roomy_nodes  # re-exported: victims imports it from here
+from extender.policy.index_order import place_in_index_order
+from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation
 from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
-from extender.policy.resources import EMPTY, Resources, describe, smallest
+from extender.policy.resources import Resources, describe, smallest
 from extender.policy.settings import PolicySettings
 from extender.policy.topology import (
     GatherOutcome,
@@ -30,7 +32,6 @@ from extender.policy.topology import (
     must_gather_depth,
     nodes_under,
     offer_slots,
-    place_in_index_order,
     shapes_of,
     tree_of,
 )
@@ -138,7 +139,6 @@ def plan_gang(
     reservations (a caller planning many times on one snapshot computes it once with `roomy_nodes`).
     """
     waiting = waiting_reason(state)
-    generation = membership_generation(snapshot, state)
     if waiting is not None:
         return GangVerdict(state.key, False, waiting, waiting_for_members=True)
     own_reservations = {
@@ -146,8 +146,10 @@ def plan_gang(
     }
     pending = {key: tuple(pod for pod in members if pod.pending) for key, members in state.members.items()}
     smallest_pod = smallest(pod.requests for pods in pending.values() for pod in pods)
-    capacity = _free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
-    units = [_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods]
+    capacity = free_capacity(snapshot, own_reservations, freed or {}, smallest_pod, nodes)
+    units = [
+        placement_unit(snapshot, key, pods, own_reservations, pinned or {}) for key, pods in pending.items() if pods
+    ]
     required = {
         group.key: group.min_member - _already_placed(state.members[group.key], own_reservations)
         for group in state.groups
@@ -157,6 +159,22 @@ def plan_gang(
         placement, where, refusal = _gathered(snapshot, state, units, capacity, required, settings)
     else:
         placement = place(units, capacity)
+    return _verdict(snapshot, state, settings, now, pending, required, placement, where, refusal)
+
+
+def _verdict(
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    settings: PolicySettings,
+    now: float,
+    pending: Mapping[str, Sequence[PodView]],
+    required: Mapping[str, int],
+    placement: Placement,
+    where: str,
+    refusal: str,
+) -> GangVerdict:
+    """Admit the gang with `placement` if every group reaches its minMember, else record the failed plan.
+    `where` says where a gathered gang was placed, `refusal` why it could not be gathered."""
     placed_by_group = Counter(
         group for group, pods in pending.items() for pod in pods if pod.key in placement.assignments
     )
@@ -168,7 +186,7 @@ def plan_gang(
             state.key,
             reason,
             snapshot.capacity_generation,
-            generation,
+            membership_generation(snapshot, state),
             now,
             len(placement.assignments),
             needed,
@@ -301,102 +319,6 @@ def plan_timeout(groups: Sequence[GroupView], settings: PolicySettings) -> float
     """Seconds a plan of these PodGroups lives: the shortest `scheduleTimeoutSeconds`, else the default."""
     timeouts = [g.schedule_timeout_s for g in groups if g.schedule_timeout_s]
     return min(timeouts) if timeouts else settings.default_plan_timeout_s
-
-
-def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
-    """Schedulable nodes that one of `pods` may use (node selectors) with room, before any hand-back, for
-    at least the smallest of them."""
-    pods = list(pods)
-    table = snapshot.capacity
-    usable = table.schedulable.copy()
-    if pods and all(pod.node_selector for pod in pods):
-        selected = np.zeros(len(table.names), dtype=np.bool_)
-        for selector in {pod.node_selector for pod in pods}:
-            selected |= table.row_mask(selected_nodes(snapshot, selector))
-        usable &= selected
-    rows = np.flatnonzero(usable)
-    roomy = rows[table.fits(rows, table.demand(smallest(pod.requests for pod in pods)))]
-    return frozenset(table.names[row] for row in roomy.tolist())
-
-
-def _free_capacity(
-    snapshot: ClusterSnapshot,
-    released: set[str],
-    freed: Mapping[str, Resources],
-    smallest_pod: Resources,
-    nodes: Collection[str] | None,
-) -> FreeCapacity:
-    """Free capacity, with the given pods' reservations handed back, on the schedulable nodes that can hold
-    at least `smallest_pod` (no member fits anywhere else, so leaving those nodes out changes no plan)."""
-    handed_back: dict[str, Resources] = dict(freed)
-    for pod_key in released:
-        held = snapshot.reservations[pod_key]
-        handed_back[held.node] = handed_back.get(held.node, EMPTY) + held.requests
-    table = snapshot.capacity
-    if nodes is None:
-        rows = np.arange(len(table.names), dtype=np.intp)
-    else:
-        rows = table.rows_of(sorted({*nodes, *handed_back}))
-        rows = rows[rows >= 0]
-    room = table.available[rows]
-    if handed_back:
-        position = np.full(len(table.names), -1, dtype=np.intp)
-        position[rows] = np.arange(len(rows), dtype=np.intp)
-        back_rows = table.rows_of(list(handed_back))
-        at = np.where(back_rows >= 0, position[np.where(back_rows >= 0, back_rows, 0)], -1)
-        known = at >= 0
-        if known.any():
-            backs = [table.vector(back) for back, ok in zip(handed_back.values(), known.tolist(), strict=True) if ok]
-            room = room.copy()
-            room[at[known]] += np.vstack(backs)
-    keep = table.schedulable[rows] & table.fits(rows, table.demand(smallest_pod), room)
-    return FreeCapacity(table, rows[keep], room[keep])
-
-
-def _unit(
-    snapshot: ClusterSnapshot,
-    group_key: str,
-    pods: Sequence[PodView],
-    replanned: set[str],
-    pinned: Mapping[str, frozenset[str]],
-) -> PlacementUnit:
-    job = pods[0].job
-    ps_nodes: set[str] = set()
-    job_nodes: Counter[str] = Counter()
-    for pod_key in snapshot.job_members.get(job, frozenset()) if job else ():
-        pod = snapshot.pods.get(pod_key)
-        if pod is None or pod.key in replanned:
-            continue
-        node = pod.node_name if pod.holds_node else _reserved_node(snapshot, pod.key)
-        if node:
-            job_nodes[node] += 1
-            if pod.role is Role.PS:
-                ps_nodes.add(node)
-    allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
-    for pod in pods:
-        if pod.node_selector:
-            selected = selected_nodes(snapshot, pod.node_selector)
-            allowed[pod.key] = allowed[pod.key] & selected if pod.key in allowed else selected
-    return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
-
-
-def selected_nodes(snapshot: ClusterSnapshot, selector: tuple[tuple[str, str], ...]) -> frozenset[str]:
-    """The nodes carrying every label of a node selector, derived once per node-labels epoch."""
-    memo = snapshot.node_labels_epoch.derived
-    key = ("node-selector", selector)
-    known = memo.get(key)
-    if isinstance(known, frozenset):
-        return known
-    selected = frozenset(
-        name for name, node in snapshot.nodes.items() if all(node.node.labels.get(k) == v for k, v in selector)
-    )
-    memo[key] = selected
-    return selected
-
-
-def _reserved_node(snapshot: ClusterSnapshot, pod_key: str) -> str:
-    held = snapshot.reservations.get(pod_key)
-    return held.node if held is not None else ""
 
 
 def describe_pods(pods: Sequence[PodView]) -> str:

@@ -20,8 +20,8 @@ The gather (Koordinator's topology gather, made exact for gangs whose pods diffe
    depth-first with the roomiest sub-domain first, so a spread stays in as few sub-domains as it can.
    The first candidate on which the gang reaches its minimum wins: the lowest layer, the tightest domain.
    The caller's trial places the pods: the PS–worker co-location placer on that walk, or, for pods that
-   carry a network-topology index, `place_in_index_order`, which lays them out along the walk in index
-   order so consecutive indices share the lowest possible domain.
+   carry a network-topology index, `place_in_index_order` (in `index_order`), which lays them out along the
+   walk in index order so consecutive indices share the lowest possible domain.
 4. If no candidate holds the gang up to its MustGather layer, the gang is not admitted; the outcome names
    the roomiest domain of that layer and what it offers.
 Pure: builds its values from its arguments; no I/O, no clock.
@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 
 from extender.policy.model import (
     CLUSTER_LAYER,
@@ -44,7 +43,7 @@ from extender.policy.model import (
     NodeState,
     PodView,
 )
-from extender.policy.placement import Placement, PlacementUnit, role_order
+from extender.policy.placement import Placement
 from extender.policy.resources import CPU, GPU, MEMORY, Resources
 
 Offer = tuple[int, ...]
@@ -362,40 +361,3 @@ def anchored_domain(tree: TopologyTree, depth: int, anchors: Collection[str]) ->
     """The domain of `depth` holding every anchor node, or None when they are apart or there are none."""
     found = _anchor_domains(tree, anchors)
     return found[depth][0] if found is not None and found[depth] else None
-
-
-def place_in_index_order(
-    units: Sequence[PlacementUnit], free: Mapping[str, Resources], order: Sequence[str]
-) -> Placement:
-    """Lay the pods of every unit out along `order` by network-topology index (pods without one last, in
-    role order): each pod goes on the node the previous one used or the next one after it with room, so
-    consecutive indices share a node, then a sub-domain; a pod that fits nowhere further on takes the
-    first earlier node with room."""
-    remaining = {node: free[node] for node in order}
-    allowed = {key: nodes for unit in units for key, nodes in unit.allowed.items()}
-    pods = [pod for unit in units for pod in role_order(unit.pods)]
-    ranked = sorted(
-        enumerate(pods),
-        key=lambda item: (item[1].topology_index is None, item[1].topology_index or 0, item[0]),
-    )
-    assignments: dict[str, str] = {}
-    unplaced: list[PodView] = []
-    cursor = 0
-    for _, pod in ranked:
-        nodes = allowed.get(pod.key)
-        spot = next(
-            (
-                i
-                for i in chain(range(cursor, len(order)), range(cursor))
-                if pod.requests.fits_in(remaining[order[i]]) and (nodes is None or order[i] in nodes)
-            ),
-            None,
-        )
-        if spot is None:
-            unplaced.append(pod)
-            continue
-        node = order[spot]
-        assignments[pod.key] = node
-        remaining[node] = remaining[node] - pod.requests
-        cursor = max(cursor, spot)
-    return Placement(assignments, tuple(unplaced))

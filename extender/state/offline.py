@@ -13,8 +13,9 @@ from pathlib import Path
 
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import Reservation
+from extender.state.dump_format import SnapshotFileError
 from extender.state.kinds import BY_KIND
-from extender.state.manifests import SnapshotFileError, iter_objects, load_objects
+from extender.state.manifest_files import iter_objects, load_objects
 from extender.state.store import ClusterState
 
 

@@ -5,7 +5,8 @@ and one group's membership), keeps the gang reservations ledger, and hands reade
 built from copy-on-write maps: taking one costs O(buckets), and it is cached until the next change.
 Two counters drive the failed-plan memo: `capacity_generation` moves only when free capacity may have
 grown, and each PodGroup's membership generation moves when its members or its spec change.
-All methods are thread-safe (one lock); nothing here performs I/O or reads a clock.
+All methods are thread-safe (one lock); nothing here performs I/O or reads a clock. The reservation
+bookkeeping (hold, drop, release a gang, import a PodGroup's plan) is `ReservationBook`, in `reservation_book`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from extender.state import convert
 from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
+from extender.state.reservation_book import ReservationBook
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ GROUP_KINDS = (Kind.PODGROUP_K8S, Kind.PODGROUP, Kind.PODGROUP_SIGS)
 """The three PodGroup dialects; when several define the same namespace/name, the first listed wins."""
 
 
-class ClusterState:
+class ClusterState(ReservationBook):
     """Watch-fed model of nodes, pods, PodGroups, TFJobs and PriorityClasses, plus gang reservations."""
 
     def __init__(self, settings: PolicySettings | None = None) -> None:
@@ -332,19 +334,6 @@ class ClusterState:
                 self._bump_group(group)
         self._changed(capacity=freed or released)
 
-    def _settle_reservation(self, key: str, pod: PodView | None) -> bool:
-        """A bound pod consumes its reservation; a vanished one voids its whole gang's plan."""
-        held = self._reservations.get(key)
-        if held is None:
-            return False
-        if pod is None or pod.terminating or pod.finished:
-            self._release_group(held.group)
-            return True
-        if pod.node_name:
-            self._drop_reservation(key)
-            return pod.node_name != held.node
-        return False
-
     def _index_member(self, index: CowMap[str, frozenset[str]], old: str, new: str, key: str) -> None:
         if old == new:
             if new and key not in (index.get(new) or frozenset()):
@@ -379,76 +368,6 @@ class ClusterState:
             self._import_plan(key)
         self._bump_group(key)
         self._changed(capacity=view is None)
-
-    def _reserve(self, reservation: Reservation) -> None:
-        if reservation.pod in self._reservations:
-            self._drop_reservation(reservation.pod)
-        self._reservations.set(reservation.pod, reservation)
-        self._touch_reserved(reservation)
-        held = self._reserved_by_node.get(reservation.node) or EMPTY
-        self._reserved_by_node.set(reservation.node, held + reservation.requests)
-        self._refresh_node(reservation.node)
-        heapq.heappush(self._expiries, (reservation.expires_at, reservation.pod))
-
-    def _drop_reservation(self, pod_key: str) -> None:
-        held = self._reservations.delete(pod_key)
-        if held is None:
-            return
-        self._touch_reserved(held)
-        remaining = (self._reserved_by_node.get(held.node) or EMPTY) - held.requests
-        if remaining:
-            self._reserved_by_node.set(held.node, remaining)
-        else:
-            self._reserved_by_node.delete(held.node)
-        self._refresh_node(held.node)
-
-    def _touch_reserved(self, reservation: Reservation) -> None:
-        pod = self._pods.get(reservation.pod)
-        self._queue.touch(reservation.group, pod.group if pod is not None else "")
-
-    def _import_plan(self, group: str, *, only: str | None = None) -> None:
-        """Hold the plan written on the PodGroup (annotation `tfjob-extender.io/plan`) for its pending members
-        the model knows (or just `only`). A plan this model already holds a later one for, or released, is
-        not taken again. Imported plans were decided by the process that wrote them: they are held as
-        they are, like the reservations of a dump."""
-        view = self._groups.get(group)
-        if view is None or not view.plan or view.plan_expires <= self._released_until.get(group, 0.0):
-            return
-        for name, node, uid in view.plan:
-            key = f"{view.namespace}/{name}"
-            if only is not None and key != only:
-                continue
-            pod = self._pods.get(key)
-            held = self._reservations.get(key)
-            if pod is None or pod.uid != uid or not pod.pending or node not in self._node_views:
-                continue
-            if held is None or held.expires_at < view.plan_expires:
-                self._reserve(Reservation(key, group, node, pod.requests, view.plan_expires))
-
-    def _release_group(self, group: str) -> int:
-        """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""
-        gang = self._gang_of(group)
-        held = {key for g in gang for key in self._group_members.get(g) or frozenset() if key in self._reservations}
-        held.update(r.pod for r in self._reservations.values() if r.group in gang)
-        for key in held:
-            reservation = self._reservations.get(key)
-            if reservation is not None:
-                until = max(self._released_until.get(reservation.group, 0.0), reservation.expires_at)
-                self._released_until[reservation.group] = until
-            self._drop_reservation(key)
-        if held:
-            self._capacity_generation = self._generation + 1
-        return len(held)
-
-    def _gang_of(self, group: str) -> set[str]:
-        """`group` and the PodGroups a GangGroup annotation links it with, on its side or on theirs."""
-        view = self._groups.get(group)
-        gang = {group, *(view.gang_group if view is not None else ())}
-        for reservation in self._reservations.values():
-            other = self._groups.get(reservation.group)
-            if other is not None and group in other.gang_group:
-                gang.add(reservation.group)
-        return gang
 
     def _forget_failures_of(self, group: str) -> None:
         for gang in [gang for gang in self._failed_plans if group in GangKey(gang).groups]:

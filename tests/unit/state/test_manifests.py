@@ -12,7 +12,7 @@ import yaml
 from extender.policy import filter_pod
 from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
-from extender.state import manifests
+from extender.state import json_documents, manifests
 from extender.state.kinds import Kind
 from extender.state.manifests import SnapshotFileError, dump_state, dump_state_chunks, load_objects
 from extender.state.offline import load_snapshot_file
@@ -340,7 +340,7 @@ def test_documents_are_read_one_at_a_time_whatever_the_layout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: object
 ) -> None:
     """A small window of JSON text makes every item run past it at least once."""
-    monkeypatch.setattr(manifests, "JSON_CHUNK_CHARS", 64)
+    monkeypatch.setattr(json_documents, "JSON_CHUNK_CHARS", 64)
     dump = dump_state(rich_cluster().snapshot())
     dump["items"].insert(1, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"n": 12345}})
     path = tmp_path / "state.json"

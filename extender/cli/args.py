@@ -1,0 +1,260 @@
+"""Arguments of the `tfjob-extender` command and the `Settings` they make. `parse_args` builds one parser
+with a subcommand per mode (serve, simulate, loops, scaler, explain, dev-cluster); the `add_*_arguments`
+helpers add the groups of options several subcommands share (scaler tuning, TLS and tokens, a loop process's
+cluster and port), and `settings_from` turns the parsed namespace into the frozen `Settings` the rest of the
+program reads. Nothing here starts anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from extender import explain as explain_command
+from extender.config import AuthSettings, ScalerSettings, Settings
+from extender.policy.model import NetworkLayer
+from extender.sim import cli as sim_cli
+
+DEFAULTS = Settings()
+COMMAND_DESCRIPTION = "The `tfjob-extender` command: parse arguments, build the service, run it. No policy lives here."
+"""`tfjob-extender --help`'s description."""
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="tfjob-extender", description=COMMAND_DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="answer kube-scheduler's extender calls")
+    add_serve_arguments(serve)
+    add_serve_loop_arguments(serve)
+    simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
+    sim_cli.add_arguments(simulate)
+    simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    loops = commands.add_parser(
+        "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
+    )
+    scaler = commands.add_parser("scaler", help="run only the scaler loop (scale-out, consolidation)")
+    explain_command.add_arguments(
+        commands.add_parser(
+            "explain",
+            help="ask a running extender where a TFJob, PodGroup or pod stands "
+            "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+        )
+    )
+    add_dev_cluster_arguments(
+        commands.add_parser(
+            "dev-cluster",
+            help="a local control plane (etcd, kube-apiserver, kwok, kube-scheduler with this extender, "
+            "training-operator) on 127.0.0.1, to try the extender by hand",
+        )
+    )
+    for command in (loops, scaler):
+        add_loop_process_arguments(command, 8889)
+    return parser.parse_args(argv)
+
+
+def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    """`serve`: listeners, where the model comes from, policy knobs, limits, TLS and tokens."""
+    serve.add_argument("--host", default=DEFAULTS.host, help="address to bind (default %(default)s)")
+    serve.add_argument("--port", type=int, default=DEFAULTS.port, help="port to bind (default %(default)s)")
+    serve.add_argument(
+        "--observe-host",
+        default=DEFAULTS.observe_host,
+        help="address of the read-only observe listener: /metrics, /debug, /ui, no verbs (default %(default)s)",
+    )
+    serve.add_argument(
+        "--observe-port",
+        type=int,
+        default=DEFAULTS.observe_port,
+        help="port of the observe listener (default %(default)s: none)",
+    )
+    source = serve.add_mutually_exclusive_group()
+    source.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
+    source.add_argument(
+        "--cluster-snapshot",
+        type=Path,
+        help="serve from this file (a /debug/state dump or Kubernetes objects in YAML) with no API server",
+    )
+    serve.add_argument(
+        "--scheduler-name",
+        default=DEFAULTS.policy.scheduler_name,
+        help="schedulerName of the pods to manage (default %(default)s)",
+    )
+    serve.add_argument(
+        "--starvation-limit-s",
+        type=float,
+        default=DEFAULTS.policy.starvation_limit_s,
+        help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
+    )
+    serve.add_argument(
+        "--network-topology",
+        type=network_layers,
+        default=DEFAULTS.policy.network_topology,
+        metavar="LAYER=LABEL,...",
+        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
+        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
+    )
+    serve.add_argument(
+        "--own-barrier-for-gated-gangs",
+        action="store_true",
+        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
+        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULTS.max_body_bytes,
+        help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
+    )
+    add_auth_arguments(serve)
+
+
+def add_serve_loop_arguments(serve: argparse.ArgumentParser) -> None:
+    """`serve`: which loops run in the process, shadow mode, and the scaler's tuning."""
+    serve.add_argument(
+        "--with-scaler",
+        action="store_true",
+        help="also run the scaler loop in this process (with --cluster-snapshot: only with --dry-run)",
+    )
+    serve.add_argument(
+        "--no-loops",
+        action="store_true",
+        help="answer the verbs only: the preemption loop and the scaler run in their own process "
+        "(`tfjob-extender loops`), and their plans reach this one through the API server",
+    )
+    serve.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="shadow mode: the preemption loop and the scaler plan and show what they would do, never act",
+    )
+    add_scaler_arguments(serve)
+
+
+def add_dev_cluster_arguments(dev_cluster: argparse.ArgumentParser) -> None:
+    """`dev-cluster ACTION`: the local control plane's action and where it lives."""
+    dev_cluster.add_argument("action", choices=["up", "down", "status"])
+    dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
+    dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
+    dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
+    dev_cluster.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+
+
+def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> None:
+    """Arguments of a process that runs loops on a model of its own: cluster, HTTP for /debug and /metrics."""
+    parser.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
+    parser.add_argument("--host", default=DEFAULTS.host, help="address of /debug and /metrics")
+    parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
+    parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
+    parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
+    parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_scaler_arguments(parser)
+    add_auth_arguments(parser)
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """TLS and bearer-token checks, for a port reachable from off the loopback address."""
+    group = parser.add_argument_group("TLS and authentication (for a port off the loopback address)")
+    group.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate (PEM)")
+    group.add_argument("--tls-key-file", type=Path, help="the certificate's private key (PEM)")
+    group.add_argument(
+        "--tls-client-ca-file",
+        type=Path,
+        help="require client certificates signed by this CA (kube-scheduler's extender tlsConfig certFile/keyFile)",
+    )
+    group.add_argument("--auth-token-file", type=Path, help="accept bearer tokens listed in this file, one a line")
+    group.add_argument(
+        "--auth-token-review", action="store_true", help="accept bearer tokens the API server's TokenReview accepts"
+    )
+    group.add_argument("--auth-audience", action="append", default=[], help="audience a reviewed token must have")
+    group.add_argument("--auth-allowed-user", action="append", default=[], help="user a reviewed token must be")
+
+
+def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
+    policy, loop = DEFAULTS.policy, DEFAULTS.scaler
+    group = parser.add_argument_group("scaler")
+    group.add_argument("--scaler-interval-s", type=float, default=loop.interval_s, help="(default %(default)s)")
+    group.add_argument(
+        "--scale-out-step", type=int, default=policy.scale_out_step, help="workers a job gains per tick (%(default)s)"
+    )
+    group.add_argument(
+        "--scale-in-step",
+        type=int,
+        default=policy.scale_in_step,
+        help="workers a job gives up per tick for a waiting gang (%(default)s)",
+    )
+    group.add_argument("--scale-cooldown-s", type=float, default=policy.scale_cooldown_s, help="(default %(default)s)")
+    group.add_argument("--no-consolidation", action="store_true", help="never migrate workers onto their PS node")
+    group.add_argument("--consolidation-budget", type=int, default=policy.consolidation_budget, help="(%(default)s)")
+    group.add_argument(
+        "--consolidation-interval-s", type=float, default=policy.consolidation_interval_s, help="(%(default)s)"
+    )
+    group.add_argument("--lease-namespace", default=loop.lease_namespace, help="(default %(default)s)")
+    group.add_argument("--lease-name", default=loop.lease_name, help="(default %(default)s)")
+    group.add_argument("--lease-duration-s", type=int, default=loop.lease_duration_s, help="(default %(default)s)")
+    group.add_argument("--identity", default="", help="name in the Lease (default: host, pid, random suffix)")
+
+
+def network_layers(text: str) -> tuple[NetworkLayer, ...]:
+    """`SpineLayer=network.topology.nvidia.com/spine,BlockLayer=...`: layer=label pairs, top first."""
+    layers = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, label = item.partition("=")
+        if not name or not label:
+            raise argparse.ArgumentTypeError(f"{item!r} is not LAYER=LABEL")
+        layers.append(NetworkLayer(name, (label,)))
+    return tuple(layers)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    return Settings(
+        host=args.host,
+        port=args.port,
+        kubeconfig=args.kubeconfig,
+        cluster_snapshot=getattr(args, "cluster_snapshot", None),
+        policy=replace(
+            DEFAULTS.policy,
+            scheduler_name=args.scheduler_name,
+            starvation_limit_s=args.starvation_limit_s,
+            scale_out_step=args.scale_out_step,
+            scale_in_step=args.scale_in_step,
+            scale_cooldown_s=args.scale_cooldown_s,
+            consolidation_enabled=not args.no_consolidation,
+            consolidation_budget=args.consolidation_budget,
+            consolidation_interval_s=args.consolidation_interval_s,
+            network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
+            defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
+        ),
+        observe_host=getattr(args, "observe_host", DEFAULTS.observe_host),
+        observe_port=getattr(args, "observe_port", DEFAULTS.observe_port),
+        with_scaler=getattr(args, "with_scaler", False),
+        with_loops=not getattr(args, "no_loops", False),
+        dry_run=getattr(args, "dry_run", False),
+        max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
+        auth=AuthSettings(
+            tls_cert_file=args.tls_cert_file,
+            tls_key_file=args.tls_key_file,
+            tls_client_ca_file=args.tls_client_ca_file,
+            token_file=args.auth_token_file,
+            token_review=args.auth_token_review,
+            audiences=tuple(args.auth_audience),
+            allowed_users=tuple(args.auth_allowed_user),
+        ),
+        scaler=ScalerSettings(
+            interval_s=args.scaler_interval_s,
+            lease_namespace=args.lease_namespace,
+            lease_name=args.lease_name,
+            lease_duration_s=args.lease_duration_s,
+            identity=args.identity or default_identity(),
+        ),
+    )
+
+
+def default_identity() -> str:
+    import os
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"

@@ -1,0 +1,155 @@
+"""`tfjob-extender loops` and `tfjob-extender scaler`: the preemption loop and the scaler in a process of their
+own, on a model fed by their own informers, acting through the Kubernetes actuator while this process holds the
+Lease; `/debug/scaler` and `/metrics` on their port. `make_loops` builds the wanted loops; `serve` uses it too
+when the loops run inside the extender's process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from extender.cli.exposure import exposure_checked
+from extender.config import Settings
+from extender.state.store import ClusterState
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+    from kubernetes.client import ApiClient
+    from prometheus_client import CollectorRegistry
+
+    from extender.k8s.plans import PlanPublisher
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
+
+
+@dataclass(frozen=True, slots=True)
+class Loops:
+    """Which loops a process runs."""
+
+    preemption: bool
+    scaler: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunningLoops:
+    preemption: PreemptionLoop | None
+    scaler: ScalerLoop | None
+
+    def start(self) -> None:
+        for loop in (self.preemption, self.scaler):
+            if loop is not None:
+                loop.start()
+
+    def stop(self) -> None:
+        for loop in (self.scaler, self.preemption):
+            if loop is not None:
+                loop.stop()
+
+    def routers(self) -> list[APIRouter]:
+        from extender.api.scaler import make_scaler_router
+
+        return [make_scaler_router(self.scaler, time.time)] if self.scaler is not None else []
+
+
+def make_loops(
+    settings: Settings,
+    state: ClusterState,
+    api_client: ApiClient,
+    registry: CollectorRegistry,
+    publisher: PlanPublisher,
+    wanted: Loops,
+) -> RunningLoops:
+    """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
+    Lease (one lease for both: one instance acts cluster-wide)."""
+    from extender.api.scaler import export_scaler_metrics
+    from extender.k8s.actuator import KubeActuator
+    from extender.k8s.lease import KubeLease
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
+
+    lease = KubeLease(
+        api_client,
+        namespace=settings.scaler.lease_namespace,
+        name=settings.scaler.lease_name,
+        identity=settings.scaler.identity,
+        duration_s=settings.scaler.lease_duration_s,
+    )
+    actuator = KubeActuator(api_client)
+    preemption = (
+        PreemptionLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            dry_run=settings.dry_run,
+            leader=lease,
+            publish=publisher.publish,
+        )
+        if wanted.preemption
+        else None
+    )
+    scaler = (
+        ScalerLoop(
+            state,
+            actuator,
+            settings.policy,
+            time.time,
+            leader=lease,
+            interval_s=settings.scaler.interval_s,
+            dry_run=settings.dry_run,
+        )
+        if wanted.scaler
+        else None
+    )
+    if scaler is not None:
+        export_scaler_metrics(registry, scaler)
+    return RunningLoops(preemption, scaler)
+
+
+def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
+    """Loops alone: their own model fed by informers, `/debug/scaler` and `/metrics` on their port."""
+    import uvicorn
+    from prometheus_client import CollectorRegistry
+
+    from extender.api.auth import guarded, uvicorn_tls_options
+    from extender.api.scaler import create_loops_app
+    from extender.k8s.client import make_api_client, token_reviewer
+    from extender.k8s.informer import Informers
+    from extender.k8s.plans import PlanPublisher
+
+    if not exposure_checked(settings):
+        return 2
+    state = ClusterState(settings.policy)
+    api_client = make_api_client(settings.kubeconfig)
+    informers = Informers(api_client, state)
+    registry = CollectorRegistry()
+    publisher = PlanPublisher(api_client)
+    loops = make_loops(settings, state, api_client, registry, publisher, wanted)
+
+    def start() -> None:
+        publisher.start()
+        informers.start()
+        loops.start()
+
+    def stop() -> None:
+        loops.stop()
+        informers.stop()
+        publisher.stop()
+
+    app = guarded(
+        create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop),
+        settings.auth,
+        token_reviewer(api_client),
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        log_level=log_level,
+        access_log=False,
+        **uvicorn_tls_options(settings.auth),
+    )
+    return 0

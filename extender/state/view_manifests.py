@@ -1,0 +1,206 @@
+"""One minimal Kubernetes manifest per model view: a node, a pod, a PodGroup (either API group), a TFJob, a
+PriorityClass and the ClusterNetworkTopology, each holding only the fields the model reads, so that reading
+the manifest back through `extender.state.convert` gives the same view. `extender.state.state_dump` puts
+them together into a dump of the whole model.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from extender.policy.model import (
+    NODE_LAYER,
+    ClusterSnapshot,
+    GroupView,
+    JobView,
+    NetworkLayer,
+    NodeView,
+    PodView,
+    Role,
+)
+from extender.policy.resources import EMPTY, PODS, Resources
+from extender.state import convert, workload_api
+from extender.state.kinds import BY_KIND, Kind
+
+
+def _time(seconds: float) -> str | None:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if seconds else None
+
+
+def _meta(name: str, namespace: str | None, created: float, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if created:
+        meta["creationTimestamp"] = _time(created)
+    meta.update({key: value for key, value in extra.items() if value})
+    return meta
+
+
+def node_manifest(node: NodeView) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(node.name, None, 0.0, labels=dict(node.labels)),
+        "spec": {"unschedulable": True} if not node.schedulable else {},
+        "status": {"allocatable": node.allocatable.to_quantities()},
+    }
+
+
+def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
+    labels: dict[str, str] = {}
+    scheduling_group: dict[str, str] = {}
+    if pod.group:
+        group = snapshot.groups.get(pod.group)
+        api_group = group.api_group if group is not None else ""
+        if api_group == workload_api.API_GROUP:
+            scheduling_group["podGroupName"] = pod.group.split("/")[1]
+        else:
+            legacy = api_group == "scheduling.sigs.k8s.io"
+            labels[convert.LEGACY_POD_GROUP_LABELS[0] if legacy else convert.POD_GROUP_LABEL] = pod.group.split("/")[1]
+    owners = []
+    if pod.job:
+        job_name = pod.job.split("/", 1)[1]
+        labels[convert.JOB_NAME_LABEL] = job_name
+        job = snapshot.jobs.get(pod.job)
+        owners.append(
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "name": job_name,
+                "uid": job.uid if job else "",
+                "controller": True,
+            }
+        )
+    if pod.role is not Role.NONE:
+        labels[convert.REPLICA_TYPE_LABEL] = pod.role.value
+    if pod.role is not Role.NONE or pod.index:
+        labels[convert.REPLICA_INDEX_LABEL] = str(pod.index)
+    index = pod.topology_index
+    meta = _meta(
+        pod.name,
+        pod.namespace,
+        pod.created,
+        uid=pod.uid,
+        labels=labels,
+        annotations={convert.NETWORK_TOPOLOGY_INDEX_ANNOTATION: str(index)} if index is not None else {},
+        ownerReferences=owners,
+        deletionTimestamp=_time(pod.created or 1.0) if pod.terminating else None,
+    )
+    requests = (pod.requests - Resources({PODS: 1})).to_quantities()
+    spec: dict[str, Any] = {
+        "schedulerName": pod.scheduler_name,
+        "priority": pod.priority,
+        "preemptionPolicy": pod.preemption_policy,
+        "containers": [{"name": "main", "resources": {"requests": requests}}],
+    }
+    if pod.node_name:
+        spec["nodeName"] = pod.node_name
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
+    if scheduling_group:
+        spec["schedulingGroup"] = scheduling_group
+    status: dict[str, Any] = {"phase": pod.phase}
+    if pod.scheduled_at:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": _time(pod.scheduled_at)}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def group_manifest(group: GroupView) -> dict[str, Any]:
+    annotations = {convert.GANG_GROUPS_ANNOTATION: json.dumps(list(group.gang_group))} if group.gang_group else {}
+    if group.gather:
+        rules = [{"layer": rule.layer, "strategy": rule.strategy.value} for rule in group.gather]
+        annotations[convert.NETWORK_TOPOLOGY_SPEC_ANNOTATION] = json.dumps({"gatherStrategy": rules})
+    if group.plan:
+        nodes = {name: node for name, node, _ in group.plan}
+        uids = {name: uid for name, _, uid in group.plan}
+        annotations[convert.GANG_PLAN_ANNOTATION] = convert.plan_annotation(nodes, group.plan_expires, uids)
+    metadata = _meta(group.name, group.namespace, group.created, annotations=annotations)
+    if group.api_group == workload_api.API_GROUP:
+        return workload_api.podgroup_manifest(group, metadata)
+    spec: dict[str, Any] = {"minMember": group.min_member}
+    if group.schedule_timeout_s:
+        spec["scheduleTimeoutSeconds"] = int(group.schedule_timeout_s)
+    if group.min_resources:
+        spec["minResources"] = group.min_resources.to_quantities()
+    return {
+        "apiVersion": f"{group.api_group}/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def job_manifest(job: JobView) -> dict[str, Any]:
+    replica_specs = {
+        role.value.capitalize() if role is not Role.PS else "PS": {
+            "replicas": count,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "tensorflow",
+                            "resources": {
+                                "requests": (job.role_requests.get(role, EMPTY) - Resources({PODS: 1})).to_quantities()
+                            },
+                        }
+                    ]
+                }
+            },
+        }
+        for role, count in job.replicas.items()
+    }
+    spec: dict[str, Any] = {"tfReplicaSpecs": replica_specs, "enableDynamicWorker": job.enable_dynamic_worker}
+    if job.priority_class:
+        spec["runPolicy"] = {"schedulingPolicy": {"priorityClass": job.priority_class}}
+    workers = job.replicas.get(Role.WORKER, 0)
+    annotations = (
+        {
+            convert.MIN_WORKERS_ANNOTATION: str(job.min_workers),
+            convert.MAX_WORKERS_ANNOTATION: str(job.max_workers),
+        }
+        if (job.min_workers, job.max_workers) != (workers, workers)
+        else {}
+    )
+    if job.scaled_at:
+        annotations[convert.SCALED_AT_ANNOTATION] = f"{job.scaled_at:.3f}"
+    if job.consolidated_at:
+        annotations[convert.CONSOLIDATED_AT_ANNOTATION] = f"{job.consolidated_at:.3f}"
+    if job.worker_plan:
+        annotations[convert.WORKER_PLAN_ANNOTATION] = convert.plan_annotation(
+            dict(job.worker_plan), job.worker_plan_expires
+        )
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": _meta(job.name, job.namespace, job.created, uid=job.uid, annotations=annotations),
+        "spec": spec,
+    }
+
+
+def network_topology_manifest(layers: tuple[NetworkLayer, ...]) -> dict[str, Any]:
+    """The ClusterNetworkTopology `default` declaring `layers` (top first) above the node layer."""
+    spec: list[dict[str, Any]] = []
+    parent = ""
+    for layer in (*layers, NetworkLayer(NODE_LAYER, ())):
+        entry: dict[str, Any] = {"topologyLayer": layer.name}
+        if parent:
+            entry["parentTopologyLayer"] = parent
+        if layer.label_keys:
+            entry["labelKey"] = list(layer.label_keys)
+        spec.append(entry)
+        parent = layer.name
+    return {
+        "apiVersion": BY_KIND[Kind.NETWORK_TOPOLOGY].api_version,
+        "kind": "ClusterNetworkTopology",
+        "metadata": {"name": convert.NETWORK_TOPOLOGY_NAME},
+        "spec": {"networkTopologySpec": spec},
+    }
+
+
+def priority_class_manifest(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
