@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from extender.policy.gang_capacity import free_capacity, placement_unit
 from extender.policy.gang_capacity import roomy_nodes as roomy_nodes  # re-exported: victims imports it from here
 from extender.policy.index_order import place_in_index_order
-from extender.policy.model import ClusterSnapshot, FailedPlan, GatherRule, GroupView, PodView, Reservation
+from extender.policy.model import ClusterSnapshot, FailedPlan, GangKey, GatherRule, GroupView, PodView, Reservation
 from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
 from extender.policy.resources import Resources, describe, smallest
 from extender.policy.settings import PolicySettings
@@ -41,7 +41,7 @@ from extender.policy.topology import (
 class GangState:
     """Where a gang stands before planning."""
 
-    key: str
+    key: GangKey
     """Sorted, comma-joined keys of the gang's PodGroups."""
     groups: tuple[GroupView, ...]
     missing: tuple[str, ...]
@@ -87,7 +87,7 @@ def gang_state(snapshot: ClusterSnapshot, group_key: str) -> GangState:
         )
         for key in keys
     }
-    return GangState(",".join(keys), groups, missing, members)
+    return GangState(GangKey.of(keys), groups, missing, members)
 
 
 def membership_generation(snapshot: ClusterSnapshot, state: GangState) -> int:
