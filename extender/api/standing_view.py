@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot
-from extender.policy.queue import GangQueue, GangSummary, queue_of
+from extender.policy.queue import GangQueue, queue_of
 from extender.policy.resources import Resources
 from extender.policy.settings import PolicySettings
 from extender.policy.standing import (

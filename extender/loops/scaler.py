@@ -33,9 +33,10 @@ from dataclasses import dataclass, field, replace
 from extender.loops.actuator import EvictionRefused, ScalingActuator
 from extender.loops.leadership import AlwaysLeader, LeaderElector
 from extender.loops.ticking import Ticker
+from extender.policy.consolidation import plan_consolidation
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, Reservation
-from extender.policy.scaling import ActionKind, ScalingAction, plan_consolidation, plan_scale_out
+from extender.policy.scaling import ActionKind, ScalingAction, plan_scale_out
 from extender.policy.settings import PolicySettings
 from extender.state.convert import (
     CONSOLIDATED_AT_ANNOTATION,

@@ -1,4 +1,4 @@
-"""Elastic scaling of TFJob workers: scale-out and consolidation (pure).
+"""Elastic scaling of TFJob workers: scale-out, and what consolidation shares with it (pure).
 
 Two planners over one snapshot (KOD2's third, scale-in for a waiting gang, is job-level preemption's
 cheapest form and lives with it in `policy.preemption.scale_in`); each returns actions with their
@@ -9,10 +9,8 @@ reasons and never touches the model:
   diminishing returns favour the job with the fewest, cheapest workers), then the higher rank. Capacity
   one job takes is not offered to the next. Each new worker (`<job>-worker-<index>`, a deterministic
   name) gets a reservation on the node it was counted on.
-- `plan_consolidation` (Voda's worker migration): a worker of a running job that sits away from every
-  PS of its job moves onto a PS node with room, at most `consolidation_budget` workers per job per
-  `consolidation_interval_s`, emptiest source node first, never making a waiting gang that fits now
-  stop fitting.
+- `plan_consolidation` lives in `policy.consolidation` and shares the running-job and waiting-gang
+  views below (`running_jobs`, `waiting_gangs`, `FittingGangs`, `blocking_gang`).
 Only TFJobs with `enableDynamicWorker: true` are scaled or migrated: without it training-operator fails
 the job when a worker terminates, and new workers would get an inconsistent TF_CONFIG. Such jobs are
 reported in `skipped` with that reason.
@@ -33,11 +31,11 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang
+from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
-from extender.policy.placement import idleness
-from extender.policy.queue import GangSummary, queue_of
+from extender.policy.queue import queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, dominant_share, gang_rank
-from extender.policy.resources import EMPTY, Resources, describe, total
+from extender.policy.resources import EMPTY, Resources, total
 from extender.policy.settings import PolicySettings
 
 
@@ -74,7 +72,7 @@ class ScalingPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Running:
+class RunningJob:
     """A settled, running TFJob the scaler may act on."""
 
     job: JobView
@@ -104,13 +102,13 @@ def plan_scale_out(
 ) -> ScalingPlan:
     """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
     capacity = cluster_capacity(snapshot)
-    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
     if not running:
         return ScalingPlan((), tuple(skipped))
     if settings.scale_out_by_gain:
         running.sort(key=lambda job: (-scale_out_gain(job.replicas, job.worker_requests, capacity), job.rank.sort_key))
-    waiting = _waiting_gangs(snapshot, settings, now)
-    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
+    waiting = waiting_gangs(snapshot, settings, now)
+    fitting = FittingGangs.of(snapshot, settings, now, waiting)
     remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
     by_name = sorted(remaining)
     exhausted: set[Resources] = set()
@@ -120,7 +118,7 @@ def plan_scale_out(
         growth = min(settings.scale_out_step, job.job.max_workers - job.replicas)
         if growth <= 0:
             continue
-        blocker = _blocking_gang(job.rank, waiting, capacity)
+        blocker = blocking_gang(job.rank, waiting, capacity)
         if blocker is not None:
             skipped.append((job.job.key, f"not scaled out: gang {blocker} ranked above it waits for room"))
             continue
@@ -147,56 +145,11 @@ def scale_out_gain(replicas: int, worker: Resources, capacity: Resources) -> flo
     return 1.0 / ((max(replicas, 0) + 1) * max(dominant_share(worker, capacity), 1e-9))
 
 
-def plan_consolidation(
-    snapshot: ClusterSnapshot,
-    settings: PolicySettings,
-    now: float,
-    last_action: Mapping[str, float],
-    last_consolidation: Mapping[str, float],
-) -> ScalingPlan:
-    """Workers to move onto their job's PS node (Voda's worker migration), within the disruption budget."""
-    if not settings.consolidation_enabled or settings.consolidation_budget <= 0:
-        return ScalingPlan()
-    capacity = cluster_capacity(snapshot)
-
-    def due(job: JobView, summary: GangSummary) -> bool:
-        last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
-        return summary.scattered and now - last >= settings.consolidation_interval_s
-
-    running, skipped = _running_jobs(snapshot, settings, now, last_action, capacity, due)
-    if not running:
-        return ScalingPlan((), tuple(skipped))
-    waiting = _waiting_gangs(snapshot, settings, now)
-    fitting = _FittingGangs.of(snapshot, settings, now, waiting)
-    remaining = {name: node.available for name, node in snapshot.nodes.items() if node.node.schedulable}
-    shifted: dict[str, Resources] = {}
-    actions: list[ScalingAction] = []
-    for job in running:
-        if not job.ps_nodes:
-            continue
-        if _blocking_gang(job.rank, waiting, capacity) is not None:
-            continue
-        moves = _migrations(snapshot, job, remaining, settings.consolidation_budget)
-        if not moves:
-            continue
-        trial_shifted = dict(shifted)
-        for pod, node in moves:
-            trial_shifted[node] = trial_shifted.get(node, EMPTY) - pod.requests
-            trial_shifted[pod.node_name] = trial_shifted.get(pod.node_name, EMPTY) + pod.requests
-        if not fitting.still_fit(trial_shifted):
-            continue
-        for pod, node in moves:
-            remaining[node] = remaining[node] - pod.requests
-        shifted = trial_shifted
-        actions += [_migrate(job, pod, node, settings, now) for pod, node in moves]
-    return ScalingPlan(tuple(actions), tuple(skipped))
-
-
 # -- running jobs and waiting gangs -----------------------------------------------------------------------
 
 
 @dataclass
-class _FittingGangs:
+class FittingGangs:
     """The waiting gangs that fit now, each with the plan it would get: growth or a move that leaves every
     one of those plans room where it touches needs no new plan; one that takes such room has the gang
     planned again around it."""
@@ -213,7 +166,7 @@ class _FittingGangs:
         settings: PolicySettings,
         now: float,
         waiting: Sequence[tuple[JobRank, GangState]],
-    ) -> _FittingGangs:
+    ) -> FittingGangs:
         plans = []
         for _, state in waiting:
             verdict = plan_gang(snapshot, state, settings, now)
@@ -238,18 +191,18 @@ class _FittingGangs:
         return True
 
 
-def _running_jobs(
+def running_jobs(
     snapshot: ClusterSnapshot,
     settings: PolicySettings,
     now: float,
     last_action: Mapping[str, float],
     capacity: Resources,
     wanted: Callable[[JobView, GangSummary], bool],
-) -> tuple[list[_Running], list[tuple[str, str]]]:
+) -> tuple[list[RunningJob], list[tuple[str, str]]]:
     """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
     that may not be scaled at all. Candidates come from the gang queue: a job with pending members or an
     unsatisfied gang is passed over without looking at its pods."""
-    running: list[_Running] = []
+    running: list[RunningJob] = []
     skipped = [
         (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
         for job in snapshot.jobs.values()
@@ -274,7 +227,7 @@ def _running_jobs(
         if not is_satisfied(snapshot, state):
             continue
         running.append(
-            _Running(
+            RunningJob(
                 job,
                 gang_rank(snapshot, group, now, settings, capacity),
                 group,
@@ -311,7 +264,7 @@ def _settled(
     return group, workers
 
 
-def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> list[tuple[JobRank, GangState]]:
+def waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> list[tuple[JobRank, GangState]]:
     """Gangs with pending members, all members created, not yet satisfied: the `rank_gangs_checked`
     highest-ranked, read from the wait queue in rank order."""
     queue = queue_of(snapshot, settings)
@@ -325,7 +278,7 @@ def _waiting_gangs(snapshot: ClusterSnapshot, settings: PolicySettings, now: flo
     return waiting
 
 
-def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
+def blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], capacity: Resources) -> str | None:
     """A waiting gang ranked above the job that the whole cluster could hold: growing the job would only
     hand the preemption loop workers to take back."""
     for other, state in waiting:
@@ -343,7 +296,7 @@ def _blocking_gang(rank: JobRank, waiting: Sequence[tuple[JobRank, GangState]], 
 
 def _place_workers(
     snapshot: ClusterSnapshot,
-    job: _Running,
+    job: RunningJob,
     growth: int,
     remaining: Mapping[str, Resources],
     by_name: Sequence[str],
@@ -378,7 +331,7 @@ def _place_workers(
     return nodes
 
 
-def _scale_out(job: _Running, nodes: Sequence[str], settings: PolicySettings, now: float) -> ScalingAction:
+def _scale_out(job: RunningJob, nodes: Sequence[str], settings: PolicySettings, now: float) -> ScalingAction:
     first = job.replicas
     pods = tuple(f"{job.job.key}-worker-{first + offset}" for offset in range(len(nodes)))
     placements = tuple(
@@ -393,56 +346,14 @@ def _scale_out(job: _Running, nodes: Sequence[str], settings: PolicySettings, no
     return ScalingAction(ActionKind.SCALE_OUT, job.job.key, first, first + len(nodes), pods, placements, reason)
 
 
-# -- scale-in -------------------------------------------------------------------------------------------
-
-
-# -- consolidation --------------------------------------------------------------------------------------
-
-
-def _migrations(
-    snapshot: ClusterSnapshot, job: _Running, available: Mapping[str, Resources], budget: int
-) -> list[tuple[PodView, str]]:
-    """Workers away from every PS node, from the node holding fewest of the job's pods first, each onto
-    the PS node with room (most room first); never worker 0. `available` is only read."""
-    movable = [pod for pod in job.workers if pod.node_name not in job.ps_nodes and pod.index > 0]
-    if not movable:
-        return []
-    movable.sort(key=lambda pod: (job.job_nodes.get(pod.node_name, 0), pod.node_name, -pod.index))
-    remaining = {node: available[node] for node in job.ps_nodes if node in available}
-    moves: list[tuple[PodView, str]] = []
-    for pod in movable:
-        if len(moves) >= budget:
-            break
-        targets = [
-            node
-            for node in job.ps_nodes
-            if node in remaining and pod.requests.fits_in(remaining[node]) and pod.selects(snapshot.nodes[node].node)
-        ]
-        if not targets:
-            continue
-        target = min(
-            targets, key=lambda node: (-idleness(remaining[node], snapshot.nodes[node].node.allocatable), node)
-        )
-        remaining[target] = remaining[target] - pod.requests
-        moves.append((pod, target))
-    return moves
-
-
-def _migrate(job: _Running, pod: PodView, node: str, settings: PolicySettings, now: float) -> ScalingAction:
-    reservation = Reservation(pod.key, job.group, node, pod.requests, now + settings.default_plan_timeout_s)
-    reason = (
-        f"move {pod.name} of {job.job.key} from {pod.node_name} to its PS node {node} "
-        f"({describe(pod.requests)} free there): fewer nodes, PS traffic kept local"
-    )
-    return ScalingAction(
-        ActionKind.MIGRATE, job.job.key, job.replicas, job.replicas, (pod.key,), (reservation,), reason
-    )
-
-
 __all__ = [
     "ActionKind",
+    "FittingGangs",
+    "RunningJob",
     "ScalingAction",
     "ScalingPlan",
-    "plan_consolidation",
+    "blocking_gang",
     "plan_scale_out",
+    "running_jobs",
+    "waiting_gangs",
 ]

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from extender.policy.admission import held_back_by
 from extender.policy.gang import GangState, GangVerdict, gang_state, membership_generation, plan_gang, waiting_reason
+from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, JobView
-from extender.policy.queue import GangQueue, GangSummary, queue_of
+from extender.policy.queue import GangQueue, queue_of
 from extender.policy.resources import CPU, EMPTY, MEMORY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 from extender.policy.weights import JobRank, cluster_capacity, job_weight

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
+from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
-from extender.policy.queue import GangSummary, queue_of
+from extender.policy.queue import queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings

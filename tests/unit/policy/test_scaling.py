@@ -7,6 +7,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.policy.consolidation import plan_consolidation
 from extender.policy.model import ClusterSnapshot, Role
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.search import PreemptionRefusal
@@ -16,7 +17,6 @@ from extender.policy.resources import EMPTY, Resources
 from extender.policy.scaling import (
     ActionKind,
     ScalingPlan,
-    plan_consolidation,
     plan_scale_out,
 )
 from extender.policy.settings import PolicySettings
