@@ -1,4 +1,5 @@
-"""Baselines that place whole jobs: gang-FIFO coscheduling, KOD2 as published, Tiresias 2D-LAS, Optimus.
+"""Baselines that place whole jobs: gang-FIFO coscheduling, KOD2 as published, Tiresias 2D-LAS, and
+Optimus (in `optimus`, sharing the placement helpers here).
 
 Each one decides on the same `SimCluster` as the other policies and binds pods itself (KOD2 writes
 `nodeName`; the others stand in for a scheduler that places a gang at once). Every one gets the same
@@ -122,11 +123,11 @@ def current_free(cluster: SimCluster) -> Free:
     return {node: cluster.free(node) for node in cluster.nodes}
 
 
-def _active(cluster: SimCluster) -> list[SimJob]:
+def active_jobs(cluster: SimCluster) -> list[SimJob]:
     return sorted((j for j in cluster.jobs.values() if not j.finished), key=lambda j: (j.spec.arrival_s, j.spec.name))
 
 
-def _running(job: SimJob) -> bool:
+def is_running(job: SimJob) -> bool:
     return any(p.node for p in job.pods.values())
 
 
@@ -135,12 +136,12 @@ class GangFifo(Policy):
     gang = True
 
     def step(self, now: float) -> None:
-        for job in _active(self.cluster):
+        for job in active_jobs(self.cluster):
             pending = job.pending()
             if not pending:
                 continue
             free = current_free(self.cluster)
-            if _running(job):
+            if is_running(job):
                 bind_all(self.cluster, spread(self.cluster, free, pending, partial=True) or {})
                 continue
             minimum = _minimum_members(job)
@@ -184,16 +185,16 @@ class Kod2(Policy):
     def step(self, now: float) -> None:
         while self._admit_one(now):
             pass
-        for job in _active(self.cluster):
+        for job in active_jobs(self.cluster):
             waited = now - job.spec.arrival_s
-            if not _running(job) and waited > self.starve_limit_s:
+            if not is_running(job) and waited > self.starve_limit_s:
                 self.weights[job.spec.name] = 1.0
         self._scale_out(now)
 
     def _admit_one(self, now: float) -> bool:
-        active = _active(self.cluster)
-        waiting = self._order([j for j in active if not _running(j)], descending=True)
-        running = [j for j in active if _running(j)]
+        active = active_jobs(self.cluster)
+        waiting = self._order([j for j in active if not is_running(j)], descending=True)
+        running = [j for j in active if is_running(j)]
         if not waiting:
             return False
         top = waiting[0]
@@ -265,7 +266,7 @@ class Kod2(Policy):
     def _scale_out(self, now: float) -> None:
         """Algorithm 3: grow running jobs, heaviest first, onto nodes with room for one more worker."""
         idle = current_free(self.cluster)
-        for job in self._order([j for j in _active(self.cluster) if _running(j)], descending=True):
+        for job in self._order([j for j in active_jobs(self.cluster) if is_running(j)], descending=True):
             room = job.spec.max_workers - job.workers
             request = job.spec.requests(Role.WORKER)
             targets: list[str] = []
@@ -300,11 +301,11 @@ class Tiresias(Policy):
     def step(self, now: float) -> None:
         if self.threshold is None:
             self.threshold = statistics.median(_nominal_service(self.cluster, p.spec) for p in self.progress.values())
-        jobs = _active(self.cluster)
+        jobs = active_jobs(self.cluster)
         order = sorted(jobs, key=lambda j: (self.queue(j), j.spec.arrival_s, j.spec.name))
         free = current_free(self.cluster)
         for job in order:
-            if _running(job):
+            if is_running(job):
                 continue
             plan = pack(self.cluster, free, list(job.pods.values()))
             if plan is None:
@@ -322,7 +323,7 @@ class Tiresias(Policy):
     def _victims(self, job: SimJob, order: Sequence[SimJob], free: Free) -> list[SimJob]:
         """The fewest running jobs of lower queues (lowest first) whose restart lets `job` be placed whole,
         or none when even all of them would not: a job never preempts its own queue or a higher one."""
-        lower = [j for j in reversed(order) if _running(j) and self.queue(j) > self.queue(job)]
+        lower = [j for j in reversed(order) if is_running(j) and self.queue(j) > self.queue(job)]
         pods = list(job.pods.values())
 
         def fits(chosen: Sequence[SimJob]) -> bool:
@@ -355,82 +356,3 @@ def _nominal_service(cluster: SimCluster, spec: JobSpec) -> float:
     rate = job_rate(MODELS[spec.model], spec.batch, tasks, workers, hw).samples_s
     size = node_share(cluster, spec.requests(Role.PS).scaled(spec.ps) + spec.requests(Role.WORKER).scaled(spec.workers))
     return size * spec.samples / max(rate, 1e-9)
-
-
-class Optimus(Policy):
-    name = "optimus"
-    resizes = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._seen: frozenset[str] = frozenset()
-        self._last = float("-inf")
-        self._target: dict[str, int] = {}
-        self._rates: dict[tuple[str, int], float] = {}
-
-    interval_s = 600.0
-    """Seconds between reallocations when no job arrives or finishes (Optimus reschedules periodically)."""
-
-    def step(self, now: float) -> None:
-        jobs = _active(self.cluster)
-        names = frozenset(j.spec.name for j in jobs)
-        if names != self._seen or now - self._last >= self.interval_s:
-            self._seen = names
-            self._last = now
-            self._target = self._allocate(jobs)
-            for job in jobs:
-                wanted = self._target.get(job.spec.name, 0)
-                if _running(job) and wanted == job.workers:
-                    continue
-                if _running(job):
-                    self.cluster.restart_job(job.spec.name, now)
-                    self.scale_actions += 1
-                    self.preemptions += wanted == 0
-                if wanted:
-                    self.cluster.set_workers(job.spec.name, wanted, now)
-        free = current_free(self.cluster)
-        for job in jobs:
-            if self._target.get(job.spec.name) and not _running(job):
-                plan = pack(self.cluster, free, list(job.pods.values()))
-                if plan is not None:
-                    bind_all(self.cluster, plan)
-
-    def _remaining_time(self, spec: JobSpec, workers: int) -> float:
-        key = (spec.name, workers)
-        rate = self._rates.get(key)
-        if rate is None:
-            ps = [Task("n", spec.requests(Role.PS))] * spec.ps
-            wk = [Task("n", spec.requests(Role.WORKER))] * workers
-            rate = self._rates[key] = job_rate(MODELS[spec.model], spec.batch, ps, wk, self.cluster.hardware).samples_s
-        left = spec.samples - self.progress[spec.name].done
-        return left / max(rate, 1e-9)
-
-    def _allocate(self, jobs: Sequence[SimJob]) -> dict[str, int]:
-        """Worker counts. First every job's least size while resources last — running jobs first (so a
-        running job is never resized below its minimum nor taken to zero), then waiting ones in arrival
-        order: the minimum of an elastic job, all the workers of a rigid one. Then workers one at a time to
-        the elastic job whose remaining time falls most per node share, up to its maximum."""
-        free = self.cluster.capacity()
-        target: dict[str, int] = {}
-        for job in sorted(jobs, key=lambda j: (not _running(j), j.spec.arrival_s, j.spec.name)):
-            spec = job.spec
-            least = spec.min_workers if job.elastic else job.workers
-            base = spec.requests(Role.PS).scaled(spec.ps) + spec.requests(Role.WORKER).scaled(least)
-            if base.fits_in(free):
-                free = free - base
-                target[spec.name] = least
-        specs = {j.spec.name: j.spec for j in jobs if j.spec.name in target and j.elastic}
-        while True:
-            best: tuple[float, str] | None = None
-            for name, spec in specs.items():
-                request = spec.requests(Role.WORKER)
-                if target[name] >= spec.max_workers or not request.fits_in(free):
-                    continue
-                gain = self._remaining_time(spec, target[name]) - self._remaining_time(spec, target[name] + 1)
-                per_unit = gain / max(node_share(self.cluster, request), 1e-9)
-                if per_unit > 0 and (best is None or (per_unit, name) > best):
-                    best = (per_unit, name)
-            if best is None:
-                return target
-            free = free - specs[best[1]].requests(Role.WORKER)
-            target[best[1]] += 1

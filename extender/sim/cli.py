@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender.sim import baselines, policies, report, workload
+from extender.sim import baselines, gpu_traces, optimus, policies, report, workload
 from extender.sim.engine import RunResult, Simulation
 
 POLICIES: dict[str, Callable[[], policies.Policy]] = {
@@ -23,16 +23,16 @@ POLICIES: dict[str, Callable[[], policies.Policy]] = {
     "gang-fifo": baselines.GangFifo,
     "kod2": baselines.Kod2,
     "tiresias": baselines.Tiresias,
-    "optimus": baselines.Optimus,
+    "optimus": optimus.Optimus,
 }
 
 
 SCENARIOS: dict[str, Callable[..., workload.Workload]] = {
     "kod2": workload.kod2,
     "pai": workload.pai_like,
-    "gpu-gangs": workload.gpu_gangs,
-    "heavy-tail": workload.heavy_tail,
-    "mixed": workload.mixed,
+    "gpu-gangs": gpu_traces.gpu_gangs,
+    "heavy-tail": gpu_traces.heavy_tail,
+    "mixed": gpu_traces.mixed,
 }
 """Built-in workloads: each takes a seed, the generated ones also `jobs` and `nodes`."""
 

@@ -9,9 +9,11 @@ from dataclasses import replace
 import pytest
 
 from extender.sim import cli, report
-from extender.sim.baselines import Optimus, Tiresias
+from extender.sim.baselines import Tiresias
 from extender.sim.engine import Simulation
-from extender.sim.workload import NodeSpec, Workload, gpu_gangs, with_load
+from extender.sim.gpu_traces import gpu_gangs
+from extender.sim.optimus import Optimus
+from extender.sim.workload import NodeSpec, Workload, with_load
 from tests.builders import sim_job
 
 

@@ -10,17 +10,15 @@ import pytest
 
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
+from extender.sim.gpu_traces import gpu_gangs, heavy_tail, mixed
 from extender.sim.policies import Ours
 from extender.sim.workload import (
     JobSpec,
     NodeSpec,
     Workload,
     from_snapshot,
-    gpu_gangs,
-    heavy_tail,
     kod2,
     load_trace,
-    mixed,
     pai_like,
     save_trace,
     with_load,
