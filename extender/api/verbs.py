@@ -73,12 +73,20 @@ def _pod_in_model(service: Service, raw_pod: wire.Json, *, final: bool) -> tuple
     service.state.release_expired(service.clock())
     snapshot = service.state.snapshot()
     known = snapshot.pods.get(convert.pod_key(raw_pod))
-    if known is not None:
+    if known is not None and known.uid == _uid_of(raw_pod, known.uid):
         return known, snapshot
     pod = convert.pod_view(raw_pod)
     if pod.group and not final:
         raise PodNotSeenYet(pod.key)
     return pod, snapshot
+
+
+def _uid_of(raw_pod: wire.Json, default: str) -> str:
+    """The request's pod UID, or `default` when it names none (a pod recreated under the same name — as
+    training-operator recreates evicted workers — has a new UID, and the model's copy is then stale)."""
+    meta = raw_pod.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    return uid if isinstance(uid, str) and uid else default
 
 
 Handler = Callable[[Service, bytes, bool], bytes]
@@ -191,7 +199,8 @@ def _filter(service: Service, body: bytes, final: bool) -> bytes:
     now = service.clock()
 
     def decide(snapshot: ClusterSnapshot) -> FilterDecision:
-        current = snapshot.pods.get(pod.key, pod)
+        known = snapshot.pods.get(pod.key)
+        current = known if known is not None and known.uid == pod.uid else pod
         return filter_pod(snapshot, current, args.candidates, service.settings.policy, now)
 
     outcome = decide_and_commit(service.state, decide)

@@ -60,10 +60,11 @@ def filter_pod(
         return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
     if not pod.group:
         return fit_filter(snapshot, pod, candidates)
-    if pod.key not in snapshot.pods:
+    known = snapshot.pods.get(pod.key)
+    if known is None or known.uid != pod.uid:
         reason = (
-            f"gang {pod.group}: pod {pod.key} is not in the extender's model yet (its watch event has not "
-            "arrived); the gang is planned once it is"
+            f"gang {pod.group}: pod {pod.key} (uid {pod.uid}) is not in the extender's model yet (its watch "
+            "event has not arrived); the gang is planned once it is"
         )
         return _reject(candidates, "waiting", reason, resolvable=True)
     held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)

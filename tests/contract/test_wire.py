@@ -12,7 +12,7 @@ from extender.api.app import create_app, make_service
 from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import make_node, make_pod, make_podgroup, tfjob_pods
+from tests.builders import cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 from tests.contract.support import NODES, assert_partition, filter_args, post, worker
 
 
@@ -200,3 +200,24 @@ def test_pods_of_other_schedulers_pass_through(client: TestClient) -> None:
     assert reply["NodeNames"] == NODES
     scores = post(client, "prioritize", filter_args(pod))
     assert {entry["Score"] for entry in scores} == {0}
+
+
+def test_a_member_recreated_under_the_same_name_waits_for_its_own_watch_event() -> None:
+    """training-operator recreates an evicted worker under the same name; until the model has the new pod,
+    its stale copy (bound, terminating) must not stand in for it, or the pod could bind without its gang."""
+    pods = tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi")
+    stale = make_pod(
+        "mnist-worker-0", job="mnist", role="worker", group="mnist", node="node-0", phase="Running", uid="old"
+    )
+    stale["metadata"]["deletionTimestamp"] = "2026-03-01T10:00:00Z"
+    state = cluster(
+        *(make_node(f"node-{i}", cpu="4", memory="16Gi") for i in range(3)),
+        stale,
+        *(pod for pod in pods if pod["metadata"]["name"] != "mnist-worker-0"),
+        make_podgroup("mnist", min_member=5),
+        make_tfjob("mnist", workers=4),
+    )
+    with TestClient(create_app(make_service(Settings(model_catch_up_s=0.1), state, lambda: 0.0))) as client:
+        reply = post(client, "filter", filter_args(worker("mnist-worker-0")))
+    assert reply["NodeNames"] == [], reply
+    assert "not in the extender's model yet" in str(reply["FailedNodes"])
