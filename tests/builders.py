@@ -153,8 +153,26 @@ def in_scheduling_group(pods: list[Obj], pod_group: str) -> list[Obj]:
 
 def running_job_pods(name: str, *, node: str, workers: int, cpu: str, memory: str) -> list[Obj]:
     """The PS and `workers` workers of the TFJob `name`, all Running on `node`, in PodGroup `name`."""
+    return placed_pods(name, placement=[node] * (workers + 1), cpu=cpu, memory=memory)
+
+
+def placed_pods(
+    name: str, *, placement: Sequence[str], cpu: str = "1", memory: str = "1Gi", priority: int = 0
+) -> list[Obj]:
+    """The Running pods of the TFJob `name` in PodGroup `name`: its PS on `placement[0]`, worker i on
+    `placement[i + 1]`."""
     pods = [
-        make_pod(f"{name}-ps-0", job=name, role="ps", group=name, node=node, phase="Running", cpu=cpu, memory=memory)
+        make_pod(
+            f"{name}-ps-0",
+            job=name,
+            role="ps",
+            group=name,
+            node=placement[0],
+            phase="Running",
+            cpu=cpu,
+            memory=memory,
+            priority=priority,
+        )
     ]
     pods += [
         make_pod(
@@ -167,8 +185,9 @@ def running_job_pods(name: str, *, node: str, workers: int, cpu: str, memory: st
             phase="Running",
             cpu=cpu,
             memory=memory,
+            priority=priority,
         )
-        for i in range(workers)
+        for i, node in enumerate(placement[1:])
     ]
     return pods
 
@@ -352,32 +371,7 @@ def bound_job(
     PodGroup (`min_member`, default every pod) and its TFJob (elastic between `min_workers` and
     `max_workers` when `min_workers` is given)."""
     workers = len(placement) - 1
-    pods = [
-        make_pod(
-            f"{name}-ps-0",
-            job=name,
-            role="ps",
-            group=name,
-            node=placement[0],
-            phase="Running",
-            cpu=cpu,
-            priority=priority,
-        )
-    ]
-    pods += [
-        make_pod(
-            f"{name}-worker-{i}",
-            job=name,
-            role="worker",
-            index=i,
-            group=name,
-            node=placement[i + 1],
-            phase="Running",
-            cpu=cpu,
-            priority=priority,
-        )
-        for i in range(workers)
-    ]
+    pods = placed_pods(name, placement=placement, cpu=cpu, priority=priority)
     job = make_sized_tfjob(
         name,
         workers=workers,

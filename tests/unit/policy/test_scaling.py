@@ -40,27 +40,6 @@ SETTINGS = PolicySettings()
 NEVER: dict[str, float] = {}
 
 
-def elastic_job(
-    name: str,
-    *,
-    workers: int,
-    min_workers: int,
-    max_workers: int,
-    dynamic: bool = True,
-    cpu: str = "1",
-    created: str = "2026-03-01T10:00:00Z",
-) -> Obj:
-    return make_sized_tfjob(
-        name,
-        workers=workers,
-        cpu=cpu,
-        min_workers=min_workers,
-        max_workers=max_workers,
-        dynamic=dynamic,
-        created=created,
-    )
-
-
 def kinds(plan: ScalingPlan) -> list[tuple[ActionKind, str, int, int]]:
     return [(a.kind, a.job, a.replicas_from, a.replicas_to) for a in plan.actions]
 
@@ -256,7 +235,7 @@ def waiting_twin() -> list[Obj]:
     """A waiting job with exactly the weight of `light` (same minimum demand), arrived later."""
     members = [make_pod(f"twin-worker-{i}", job="twin", role="worker", index=i, group="twin") for i in range(2)]
     members.append(make_pod("twin-ps-0", job="twin", role="ps", group="twin"))
-    job = elastic_job("twin", workers=3, min_workers=3, max_workers=3, created="2026-03-01T11:00:00Z")
+    job = make_sized_tfjob("twin", workers=3, min_workers=3, max_workers=3, created="2026-03-01T11:00:00Z")
     return [*members, make_podgroup("twin", min_member=3), job]
 
 
