@@ -84,6 +84,9 @@ class ScalerSettings:
     lease_name: str = "tfjob-extender-scaler"
     lease_duration_s: int = 15
     """Seconds a Lease holder that stopped renewing keeps it before another instance takes over."""
+    lease_retry_period_s: float = 2.0
+    """Seconds between calls to the API server about the Lease, however often the loops ask; the holder
+    acts on a renewal this long at most (capped at a quarter of the duration)."""
     identity: str = ""
     """This instance's name in the Lease (default: host name, process id and a random suffix)."""
 

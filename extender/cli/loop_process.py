@@ -75,6 +75,7 @@ def make_loops(
         name=settings.scaler.lease_name,
         identity=settings.scaler.identity,
         duration_s=settings.scaler.lease_duration_s,
+        retry_period_s=settings.scaler.lease_retry_period_s,
     )
     actuator = KubeActuator(api_client)
     preemption = (

@@ -7,6 +7,12 @@
   short), or at once if the holder released it (empty `holderIdentity`).
 Every write carries the resourceVersion that was read, so of two instances racing for an expired Lease
 exactly one wins; the other gets 409 and stays a follower. A clean stop releases the Lease.
+
+The loops ask on every tick, and the preemption loop ticks on watch events — many a second on a busy
+cluster — so the API server is asked at most once per `retry_period_s`; in between the last answer
+stands. The holder thus acts on a successful renewal for at most the retry period, capped at a quarter
+of the duration, so it has asked again (and stepped down if that failed) before any other instance may take
+over; a failed call, a conflict or another holder ends the holding at once.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from extender.k8s.client import ApiCallError, api_call
 
 log = logging.getLogger(__name__)
 
+RETRIES_PER_DURATION = 4
+"""The retry period is at most the Lease duration over this: a holder renews several times per duration."""
+
 
 class KubeLease:
     def __init__(
@@ -33,6 +42,7 @@ class KubeLease:
         name: str,
         identity: str,
         duration_s: int,
+        retry_period_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.identity = identity
@@ -41,11 +51,17 @@ class KubeLease:
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self._name = name
         self._duration_s = duration_s
+        self._retry_period_s = min(retry_period_s, duration_s / RETRIES_PER_DURATION)
         self._clock = clock
         self._observed: tuple[str, float] = ("", 0.0)
         self._holding = False
+        self._asked_at: float | None = None
 
     def holds(self) -> bool:
+        now = self._clock()
+        if self._asked_at is not None and now - self._asked_at < self._retry_period_s:
+            return self._holding
+        self._asked_at = now
         try:
             self._holding = self._try()
         except ApiCallError as error:
@@ -68,6 +84,7 @@ class KubeLease:
         except (ApiCallError, OSError) as error:
             log.warning("lease %s: could not release: %s", self._name, error)
         self._holding = False
+        self._asked_at = None
 
     def _try(self) -> bool:
         now = self._clock()

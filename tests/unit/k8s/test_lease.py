@@ -63,8 +63,17 @@ def server(monkeypatch: pytest.MonkeyPatch) -> FakeLeases:
     return fake
 
 
-def elector(identity: str, clock: Clock) -> KubeLease:
-    return KubeLease(object(), namespace="ns", name="scaler", identity=identity, duration_s=10, clock=clock)  # type: ignore[arg-type]
+def elector(identity: str, clock: Clock, *, retry_period_s: float = 0.0) -> KubeLease:
+    """An elector that asks the API server on every call unless given a retry period."""
+    return KubeLease(
+        object(),  # type: ignore[arg-type]
+        namespace="ns",
+        name="scaler",
+        identity=identity,
+        duration_s=10,
+        retry_period_s=retry_period_s,
+        clock=clock,
+    )
 
 
 def test_one_holder_renews_and_the_other_waits_a_whole_duration_after_it_stops(server: FakeLeases) -> None:
@@ -101,3 +110,62 @@ def test_of_two_instances_racing_for_an_expired_lease_one_wins(server: FakeLease
     server.stale_read = read_before_b_wrote  # c read the Lease before b's write landed
     assert not c.holds(), "its write carries the old resourceVersion and conflicts"
     assert server.obj is not None and server.obj["spec"]["holderIdentity"] == "b"
+
+
+class CountingLeases(FakeLeases):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.failing = False
+
+    def __call__(self, api: object, method: str, path: str, body: Any = None, content_type: str = "") -> Any:
+        self.calls += 1
+        if self.failing:
+            raise OSError("connection refused")
+        return super().__call__(api, method, path, body, content_type)
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> CountingLeases:
+    fake = CountingLeases()
+    monkeypatch.setattr(lease_module, "api_call", fake)
+    return fake
+
+
+def test_asking_many_times_a_second_calls_the_api_server_once_per_retry_period(counting: CountingLeases) -> None:
+    clock = Clock()
+    a, b = elector("a", clock, retry_period_s=2), elector("b", clock, retry_period_s=2)
+    assert a.holds() and not b.holds()
+    after_first = counting.calls
+    for _ in range(100):
+        clock.now += 0.01
+        assert a.holds() and not b.holds()
+    assert counting.calls == after_first, "answered from the last call within the retry period"
+    clock.now += 2
+    assert a.holds() and not b.holds()
+    assert counting.calls == after_first + 3, "the holder renewed (GET, PUT), the follower looked (GET)"
+
+
+def test_a_failed_renewal_ends_the_holding_and_a_later_one_restores_it(counting: CountingLeases) -> None:
+    clock = Clock()
+    a = elector("a", clock, retry_period_s=2)
+    assert a.holds()
+    counting.failing = True
+    clock.now += 2
+    assert not a.holds(), "a failed renewal ends the holding at once"
+    clock.now += 1
+    assert not a.holds(), "and stays ended until the next call"
+    counting.failing = False
+    clock.now += 1
+    assert a.holds(), "its own record is renewed again"
+
+
+def test_the_retry_period_is_capped_at_a_quarter_of_the_duration(counting: CountingLeases) -> None:
+    clock = Clock()
+    a = elector("a", clock, retry_period_s=9)
+    assert a.holds()
+    calls = counting.calls
+    clock.now += 2.4
+    assert a.holds() and counting.calls == calls
+    clock.now += 0.1
+    assert a.holds() and counting.calls == calls + 2, "renewed once 2.5 s (10 s / 4) had passed"
