@@ -39,6 +39,11 @@ INT64_MAX = 2**63 - 1
 VALID_NAMES_MEMO = 16_384
 """Node names remembered as valid before the memo starts afresh."""
 _valid_node_names: set[str] = set()
+CANDIDATE_LISTS_MEMO = 32
+"""Distinct candidate lists kept decoded, by their raw bytes (kube-scheduler repeats a few, thousands of
+times); the memo starts afresh beyond that."""
+_candidate_lists: dict[bytes, tuple[str, ...]] = {}
+_NODE_NAMES_MEMBER = b'"NodeNames":'
 
 
 class WireError(ValueError):
@@ -88,19 +93,23 @@ class ExtenderArgs:
     """The body of `filter` and `prioritize`: a pod and its candidate nodes, by name or in full."""
 
     pod: Json
-    node_names: list[str] | None
+    node_names: tuple[str, ...] | None
+    """The candidates by name: the same tuple object for the same list sent again."""
     nodes: list[Json] | None
-    item_names: list[str] | None = None
+    item_names: tuple[str, ...] | None = None
     """The names of `nodes`, in their order."""
 
     @property
-    def candidates(self) -> list[str]:
+    def candidates(self) -> tuple[str, ...]:
         if self.node_names is not None:
             return self.node_names
-        return self.item_names or []
+        return self.item_names or ()
 
 
 def parse_extender_args(body: bytes) -> ExtenderArgs:
+    remembered = _with_remembered_names(body)
+    if remembered is not None:
+        return remembered
     document = decode(body)
     pod = _pod(document)
     names = field(document, "NodeNames")
@@ -108,6 +117,7 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
         if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise WireError("NodeNames must be a list of strings or null")
         names = _node_names(names, "NodeNames")
+        _remember_names(body, names)
     node_list = _mapping(document, "Nodes")
     items = None if node_list is None else field(node_list, "items")
     if items is not None and not isinstance(items, list):
@@ -118,7 +128,54 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     return ExtenderArgs(pod, names, items)
 
 
-def _node_names(names: list[str], where: str) -> list[str]:
+def _with_remembered_names(body: bytes) -> ExtenderArgs | None:
+    """The args of a body ending with a `NodeNames` member decoded before (kube-scheduler encodes it last),
+    decoding only what comes before it; None for any other body (the caller decodes it whole).
+
+    The member is cut at the last `"NodeNames":`, which in valid JSON can only be a key; the rest, closed
+    with `}`, parses as an object only when that key sits at the top level — else the body goes the long
+    way, as it does when the rest has another spelling of the key (Go's decoder matches keys by case)."""
+    at = body.rfind(_NODE_NAMES_MEMBER)
+    names = _candidate_lists.get(body[at:]) if at > 0 else None
+    if names is None:
+        return None
+    head = body[:at].rstrip()
+    containers = head.count(b"{") + head.count(b"[")
+    if containers > JSON_CONTAINERS_MAX:
+        return None
+    try:
+        rest = orjson.loads(head[:-1] + b"}" if head.endswith(b",") else head + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(rest, dict) or any(isinstance(key, str) and key.lower() == "nodenames" for key in rest):
+        return None
+    nodes = _mapping(rest, "Nodes")
+    items = None if nodes is None else field(nodes, "items")
+    if items is not None and not isinstance(items, list):
+        raise WireError("Nodes.items must be a list of Node objects")
+    return ExtenderArgs(_pod(rest), names, items)
+
+
+def _remember_names(body: bytes, names: tuple[str, ...]) -> None:
+    """Keep `names`, valid and decoded, under the raw bytes of the body's last `NodeNames` member when
+    that member, on its own, decodes to exactly the list the whole body did."""
+    at = body.rfind(_NODE_NAMES_MEMBER)
+    if at <= 0:
+        return
+    member = body[at:]
+    try:
+        alone = orjson.loads(b"{" + member)
+    except orjson.JSONDecodeError:
+        return
+    listed = alone.get("NodeNames") if isinstance(alone, dict) and len(alone) == 1 else None
+    if not isinstance(listed, list) or not set(map(type, listed)) <= {str} or tuple(dict.fromkeys(listed)) != names:
+        return
+    if len(_candidate_lists) >= CANDIDATE_LISTS_MEMO:
+        _candidate_lists.clear()
+    _candidate_lists[member] = names
+
+
+def _node_names(names: list[str], where: str) -> tuple[str, ...]:
     """`names` without repeats (the first kept) when there are at most `CANDIDATES_MAX` and each is a
     node name Kubernetes allows. Names seen valid before are not checked again (kube-scheduler sends the
     same few thousand over and over); the memo holds at most `VALID_NAMES_MEMO` of them."""
@@ -133,7 +190,7 @@ def _node_names(names: list[str], where: str) -> list[str]:
         if len(_valid_node_names) + len(unseen) > VALID_NAMES_MEMO:
             _valid_node_names.clear()
         _valid_node_names.update(unseen)
-    return names if len(set(names)) == len(names) else list(dict.fromkeys(names))
+    return tuple(names) if len(set(names)) == len(names) else tuple(dict.fromkeys(names))
 
 
 def _shown(value: Any) -> str:
@@ -141,7 +198,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _distinct_nodes(items: list[Any]) -> tuple[list[Json], list[str]]:
+def _distinct_nodes(items: list[Any]) -> tuple[list[Json], tuple[str, ...]]:
     """Node objects with repeated names dropped (the first kept), and their names: each candidate is
     answered once."""
     try:
@@ -155,12 +212,13 @@ def _distinct_nodes(items: list[Any]) -> tuple[list[Json], list[str]]:
         if not isinstance(name, str):
             raise WireError(f"Nodes.items[{index}] must be a Node object with metadata.name")
         names.append(name)
-    if len(_node_names(names, "Nodes.items[].metadata.name")) == len(items):
-        return items, names
+    distinct = _node_names(names, "Nodes.items[].metadata.name")
+    if len(distinct) == len(items):
+        return items, distinct
     first: dict[str, Json] = {}
     for name, node in zip(names, items, strict=True):
         first.setdefault(name, node)
-    return list(first.values()), list(first)
+    return list(first.values()), tuple(first)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,10 @@ Floats = npt.NDArray[np.float64]
 AMOUNT_LIMIT = 2**62
 """Amounts are clamped to ±this (base units) in the table, so int64 sums of a few of them cannot wrap."""
 
+_CANDIDATE_ROWS_MIN = 64
+"""Tuples of names at least this long have their rows remembered (shorter ones are looked up each time)."""
+_CANDIDATE_ROWS_MEMO_LIMIT = 64
+"""Name tuples whose rows are remembered per node set before the memo starts afresh."""
 _ROW_MASK_MEMO_LIMIT = 64
 """Node sets whose row masks are remembered per table node set before the memo starts afresh."""
 
@@ -110,8 +114,22 @@ class CapacityTable:
     """Memo of values derived from the node names alone (shared by every table of the same node set)."""
 
     def rows_of(self, names: Sequence[str]) -> Rows:
-        """The row of each name, -1 for a name the table does not know."""
-        return np.fromiter(map(self.rows.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+        """The row of each name, -1 for a name the table does not know. A long tuple is looked up once
+        per node set and the same object again gets the same (read-only) rows: the verbs' candidate
+        lists are such tuples, decoded once at the edge and repeated call after call."""
+        if not isinstance(names, tuple) or len(names) < _CANDIDATE_ROWS_MIN:
+            return np.fromiter(map(self.rows.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+        memo = self.derived.setdefault("candidate-rows", {})
+        assert isinstance(memo, dict)
+        known = memo.get(id(names))
+        if known is not None and known[0] is names:
+            return known[1]  # type: ignore[no-any-return]
+        rows = np.fromiter(map(self.rows.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+        rows.flags.writeable = False
+        if len(memo) >= _CANDIDATE_ROWS_MEMO_LIMIT:
+            memo.clear()
+        memo[id(names)] = (names, rows)
+        return rows
 
     def demand(self, requests: Resources) -> Demand:
         return self.layout.demand(requests)

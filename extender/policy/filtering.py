@@ -30,7 +30,7 @@ import numpy as np
 
 from extender.policy.admission import held_back_by, precedence_of
 from extender.policy.backfill import Holds
-from extender.policy.capacity import Demand, Mask, Matrix
+from extender.policy.capacity import Demand, Mask, Matrix, Rows
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
     GangState,
@@ -118,7 +118,7 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
 
     Only the pod's own reservation (one left behind by an expired plan) counts as free for it; the places
     its gang holds for other members do not. The check runs on the dense capacity table, all candidates
-    at once; only the nodes that fail are visited one by one, for their reasons.
+    at once; the nodes that fail are grouped by the columns they lack, one reason per group.
     """
     table = snapshot.capacity
     rows = table.rows_of(candidates)
@@ -134,23 +134,29 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     summary = f"{int(fits.sum())}/{len(candidates)} nodes fit {describe(pod.requests)}"
     if fits.all():
         return FilterDecision("fit", summary, tuple(candidates))
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
-    reasons: dict[bytes, str] = {}
-    names = table.layout.names
-    for position in np.flatnonzero(~fits).tolist():
-        name = candidates[position]
-        if not known[position]:
-            unresolvable[name] = "node is not in the extender's cluster model yet"
-            continue
-        pattern = short[position].tobytes()
-        reason = reasons.get(pattern)
-        if reason is None:
-            missing = sorted({*(names[c] for c in demand.columns[short[position]].tolist()), *demand.unknown})
-            reason = reasons[pattern] = "insufficient " + ", ".join(missing)
-        failed[name] = reason
+    failing = np.flatnonzero(~fits)
+    unknown = failing[~known[failing]]
+    unresolvable = dict.fromkeys(_names_at(candidates, unknown), "node is not in the extender's cluster model yet")
+    lacking = failing[known[failing]]
+    patterns = short[lacking] @ (1 << np.arange(short.shape[1], dtype=np.int64)) if len(lacking) else lacking
+    distinct, first = np.unique(patterns, return_index=True)
+    reasons = {
+        pattern: _insufficient(table.layout.names, demand, short[lacking[where]])
+        for pattern, where in zip(distinct.tolist(), first.tolist(), strict=True)
+    }
+    failed = dict(zip(_names_at(candidates, lacking), map(reasons.__getitem__, patterns.tolist()), strict=True))
     feasible = tuple(compress(candidates, fits.tolist()))
     return FilterDecision("fit" if feasible else "no-fit", summary, feasible, failed, unresolvable)
+
+
+def _names_at(candidates: Sequence[str], positions: Rows) -> list[str]:
+    return [candidates[position] for position in positions.tolist()]
+
+
+def _insufficient(names: Sequence[str], demand: Demand, short: Mask) -> str:
+    """The reason for a node lacking the demand's columns marked in `short` (resource `names` by column)."""
+    missing = {*(names[column] for column in demand.columns[short].tolist()), *demand.unknown}
+    return "insufficient " + ", ".join(sorted(missing))
 
 
 def _short_columns(room: Matrix, demand: Demand) -> Mask:
