@@ -36,7 +36,8 @@ class GangSummary:
     key: str
     """The gang key: its PodGroups' keys, sorted and comma-joined."""
     origin: str
-    """The PodGroup whose GangGroup annotation defined the gang (what `gang_state` is asked with)."""
+    """The PodGroup whose GangGroup annotation defined the gang (what `gang_state` is asked with); the
+    first by key when several define the same gang, whatever order their events came in."""
     job: str
     priority: int
     base_weight: float

@@ -253,12 +253,18 @@ class QueueBuilder:
         if old_key is not None:
             sharing = self._origins.get(old_key, set())
             sharing.discard(origin)
-            if not sharing and (summary is None or summary.key != old_key):
+            moved = summary is None or summary.key != old_key
+            stored = self._summaries.get(old_key)
+            if not sharing and moved:
                 self._drop(old_key)
+            elif sharing and moved and stored is not None and stored.origin == origin:
+                self._put(replace(stored, origin=min(sharing)))
         if summary is not None:
             self._key_of_origin.set(origin, summary.key)
-            self._origins.setdefault(summary.key, set()).add(origin)
-            self._put(summary)
+            sharing = self._origins.setdefault(summary.key, set())
+            sharing.add(origin)
+            first = min(sharing)
+            self._put(summary if summary.origin == first else replace(summary, origin=first))
 
     def _put(self, summary: GangSummary) -> None:
         if summary.key in self._summaries:
