@@ -17,9 +17,9 @@ rule gets a `WireError` naming the field.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 import orjson
@@ -300,24 +300,50 @@ _HOST_ENTRY_PREFIXES: dict[str, bytes] = {}
 """Node name → `{"Host":"<name>","Score":` (JSON-escaped), so a reply is joined from ready-made pieces."""
 _HOST_ENTRY_LIMIT = 16_384
 """Host entries kept ready before the cache starts afresh (a 253-character name costs ~350 bytes)."""
+_HOST_LISTS_MEMO = 32
+"""Candidate tuples whose entry prefixes are kept in order, ready to interleave with the scores."""
+_host_lists: dict[int, tuple[tuple[str, ...], list[bytes]]] = {}
 _SCORE_SUFFIXES = [b"%d}" % score for score in range(101)]
+_SCORE_SUFFIXES_WITH_COMMA = [b"%d}," % score for score in range(101)]
 
 
 def encode_scores(decision: ScoreDecision) -> bytes:
-    """A HostPriorityList: one `{"Host", "Score"}` per scored node (integer scores, as Go's int64 needs)."""
+    """A HostPriorityList: one `{"Host", "Score"}` per scored node (integer scores, as Go's int64 needs).
+
+    kube-scheduler adds up the hosts a list names and nothing for the others, so a host scoring 0 may be
+    left out: when most do (a pod steered to its planned node), only the others are sent."""
+    hosts, values = decision.hosts, decision.values
+    if not values or min(values) < 0 or max(values) >= len(_SCORE_SUFFIXES):
+        return orjson.dumps([{"Host": host, "Score": int(value)} for host, value in zip(hosts, values, strict=True)])
+    if 2 * values.count(0) > len(values):
+        kept = [value != 0 for value in values]
+        hosts, values = tuple(compress(hosts, kept)), list(compress(values, kept))
+        if not values:
+            return b"[]"
+    parts: list[bytes] = [b""] * (2 * len(values))
+    parts[0::2] = _entry_prefixes(hosts)
+    parts[1::2] = map(_SCORE_SUFFIXES_WITH_COMMA.__getitem__, values)
+    parts[-1] = _SCORE_SUFFIXES[values[-1]]
+    return b"[" + b"".join(parts) + b"]"
+
+
+def _entry_prefixes(hosts: Sequence[str]) -> list[bytes]:
+    """Each host's `{"Host":"<name>","Score":`, in order; remembered for a candidate tuple seen before."""
+    known = _host_lists.get(id(hosts)) if isinstance(hosts, tuple) else None
+    if known is not None and known[0] is hosts:
+        return known[1]
     prefixes = _HOST_ENTRY_PREFIXES
     if len(prefixes) > _HOST_ENTRY_LIMIT:
         prefixes.clear()
-    for host in decision.hosts:
+    for host in hosts:
         if host not in prefixes:
             prefixes[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
-    values = decision.values
-    if values and min(values) >= 0 and max(values) < len(_SCORE_SUFFIXES):
-        entries = map(operator.add, map(prefixes.__getitem__, decision.hosts), map(_SCORE_SUFFIXES.__getitem__, values))
-        return b"[" + b",".join(entries) + b"]"
-    return orjson.dumps(
-        [{"Host": host, "Score": int(value)} for host, value in zip(decision.hosts, values, strict=True)]
-    )
+    ordered = list(map(prefixes.__getitem__, hosts))
+    if isinstance(hosts, tuple):
+        if len(_host_lists) >= _HOST_LISTS_MEMO:
+            _host_lists.clear()
+        _host_lists[id(hosts)] = (hosts, ordered)
+    return ordered
 
 
 def encode_preemption(decision: PreemptDecision) -> bytes:
