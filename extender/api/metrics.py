@@ -32,3 +32,18 @@ class Metrics:
             registry=self.registry,
         )
         self.gangs_pending.set_function(gangs_pending)
+        self._verb_timers: dict[str, Histogram] = {}
+        self._decision_counters: dict[tuple[str, str], Counter] = {}
+
+    def observe_verb(self, verb: str, seconds: float) -> None:
+        """One call answered (the labelled child is looked up once per verb: this is on every call)."""
+        timer = self._verb_timers.get(verb)
+        if timer is None:
+            timer = self._verb_timers[verb] = self.verb_seconds.labels(verb)
+        timer.observe(seconds)
+
+    def count_decision(self, verb: str, outcome: str) -> None:
+        counter = self._decision_counters.get((verb, outcome))
+        if counter is None:
+            counter = self._decision_counters[(verb, outcome)] = self.decisions.labels(verb, outcome)
+        counter.inc()

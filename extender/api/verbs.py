@@ -119,13 +119,13 @@ def answer(service: Service, verb: str, body: bytes, *, final: bool = True) -> b
     except PodNotSeenYet:
         raise
     except (wire.WireError, convert.ConversionError) as error:
-        service.metrics.decisions.labels(verb, "bad-request").inc()
+        service.metrics.count_decision(verb, "bad-request")
         reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
     except Exception as error:
         log.exception("%s failed", verb)
-        service.metrics.decisions.labels(verb, "error").inc()
+        service.metrics.count_decision(verb, "error")
         reply = error_reply(verb, f"tfjob-extender {verb}: internal error: {error!r}")
-    service.metrics.verb_seconds.labels(verb).observe(time.perf_counter() - started)
+    service.metrics.observe_verb(verb, time.perf_counter() - started)
     return reply
 
 
@@ -189,7 +189,7 @@ class VerbGateway:
 
 
 def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot, decision: Decision) -> None:
-    service.metrics.decisions.labels(verb, decision.outcome).inc()
+    service.metrics.count_decision(verb, decision.outcome)
     service.history.add(Record(service.clock(), verb, pod.key, snapshot.generation, decision))
 
 

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Context, Decimal, InvalidOperation
+from functools import lru_cache
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -234,6 +235,10 @@ def smallest(resources: Iterable[Resources]) -> Resources:
     return Resources({name: min(bag.get(name) for bag in bags) for name in names})
 
 
+DESCRIPTIONS_MEMO = 1024
+"""Request shapes whose descriptions are remembered."""
+
+
 def describe_amount(name: str, value: int) -> str:
     """A short human form: `2 CPU`, `4 GiB`, `1 GPU`, `3 pods`."""
     if name == CPU:
@@ -253,8 +258,10 @@ def _describe_bytes(value: int) -> str:
     return f"{value} B"
 
 
+@lru_cache(maxsize=DESCRIPTIONS_MEMO)
 def describe(resources: Resources) -> str:
-    """`2 CPU, 4 GiB, 1 GPU` (the `pods` count is left out: every pod takes exactly one)."""
+    """`2 CPU, 4 GiB, 1 GPU` (the `pods` count is left out: every pod takes exactly one); remembered for
+    the few request shapes a cluster has, as every filter summary names one."""
     order = {CPU: 0, MEMORY: 1, GPU: 2}
     parts = sorted((order.get(name, 3), name, value) for name, value in resources.items() if name != PODS)
     return ", ".join(describe_amount(name, value) for _, name, value in parts) or "nothing"
