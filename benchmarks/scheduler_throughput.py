@@ -40,6 +40,9 @@ Reading the tables:
 - `partial s` (gang phases): the longest time any gang had some but not all members bound (first to last
   bind; to the phase's end for a gang never completed).
 Absolute numbers depend on the machine and whatever else runs on it; compare ratios within one run.
+With `--rounds N` every phase runs N times in turn (default, plain, ... then again) and a last table
+gives each phase's median ratio to the default profile of its own round, with the smallest and largest:
+a single drain of 2000 pods lasts seconds, and one round's ratio can be off by ±0.15 on a shared machine.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -571,6 +575,7 @@ def ms(value: float | None) -> str:
 
 
 def report(results: list[Result]) -> None:
+    """The tables of one round: ×default is against the default profile's rate in the same round."""
     baseline = {r.mode: r.rate for r in results if r.phase.profile == "default"}
     print()
     print(
@@ -600,6 +605,28 @@ def report(results: list[Result]) -> None:
         )
 
 
+def report_rounds(rounds: list[list[Result]]) -> None:
+    """Across rounds: each phase's median pods/s and median ratio to the same round's default profile,
+    with the smallest and largest ratio (on a shared 2-core machine one round can be off by ±0.15)."""
+    print(f"\nacross {len(rounds)} rounds (ratios against the default profile of the same round)")
+    print(f"{'phase':<14} {'mode':<6} {'pods/s med':>10} {'×default med':>12} {'min':>6} {'max':>6}")
+    for index, first in enumerate(rounds[0]):
+        rates, ratios = [], []
+        for results in rounds:
+            baseline = {r.mode: r.rate for r in results if r.phase.profile == "default"}
+            rate = results[index].rate
+            rates.append(rate)
+            if baseline.get(first.mode):
+                ratios.append(rate / baseline[first.mode])
+        ratios.sort()
+        low, high = (ratios[0], ratios[-1]) if ratios else (float("nan"), float("nan"))
+        median = statistics.median(ratios) if ratios else float("nan")
+        print(
+            f"{first.phase.title:<14} {first.mode:<6} {statistics.median(rates):>10.1f} {median:>11.2f}× "
+            f"{low:>5.2f}× {high:>5.2f}×"
+        )
+
+
 def selected(args: argparse.Namespace) -> Iterator[tuple[Phase, str]]:
     wanted = set(args.phases.split(","))
     modes = args.modes.split(",")
@@ -622,6 +649,7 @@ def main() -> None:
     parser.add_argument("--stall-s", type=float, default=60, help="end a phase after this long with no progress")
     parser.add_argument("--phase-timeout-s", type=float, default=1800)
     parser.add_argument("--settle-s", type=float, default=5, help="idle time after cleaning up a phase")
+    parser.add_argument("--rounds", type=int, default=1, help="run every phase this many times, then the medians")
     args = parser.parse_args()
     if "default" not in args.phases.split(","):
         print("# no default phase: the ×default column stays empty", flush=True)
@@ -646,10 +674,15 @@ def main() -> None:
         bench = Bench(plane, args)
         bench.create_nodes()
         time.sleep(args.settle_s)
-        results = []
-        for phase, mode in selected(args):
-            results.append(bench.run(phase, mode))
-        report(results)
+        rounds = []
+        for round_number in range(1, args.rounds + 1):
+            if args.rounds > 1:
+                print(f"\n# round {round_number} of {args.rounds}", flush=True)
+            results = [bench.run(phase, mode) for phase, mode in selected(args)]
+            report(results)
+            rounds.append(results)
+        if args.rounds > 1:
+            report_rounds(rounds)
 
 
 if __name__ == "__main__":
