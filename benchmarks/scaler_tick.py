@@ -5,7 +5,8 @@ to 7 workers or shrink to 2. Cases:
 - scale-out: half of every node idle, so every job grows (one action per job);
 - steady: every job at its maximum, the nodes full: nothing to do (the common tick);
 - scale-in: the steady cluster and a high-priority gang of 8 pods × 4 CPU waiting (KOD2 scale-in).
-Each case also runs consolidation where it applies. Prints p50 / p99 / max milliseconds and the result.
+Each case also runs consolidation where it applies. The heap is settled before timing (collected and
+frozen), as `serve` does once its model is loaded. Prints p50 / p99 / max milliseconds and the result.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from extender.__main__ import settle_heap
 from extender.policy.consolidation import plan_consolidation
 from extender.policy.model import ClusterSnapshot
 from extender.policy.preemption.scale_in import plan_scale_in
@@ -87,6 +89,7 @@ def run(nodes: int, runs: int) -> None:
     growing: ClusterSnapshot = snapshot(*cluster(nodes, 3))
     steady: ClusterSnapshot = snapshot(*cluster(nodes, 7))
     crowded: ClusterSnapshot = snapshot(*cluster(nodes, 7), *waiting_gang())
+    settle_heap()
     times, grown = measure(runs, lambda: plan_scale_out(growing, SETTINGS, NOW, {}).actions)
     report(f"{nodes} nodes: scale-out", times, f"{len(grown)} actions")
     times, quiet = measure(
