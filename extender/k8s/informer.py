@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from extender.k8s.discovery import served_resource_type
+from extender.k8s.pages import prefetched_pages
 from extender.state.feed import ModelFeed
 from extender.state.kinds import RESOURCE_TYPES, Kind, ResourceType
 
@@ -161,46 +162,47 @@ class Informers:
         """List everything into the model; the list's resourceVersion, or None when the kind is absent.
 
         The first list of a kind feeds the model page by page as the pages arrive (the model holds nothing
-        of that kind yet, so adding each object is the same as replacing the kind), and each page's raw
-        objects are dropped once converted. A relist, or a first list that failed half way, replaces the kind
-        whole, dropping what went away."""
+        of that kind yet, so adding each object is the same as replacing the kind), the next page already
+        on its way (`pages`), and each page's raw objects are dropped once converted. A relist, or a first
+        list that failed half way, replaces the kind whole, dropping what went away."""
         first = resource_type.kind not in self._fed
         self._fed.add(resource_type.kind)
         items: list[Mapping[str, Any]] = []
-        token = ""
-        while True:
-            query: dict[str, Any] = {"limit": self._timings.list_page_size}
-            if token:
-                query["continue"] = token
-            try:
-                response = self._get(resource_type.list_path, query, self._timings.read_timeout_s * 3)
-            except StatusError as error:
-                if error.status == 404 and resource_type.optional:
-                    log.info("%s: not served by this cluster (no CRD); treating as empty", resource_type.plural)
-                    self._state.replace(resource_type.kind, [])
-                    self._state.mark_synced(resource_type.kind)
-                    return None
-                if error.status == 410:
-                    raise Gone from error
-                raise
-            try:
-                page = orjson.loads(response.read())
-            finally:
-                response.release_conn()
-            if first:
-                for item in page.get("items") or []:
-                    self._state.apply(resource_type.kind, "ADDED", _typed(item, resource_type))
-            else:
-                items += [_typed(item, resource_type) for item in page.get("items") or []]
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue") or ""
-            del page
-            if not token:
-                break
+        metadata: Mapping[str, Any] = {}
+        try:
+            for body in prefetched_pages(lambda token: self._page(resource_type, token)):
+                page = orjson.loads(body)
+                if first:
+                    for item in page.get("items") or []:
+                        self._state.apply(resource_type.kind, "ADDED", _typed(item, resource_type))
+                else:
+                    items += [_typed(item, resource_type) for item in page.get("items") or []]
+                metadata = page.get("metadata") or {}
+                del page, body
+        except StatusError as error:
+            if error.status == 404 and resource_type.optional:
+                log.info("%s: not served by this cluster (no CRD); treating as empty", resource_type.plural)
+                self._state.replace(resource_type.kind, [])
+                self._state.mark_synced(resource_type.kind)
+                return None
+            if error.status == 410:
+                raise Gone from error
+            raise
         if not first:
             self._state.replace(resource_type.kind, items)
         self._state.mark_synced(resource_type.kind)
         return str(metadata.get("resourceVersion") or "")
+
+    def _page(self, resource_type: ResourceType, token: str) -> bytes:
+        """The body of one list page: the first for an empty `token`, else the one it continues to."""
+        query: dict[str, Any] = {"limit": self._timings.list_page_size}
+        if token:
+            query["continue"] = token
+        response = self._get(resource_type.list_path, query, self._timings.read_timeout_s * 3)
+        try:
+            return bytes(response.read())
+        finally:
+            response.release_conn()
 
     def _watch_until_gone(self, resource_type: ResourceType, version: str) -> None:
         while not self._stop.is_set():
