@@ -107,17 +107,10 @@ class ExtenderArgs:
 
 
 def parse_extender_args(body: bytes) -> ExtenderArgs:
-    remembered = _with_remembered_names(body)
-    if remembered is not None:
-        return remembered
-    document = decode(body)
+    remembered = _remembered_names(body)
+    document = decode(body) if remembered is None else remembered[1]
     pod = _pod(document)
-    names = field(document, "NodeNames")
-    if names is not None:
-        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
-            raise WireError("NodeNames must be a list of strings or null")
-        names = _node_names(names, "NodeNames")
-        _remember_names(body, names)
+    names = _candidate_names(document, body) if remembered is None else remembered[0]
     node_list = _mapping(document, "Nodes")
     items = None if node_list is None else field(node_list, "items")
     if items is not None and not isinstance(items, list):
@@ -128,32 +121,38 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     return ExtenderArgs(pod, names, items)
 
 
-def _with_remembered_names(body: bytes) -> ExtenderArgs | None:
-    """The args of a body ending with a `NodeNames` member decoded before (kube-scheduler encodes it last),
-    decoding only what comes before it; None for any other body (the caller decodes it whole).
+def _candidate_names(document: Json, body: bytes) -> tuple[str, ...] | None:
+    """The document's `NodeNames`, valid and without repeats, remembered under the body's raw member."""
+    names = field(document, "NodeNames")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+        raise WireError("NodeNames must be a list of strings or null")
+    distinct = _node_names(names, "NodeNames")
+    _remember_names(body, distinct)
+    return distinct
+
+
+def _remembered_names(body: bytes) -> tuple[tuple[str, ...], Json] | None:
+    """For a body ending with a `NodeNames` member decoded before (kube-scheduler encodes it last): those
+    names, and the document decoded from what comes before the member; None for any other body (the
+    caller decodes it whole, and reports what is wrong with it).
 
     The member is cut at the last `"NodeNames":`, which in valid JSON can only be a key; the rest, closed
-    with `}`, parses as an object only when that key sits at the top level — else the body goes the long
+    with `}`, decodes as an object only when that key sits at the top level — else the body goes the long
     way, as it does when the rest has another spelling of the key (Go's decoder matches keys by case)."""
     at = body.rfind(_NODE_NAMES_MEMBER)
     names = _candidate_lists.get(body[at:]) if at > 0 else None
     if names is None:
         return None
     head = body[:at].rstrip()
-    containers = head.count(b"{") + head.count(b"[")
-    if containers > JSON_CONTAINERS_MAX:
-        return None
     try:
-        rest = orjson.loads(head[:-1] + b"}" if head.endswith(b",") else head + b"}")
-    except orjson.JSONDecodeError:
+        rest = decode(head[:-1] + b"}" if head.endswith(b",") else head + b"}")
+    except WireError:
         return None
-    if not isinstance(rest, dict) or any(isinstance(key, str) and key.lower() == "nodenames" for key in rest):
+    if any(isinstance(key, str) and key.lower() == "nodenames" for key in rest):
         return None
-    nodes = _mapping(rest, "Nodes")
-    items = None if nodes is None else field(nodes, "items")
-    if items is not None and not isinstance(items, list):
-        raise WireError("Nodes.items must be a list of Node objects")
-    return ExtenderArgs(_pod(rest), names, items)
+    return names, rest
 
 
 def _remember_names(body: bytes, names: tuple[str, ...]) -> None:
