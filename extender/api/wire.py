@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
+from extender.policy.memo import by_identity
 from extender.state.fields import is_dns_subdomain
 
 Json = Mapping[str, Any]
@@ -301,7 +302,7 @@ _HOST_ENTRY_LIMIT = 16_384
 """Host entries kept ready before the cache starts afresh (a 253-character name costs ~350 bytes)."""
 _HOST_LISTS_MEMO = 32
 """Candidate tuples whose entry prefixes are kept in order, ready to interleave with the scores."""
-_host_lists: dict[int, tuple[tuple[str, ...], list[bytes]]] = {}
+_host_lists: dict[int, tuple[tuple[object, ...], list[bytes]]] = {}
 _SCORE_SUFFIXES = [b"%d}" % score for score in range(101)]
 _SCORE_SUFFIXES_WITH_COMMA = [b"%d}," % score for score in range(101)]
 
@@ -328,21 +329,19 @@ def encode_scores(decision: ScoreDecision) -> bytes:
 
 def _entry_prefixes(hosts: Sequence[str]) -> list[bytes]:
     """Each host's `{"Host":"<name>","Score":`, in order; remembered for a candidate tuple seen before."""
-    known = _host_lists.get(id(hosts)) if isinstance(hosts, tuple) else None
-    if known is not None and known[0] is hosts:
-        return known[1]
+    if isinstance(hosts, tuple):
+        return by_identity(_host_lists, hosts, _HOST_LISTS_MEMO, lambda: _prefixes_of(hosts))
+    return _prefixes_of(hosts)
+
+
+def _prefixes_of(hosts: Sequence[str]) -> list[bytes]:
     prefixes = _HOST_ENTRY_PREFIXES
     if len(prefixes) > _HOST_ENTRY_LIMIT:
         prefixes.clear()
     for host in hosts:
         if host not in prefixes:
             prefixes[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
-    ordered = list(map(prefixes.__getitem__, hosts))
-    if isinstance(hosts, tuple):
-        if len(_host_lists) >= _HOST_LISTS_MEMO:
-            _host_lists.clear()
-        _host_lists[id(hosts)] = (hosts, ordered)
-    return ordered
+    return list(map(prefixes.__getitem__, hosts))
 
 
 def encode_preemption(decision: PreemptDecision) -> bytes:

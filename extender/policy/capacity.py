@@ -18,6 +18,7 @@ from itertools import repeat
 import numpy as np
 import numpy.typing as npt
 
+from extender.policy.memo import by_identity
 from extender.policy.resources import IDLENESS_DIMENSIONS, Resources
 
 Matrix = npt.NDArray[np.int64]
@@ -118,17 +119,14 @@ class CapacityTable:
         per node set and the same object again gets the same (read-only) rows: the verbs' candidate
         lists are such tuples, decoded once at the edge and repeated call after call."""
         if not isinstance(names, tuple) or len(names) < _CANDIDATE_ROWS_MIN:
-            return np.fromiter(map(self.rows.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+            return self._looked_up(names)
         memo = self.derived.setdefault("candidate-rows", {})
         assert isinstance(memo, dict)
-        known = memo.get(id(names))
-        if known is not None and known[0] is names:
-            return known[1]  # type: ignore[no-any-return]
+        return by_identity(memo, names, _CANDIDATE_ROWS_MEMO_LIMIT, lambda: self._looked_up(names, read_only=True))
+
+    def _looked_up(self, names: Sequence[str], *, read_only: bool = False) -> Rows:
         rows = np.fromiter(map(self.rows.get, names, repeat(-1)), dtype=np.intp, count=len(names))
-        rows.flags.writeable = False
-        if len(memo) >= _CANDIDATE_ROWS_MEMO_LIMIT:
-            memo.clear()
-        memo[id(names)] = (names, rows)
+        rows.flags.writeable = not read_only
         return rows
 
     def demand(self, requests: Resources) -> Demand:
