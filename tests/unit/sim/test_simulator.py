@@ -135,23 +135,8 @@ def test_a_debug_state_dump_replays_its_nodes_and_tfjobs(tmp_path: Path) -> None
 
 def gpu_job(name: str, arrival: float, *, gpus: int, epochs: float) -> JobSpec:
     """A rigid job: a CPU PS and `gpus` one-GPU workers."""
-    return JobSpec(
-        name=name,
-        arrival_s=arrival,
-        model="resnet50",
-        batch=64,
-        epochs=epochs,
-        ps=1,
-        workers=gpus,
-        min_workers=gpus,
-        max_workers=gpus,
-        ps_cpu="2",
-        ps_memory="8Gi",
-        worker_cpu="4",
-        worker_memory="16Gi",
-        worker_gpu=1,
-        elastic=False,
-    )
+    job = sim_job(name, arrival, workers=gpus, cpu="4", epochs=epochs)
+    return replace(job, model="resnet50", ps_cpu="2", ps_memory="8Gi", worker_memory="16Gi", worker_gpu=1)
 
 
 def test_ours_beats_gang_fifo_on_a_small_contended_rigid_trace() -> None:
