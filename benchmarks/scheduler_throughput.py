@@ -574,9 +574,14 @@ def ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def default_rates(results: list[Result]) -> dict[str, float]:
+    """The default profile's pods/s per mode in one round: what ×default divides by."""
+    return {r.mode: r.rate for r in results if r.phase.profile == "default"}
+
+
 def report(results: list[Result]) -> None:
     """The tables of one round: ×default is against the default profile's rate in the same round."""
-    baseline = {r.mode: r.rate for r in results if r.phase.profile == "default"}
+    baseline = default_rates(results)
     print()
     print(
         f"{'phase':<14} {'mode':<6} {'pods':>6} {'bound':>6} {'created/s':>9} {'pods/s':>7} {'×default':>8} "
@@ -613,7 +618,7 @@ def report_rounds(rounds: list[list[Result]]) -> None:
     for index, first in enumerate(rounds[0]):
         rates, ratios = [], []
         for results in rounds:
-            baseline = {r.mode: r.rate for r in results if r.phase.profile == "default"}
+            baseline = default_rates(results)
             rate = results[index].rate
             rates.append(rate)
             if baseline.get(first.mode):
