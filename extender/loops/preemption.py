@@ -5,11 +5,14 @@ weight-based scale-in would never happen through it. This loop works on the mode
 level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
    and not placed yet, so a scaler running in another process steers them too;
-2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); a gang that can be planned now is
-   left to `filter`; for the first that cannot, try KOD2 scale-in first (`policy.preemption.scale_in`:
-   surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot admit the
-   gang, the job-level dry run (`policy.preemption.victims`). This loop is the only place that shrinks a job for a
-   waiting gang; the scaler loop only grows and consolidates;
+2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); the first that may start now
+   without delaying a gang that goes before it has its plan reserved and published (kube-scheduler retries
+   a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the room
+   first); a gang that fits but yields is left to `filter`; for the first that cannot, try KOD2 scale-in
+   first (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic jobs, a bounded count per
+   job) and, when that cannot admit the gang, the job-level dry run (`policy.preemption.victims`). This
+   loop is the only place that shrinks a job for a waiting gang; the scaler loop only grows and
+   consolidates;
 3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
@@ -36,11 +39,12 @@ from extender.loops.actuator import Actuator, EvictionRefused
 from extender.loops.leadership import AlwaysLeader, LeaderElector
 from extender.loops.ticking import Ticker
 from extender.loops.waitevents import WaitEventReporter
+from extender.policy.gang import GangVerdict
 from extender.policy.jobstates import JobState, JobStateTracker
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang, overdue_partial_gangs
-from extender.policy.preemption.choice import carried_out, choose_preemption
+from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
@@ -115,19 +119,23 @@ class PreemptionLoop:
             snapshot = self.state.snapshot()
         if (snapshot.generation, starving) == self._quiet:
             return None
-        choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
-        live = queue_of(snapshot, self.settings).summaries
-        self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
-        plan = choice.plan
-        if plan is not None and self.blocked.get(plan.gang, (0.0, ""))[0] > now:
-            return None
+        choice = self._choose(snapshot, now)
+        plan = self._unblocked(choice.plan, now)
         if self.dry_run:
+            if choice.admit is not None:
+                log.info("would reserve ahead of its pods (dry run): %s", choice.admit.reason)
             record = carried_out(plan, now).preemption if plan is not None else None
             if plan is not None and record is not None:
                 self.shadowed.append(record)
                 log.info("would carry out (dry run): %s", plan.reason)
             self._quiet = (snapshot.generation, starving)
             return plan
+        admitted = 0
+        while choice.admit is not None and admitted < self.max_gangs_per_tick and self._admit(snapshot, choice.admit):
+            admitted += 1
+            snapshot = self.state.snapshot()
+            choice = self._choose(snapshot, now)
+            plan = self._unblocked(choice.plan, now)
         if plan is not None and not self._carry_out(snapshot, plan, now):
             plan = None
         reported = self.state.snapshot()
@@ -135,8 +143,29 @@ class PreemptionLoop:
         if self._waits is None:
             self._waits = WaitEventReporter(self.actuator, self.settings)
         self._waits.report(reported, now)
-        self._quiet = (snapshot.generation, starving) if choice.plan is None else None
+        self._quiet = (snapshot.generation, starving) if choice.plan is None and choice.admit is None else None
         return plan
+
+    def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionChoice:
+        choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
+        live = queue_of(snapshot, self.settings).summaries
+        self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
+        return choice
+
+    def _unblocked(self, plan: PreemptionPlan | None, now: float) -> PreemptionPlan | None:
+        """The plan, unless a PodDisruptionBudget refused its gang's preemption and the retry is not due."""
+        if plan is not None and self.blocked.get(plan.gang, (0.0, ""))[0] > now:
+            return None
+        return plan
+
+    def _admit(self, snapshot: ClusterSnapshot, verdict: GangVerdict) -> bool:
+        """Reserve and publish the plan of a gang that may start now; False when the model moved under it."""
+        change = LedgerChange(reserve=verdict.reservations)
+        if not self.state.commit(change, decided_on=snapshot.generation):
+            return False
+        self.publish(change, snapshot)
+        log.info("reserved ahead of its pods: %s", verdict.reason)
+        return True
 
     def _resolve(self, snapshot: ClusterSnapshot, overdue: list[PartialGang], now: float) -> None:
         """Complete each half-placed gang (reserve its plan) or, when it cannot be, release it whole."""

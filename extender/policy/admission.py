@@ -14,6 +14,9 @@ waiting gang:
   cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
 `settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
+`plan_in_rank` plans a gang around the room held against it and `admissible_plan` adds the held-back
+check: `filter` and the preemption loop (which reserves the plan of a gang that may start now, before
+kube-scheduler's backoff lets its pods back in) decide with the same two calls.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from extender.policy.backfill import (
     starving_holds,
     takes_held_room,
 )
-from extender.policy.gang import GangState, gang_state, plan_gang
+from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.queue import GangQueue, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
@@ -67,6 +70,40 @@ def precedence_of(snapshot: ClusterSnapshot, state: GangState, settings: PolicyS
     verdicts: Verdicts = {}
     holds = starving_holds(snapshot, queue, holders, own, settings, now, capacity, verdicts) if starving else {}
     return Precedence(queue, own, starving, holders, holds, capacity, verdicts)
+
+
+def plan_in_rank(
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    settings: PolicySettings,
+    now: float,
+    *,
+    pinned: Mapping[str, frozenset[str]] | None = None,
+) -> tuple[GangVerdict, Precedence]:
+    """The gang's plan around the room held for starving gangs that go before it, with its precedence.
+    When it fits only in that room, the plan that takes it: `held_back_by` then names the hold it takes."""
+    precedence = precedence_of(snapshot, state, settings, now)
+    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=kept_out(precedence.holds))
+    if precedence.holds and not verdict.admitted:
+        verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
+    return verdict, precedence
+
+
+def admissible_plan(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> GangVerdict:
+    """The plan the gang may reserve now (admitted, delaying no gang that goes before it), else the verdict
+    that says why not."""
+    verdict, precedence = plan_in_rank(snapshot, state, settings, now)
+    if not verdict.admitted:
+        return verdict
+    yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, precedence)
+    if yielding is None:
+        return verdict
+    return GangVerdict(verdict.gang, False, yielding)
+
+
+def kept_out(holds: Holds) -> dict[str, Resources] | None:
+    """The room held for starving gangs as negative freed capacity, so a plan goes around it."""
+    return {node: EMPTY - room for node, room in holds.items()} or None
 
 
 def held_back_by(

@@ -28,8 +28,7 @@ from itertools import compress
 
 import numpy as np
 
-from extender.policy.admission import held_back_by, precedence_of
-from extender.policy.backfill import Holds
+from extender.policy.admission import held_back_by, plan_in_rank
 from extender.policy.capacity import Demand, Mask, Matrix, Rows
 from extender.policy.decisions import FilterDecision
 from extender.policy.gang import (
@@ -39,11 +38,10 @@ from extender.policy.gang import (
     is_satisfied,
     membership_generation,
     must_gather_domain,
-    plan_gang,
     waiting_reason,
 )
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.resources import EMPTY, Resources, describe
+from extender.policy.resources import describe
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import planned_reservation
 
@@ -183,13 +181,7 @@ def _admit(
     ):
         decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
         return _barrier(snapshot, pod, candidates, state, settings, decision)
-    pinned = {pod.key: frozenset(candidates)}
-    precedence = precedence_of(snapshot, state, settings, now)
-    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=_kept_out(precedence.holds))
-    if precedence.holds and not verdict.admitted:
-        # Without the held room: a plan that fits then yields to the hold it takes (named below); one that
-        # does not fails on its own, and is remembered.
-        verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
+    verdict, precedence = plan_in_rank(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
     held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
     release = tuple(state.members) if replanning or held else ()
     if not verdict.admitted:
@@ -212,11 +204,6 @@ def _admit(
     del others[node]
     decision = FilterDecision("planned", reason, (node,), unresolvable=others)
     return _with_plan_changes(decision, verdict, release)
-
-
-def _kept_out(holds: Holds) -> dict[str, Resources] | None:
-    """The room held for starving gangs as negative freed capacity, so a plan goes around it."""
-    return {node: EMPTY - room for node, room in holds.items()} or None
 
 
 def _fit_after_plan(

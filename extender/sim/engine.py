@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.policy.model import Role
-from extender.policy.resources import CPU, GPU, Resources
+from extender.policy.resources import CPU, EMPTY, GPU, Resources
 from extender.sim.cluster import SimCluster, SimJob
 from extender.sim.policies import JobProgress, Policy
 from extender.sim.throughput import MODELS, HardwareProfile, Rate, Task, job_rate
@@ -81,7 +81,7 @@ class Simulation:
         self.cpu_busy = 0.0
         self.gpu_busy = 0.0
         self.steps = 0
-        self._fits_checked = -1
+        self._fits_checked: tuple[int, tuple[tuple[str, Resources], ...]] | None = None
 
     def run(self) -> RunResult:
         arrivals = sorted(self.workload.jobs, key=lambda j: (j.arrival_s, j.name))
@@ -214,11 +214,14 @@ class Simulation:
                 progress.ready_at = None
 
     def _note_fits(self, now: float) -> None:
-        """Record, for each job not placed yet, the first step after which its minimum would fit as is."""
-        if self.cluster.version == self._fits_checked:
+        """Record, for each job not placed yet, the first step after which its minimum would fit as is: in
+        room neither bound pods nor the policy's reserved plans take."""
+        reserved = self.policy.reserved()
+        checked = (self.cluster.version, tuple(reserved.items()))
+        if checked == self._fits_checked:
             return
-        self._fits_checked = self.cluster.version
-        free = {node: self.cluster.free(node) for node in self.cluster.nodes}
+        self._fits_checked = checked
+        free = {node: self.cluster.free(node) - reserved.get(node, EMPTY) for node in self.cluster.nodes}
         for name, job in self.cluster.jobs.items():
             progress = self.progress[name]
             if job.finished or progress.placed is not None or progress.first_fit is not None:

@@ -23,6 +23,7 @@ from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
 from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.resources import Resources
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
@@ -85,6 +86,11 @@ class Policy:
 
     def on_finish(self, name: str, now: float) -> None:
         """A job finished; its pods are gone."""
+
+    def reserved(self) -> Mapping[str, Resources]:
+        """Node → room the policy has committed to pods it placed and that are not bound yet (a gang's
+        reserved plan): taken, not free, for every other job."""
+        return {}
 
 
 class DefaultKubeScheduler(Policy):
@@ -212,11 +218,16 @@ class Ours(Policy):
     def _wall(self) -> float:
         return EPOCH + self.now
 
+    def reserved(self) -> Mapping[str, Resources]:
+        return self.loop.state.snapshot().reserved_by_node
+
     def step(self, now: float) -> None:
         self.now = self.actuator.now = now
         wall = EPOCH + now
         self.kube.cycle(now)
-        if self.loop.tick(wall) is not None:
+        before = self.cluster.version, self.loop.state.snapshot().generation
+        self.loop.tick(wall)
+        if (self.cluster.version, self.loop.state.snapshot().generation) != before:
             self.kube.cycle(now)
         if self.scaler is not None and self.scaler.tick(wall):
             # The service polls in-flight migrations every 0.2 s; here the old pod is gone at once, so its

@@ -11,6 +11,7 @@ from extender.k8s.client import ApiCallError
 from extender.loops.actuator import EvictionRefused, RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.policy.jobstates import JobState, job_states
+from extender.policy.ledger import LedgerChange
 from extender.policy.model import PodView
 from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
@@ -69,10 +70,54 @@ def test_job_states_and_their_events() -> None:
     assert ("default/heavy", "Waiting") in reported
 
 
-def test_nothing_happens_when_every_gang_fits() -> None:
-    loop, actuator = loop_over(*cpu_nodes(3), *waiting_job("small", pods=2))
-    assert loop.tick(NOW) is None
+def test_a_gang_that_fits_has_its_plan_reserved_and_published_ahead_of_its_pods() -> None:
+    published: list[LedgerChange] = []
+    loop = PreemptionLoop(
+        cluster(*cpu_nodes(3), *waiting_job("small", pods=2)),
+        actuator := RecordingActuator(),
+        SETTINGS,
+        lambda: NOW,
+        publish=lambda change, snapshot: published.append(change),
+    )
+    assert loop.tick(NOW) is None, "no preemption"
     assert actuator.scaled == [] and actuator.evicted == []
+    held = {r.pod for r in loop.state.snapshot().reservations.values()}
+    assert held == {"default/small-worker-0", "default/small-worker-1"}
+    assert [{r.pod for r in change.reserve} for change in published] == [held]
+    assert loop.tick(NOW + 2) is None and len(published) == 1, "a reserved gang is not planned again"
+
+
+def test_gangs_that_fit_are_reserved_in_rank_order_a_bounded_number_per_tick() -> None:
+    jobs = [waiting_job(f"job-{i}", pods=1, priority=100 + i) for i in range(5)]
+    loop, _ = loop_over(*cpu_nodes(1), *(obj for job in jobs for obj in job))
+    loop.tick(NOW)
+    held = {r.group for r in loop.state.snapshot().reservations.values()}
+    assert held == {"default/job-4", "default/job-3", "default/job-2"}, "highest PriorityClass first, three a tick"
+    loop.tick(NOW + 2)
+    held = {r.group for r in loop.state.snapshot().reservations.values()}
+    assert held == {"default/job-4", "default/job-3", "default/job-2", "default/job-1"}, "no room for the last"
+
+
+def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved() -> None:
+    # node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the whole node once it
+    # clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.
+    loop, actuator = loop_over(
+        *cpu_nodes(1),
+        *running_gang("vip", workers=1, nodes=["node-0"], priority=1000, dynamic=False),
+        *waiting_job("big", pods=4),
+        *waiting_job("small", pods=2, created="2027-01-15T07:59:00Z"),
+    )
+    assert loop.tick(NOW) is None
+    assert loop.state.snapshot().reservations == {}
+    assert actuator.evicted == [] and actuator.scaled == []
+
+
+def test_in_shadow_mode_a_gang_that_fits_is_not_reserved() -> None:
+    actuator = RecordingActuator()
+    loop = PreemptionLoop(cluster(*cpu_nodes(3), *waiting_job("small", pods=2)), actuator, SETTINGS, lambda: NOW)
+    loop.dry_run = True
+    assert loop.tick(NOW) is None
+    assert loop.state.snapshot().reservations == {}
 
 
 def test_a_refused_gang_is_not_searched_again_until_the_model_changes(monkeypatch: pytest.MonkeyPatch) -> None:

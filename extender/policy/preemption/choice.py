@@ -1,8 +1,11 @@
 """Which waiting gang the preemption loop makes room for next, and what carrying a plan out commits.
 
-One pass walks the waiting gangs in rank order (a bounded number), skips those `filter` can plan now and
-those refused on the same model and weight before, and for the first that cannot start asks KOD2 scale-in
-(`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that holds
+One pass walks the waiting gangs in rank order (a bounded number) and skips those refused on the same
+model and weight before. The first that may start now without delaying a gang that goes before it
+(`admission.admissible_plan`) is admitted: its plan is reserved at once, so that pods kube-scheduler
+happens to retry first (a newer gang's, while the older gang's pods sit in their backoff) cannot take its
+room. A gang that fits but yields is left to `filter`. For the first that cannot start, the pass asks KOD2
+scale-in (`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that holds
 the freed room for the whole preemptor gang and remembers the preemption.
 """
 
@@ -11,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extender.policy.gang import gang_state, plan_gang
+from extender.policy.admission import admissible_plan
+from extender.policy.gang import GangVerdict, gang_state, plan_gang
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.preemption.scale_in import plan_scale_in
@@ -25,9 +29,11 @@ class PreemptionChoice:
     """What one pass of the preemption loop decided."""
 
     plan: PreemptionPlan | None
-    """The preemption to carry out, if any (at most one per pass: the next sees its effect)."""
+    """The preemption to carry out, if any (at most one action per pass: the next sees its effect)."""
     refused: Mapping[str, tuple[int, float]]
     """Gangs whose search found nothing, with (model generation, aged weight) they were tried at."""
+    admit: GangVerdict | None = None
+    """The plan of a gang that may start now, to reserve (instead of a preemption)."""
 
 
 def choose_preemption(
@@ -38,9 +44,10 @@ def choose_preemption(
     *,
     max_gangs: int,
 ) -> PreemptionChoice:
-    """Walk the waiting gangs in rank order (trying at most `max_gangs`); a gang that can be planned now is
-    left to `filter`; for the first that cannot, try KOD2 scale-in (surplus workers of lower-ranked elastic
-    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang
+    """Walk the waiting gangs in rank order (trying at most `max_gangs`); the first that may start now is
+    admitted, one that fits but yields is left to `filter`; for the first that cannot start, try KOD2
+    scale-in (surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot
+    admit the gang, job-level preemption. A gang
     refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
     running victims do not age, so nothing else could change the answer."""
     queue = queue_of(snapshot, settings)
@@ -56,6 +63,9 @@ def choose_preemption(
             continue
         tried += 1
         state = gang_state(snapshot, summary.origin)
+        admissible = admissible_plan(snapshot, state, settings, now)
+        if admissible.admitted:
+            return PreemptionChoice(None, refusals, admissible)
         if plan_gang(snapshot, state, settings, now).admitted:
             continue
         earlier = snapshot.preemptions.get(state.key)

@@ -350,7 +350,7 @@ def test_a_failed_plan_is_remembered_and_reused_while_nothing_changes(monkeypatc
     assert memo.reason == NINE
     assert memo.capacity_generation == snapshot.capacity_generation
     assert memo.at == NOW
-    monkeypatch.setattr("extender.policy.filtering.plan_gang", no_planning)
+    monkeypatch.setattr("extender.policy.admission.plan_gang", no_planning)
     second = loop.filter("mnist-worker-5")
     assert second.summary == first.summary == NINE
     assert second.outcome == "unplannable"
@@ -388,7 +388,7 @@ def test_a_membership_change_forces_a_new_plan(monkeypatch: pytest.MonkeyPatch) 
         calls.append("plan")
         return plan_gang(snapshot, *args, **kwargs)
 
-    monkeypatch.setattr("extender.policy.filtering.plan_gang", counting)
+    monkeypatch.setattr("extender.policy.admission.plan_gang", counting)
     loop.filter("mnist-worker-1")
     assert calls == []
     loop.delete("mnist-worker-7")  # 8 left of minMember 9: the memo no longer applies
