@@ -64,7 +64,10 @@ class PreemptionLoop:
     interval_s: float = 2.0
     """Seconds between ticks."""
     max_gangs_per_tick: int = 3
-    """Waiting gangs, highest rank first, tried for preemption in one tick."""
+    """Waiting gangs, highest rank first, tried for preemption in one tick (and gangs admitted ahead of
+    their pods in one tick)."""
+    max_gangs_checked_per_tick: int = 16
+    """Waiting gangs, highest rank first, whose plan one pass checks (to admit it, or to preempt for it)."""
     dry_run: bool = False
     """Shadow mode: plan as usual and remember what would be done (`shadowed`), but never act through the
     actuator nor change the model."""
@@ -147,7 +150,14 @@ class PreemptionLoop:
         return plan
 
     def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionChoice:
-        choice = choose_preemption(snapshot, self.settings, now, self.refused, max_gangs=self.max_gangs_per_tick)
+        choice = choose_preemption(
+            snapshot,
+            self.settings,
+            now,
+            self.refused,
+            max_gangs=self.max_gangs_per_tick,
+            max_checked=self.max_gangs_checked_per_tick,
+        )
         live = queue_of(snapshot, self.settings).summaries
         self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
         return choice

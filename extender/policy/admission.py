@@ -91,14 +91,14 @@ def plan_in_rank(
 
 def admissible_plan(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> GangVerdict:
     """The plan the gang may reserve now (admitted, delaying no gang that goes before it), else the verdict
-    that says why not."""
+    that says why not: for a gang that fits but yields, not admitted with the plan it would have taken."""
     verdict, precedence = plan_in_rank(snapshot, state, settings, now)
     if not verdict.admitted:
         return verdict
     yielding = held_back_by(snapshot, state, verdict.reservations, settings, now, precedence)
     if yielding is None:
         return verdict
-    return GangVerdict(verdict.gang, False, yielding)
+    return GangVerdict(verdict.gang, False, yielding, verdict.reservations)
 
 
 def kept_out(holds: Holds) -> dict[str, Resources] | None:

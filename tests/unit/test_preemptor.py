@@ -98,6 +98,20 @@ def test_gangs_that_fit_are_reserved_in_rank_order_a_bounded_number_per_tick() -
     assert held == {"default/job-4", "default/job-3", "default/job-2", "default/job-1"}, "no room for the last"
 
 
+def test_a_gang_that_fits_is_reserved_before_higher_ranked_gangs_that_need_room_are_searched() -> None:
+    # three high-priority gangs need more than the running vip job (no victim) leaves; the small one fits
+    bigger = [waiting_job(f"big-{i}", pods=4, priority=500) for i in range(3)]
+    loop, actuator = loop_over(
+        *cpu_nodes(2),
+        *running_gang("vip", workers=5, nodes=["node-0", "node-1"], priority=1000, dynamic=False),
+        *(obj for job in bigger for obj in job),
+        *waiting_job("small", pods=1, created="2027-01-15T07:59:00Z"),
+    )
+    assert loop.tick(NOW) is None
+    assert {r.group for r in loop.state.snapshot().reservations.values()} == {"default/small"}
+    assert actuator.evicted == [] and actuator.scaled == []
+
+
 def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved() -> None:
     # node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the whole node once it
     # clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.

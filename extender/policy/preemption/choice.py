@@ -4,8 +4,9 @@ One pass walks the waiting gangs in rank order (a bounded number) and skips thos
 model and weight before. The first that may start now without delaying a gang that goes before it
 (`admission.admissible_plan`) is admitted: its plan is reserved at once, so that pods kube-scheduler
 happens to retry first (a newer gang's, while the older gang's pods sit in their backoff) cannot take its
-room. A gang that fits but yields is left to `filter`. For the first that cannot start, the pass asks KOD2
-scale-in (`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that holds
+room. A gang that fits but yields is left to `filter`. When none can be admitted, the pass asks, for the
+highest-ranked gangs that cannot start, KOD2 scale-in (`scale_in`) and then the whole-gang search
+(`victims`). `carried_out` is the ledger change that holds
 the freed room for the whole preemptor gang and remembers the preemption.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extender.policy.admission import admissible_plan
-from extender.policy.gang import GangVerdict, gang_state, plan_gang
+from extender.policy.gang import GangVerdict, gang_state
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.preemption.scale_in import plan_scale_in
@@ -43,36 +44,40 @@ def choose_preemption(
     refused: Mapping[str, tuple[int, float]],
     *,
     max_gangs: int,
+    max_checked: int,
 ) -> PreemptionChoice:
-    """Walk the waiting gangs in rank order (trying at most `max_gangs`); the first that may start now is
-    admitted, one that fits but yields is left to `filter`; for the first that cannot start, try KOD2
-    scale-in (surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot
-    admit the gang, job-level preemption. A gang
-    refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
-    running victims do not age, so nothing else could change the answer."""
+    """Walk the waiting gangs in rank order (checking at most `max_checked`): the first that may start now
+    is admitted; one that fits but yields is left to `filter`. Without one to admit, for the first
+    `max_gangs` that cannot start, in rank order, try KOD2 scale-in (surplus workers of lower-ranked elastic
+    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang refused at
+    the same model generation and weight (`refused`) gives the same refusal and is skipped: running victims
+    do not age, so nothing else could change the answer."""
     queue = queue_of(snapshot, settings)
-    tried = 0
-    refusals: dict[str, tuple[int, float]] = {}
+    checked = 0
+    needing_room = []
     for rank in queue.waiting(now, settings):
-        if tried >= max_gangs:
+        if checked >= max_checked:
             break
         summary = queue.summaries[rank.subject]
         if not summary.complete or summary.reserved:
             continue
         if refused.get(summary.key) == (snapshot.generation, rank.weight):
             continue
-        tried += 1
+        checked += 1
         state = gang_state(snapshot, summary.origin)
         admissible = admissible_plan(snapshot, state, settings, now)
         if admissible.admitted:
-            return PreemptionChoice(None, refusals, admissible)
-        if plan_gang(snapshot, state, settings, now).admitted:
-            continue
+            return PreemptionChoice(None, {}, admissible)
+        if not admissible.reservations:
+            needing_room.append((rank, state))
+    refusals: dict[str, tuple[int, float]] = {}
+    for rank, state in needing_room[:max_gangs]:
         earlier = snapshot.preemptions.get(state.key)
         terminating = earlier.victims if earlier else frozenset()
-        decision = plan_scale_in(snapshot, summary.origin, settings, now, terminating_victims=terminating)
+        origin = queue.summaries[rank.subject].origin
+        decision = plan_scale_in(snapshot, origin, settings, now, terminating_victims=terminating)
         if not isinstance(decision, PreemptionPlan):
-            decision = plan_preemption(snapshot, summary.origin, settings, now, terminating_victims=terminating)
+            decision = plan_preemption(snapshot, origin, settings, now, terminating_victims=terminating)
         if isinstance(decision, PreemptionPlan):
             return PreemptionChoice(decision, refusals)
         refusals[state.key] = (snapshot.generation, rank.weight)
