@@ -5,14 +5,15 @@ weight-based scale-in would never happen through it. This loop works on the mode
 level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
    and not placed yet, so a scaler running in another process steers them too;
-2. walk the waiting gangs in rank order (at most `max_gangs_per_tick`); the first that may start now
-   without delaying a gang that goes before it has its plan reserved and published (kube-scheduler retries
-   a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the room
-   first); a gang that fits but yields is left to `filter`; for the first that cannot, try KOD2 scale-in
-   first (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic jobs, a bounded count per
-   job) and, when that cannot admit the gang, the job-level dry run (`policy.preemption.victims`). This
-   loop is the only place that shrinks a job for a waiting gang; the scaler loop only grows and
-   consolidates;
+2. walk the waiting gangs in rank order (at most `max_gangs_checked_per_tick`). The first that may start
+   now without delaying a gang that goes before it has its plan reserved and published, and the walk
+   starts again on the model that includes it (up to `max_admissions_per_tick` gangs): kube-scheduler
+   retries a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the
+   room first. A gang that fits but yields is left to `filter`. With none to admit, for the first that
+   cannot start try KOD2 scale-in (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic
+   jobs, a bounded count per job) and, when that cannot admit the gang, the job-level dry run
+   (`policy.preemption.victims`). This loop is the only place that shrinks a job for a waiting gang; the
+   scaler loop only grows and consolidates;
 3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
@@ -64,8 +65,9 @@ class PreemptionLoop:
     interval_s: float = 2.0
     """Seconds between ticks."""
     max_gangs_per_tick: int = 3
-    """Waiting gangs, highest rank first, tried for preemption in one tick (and gangs admitted ahead of
-    their pods in one tick)."""
+    """Waiting gangs, highest rank first, tried for preemption in one tick."""
+    max_admissions_per_tick: int = 16
+    """Gangs admitted ahead of their pods (their plans reserved) in one tick."""
     max_gangs_checked_per_tick: int = 16
     """Waiting gangs, highest rank first, whose plan one pass checks (to admit it, or to preempt for it)."""
     dry_run: bool = False
@@ -134,7 +136,9 @@ class PreemptionLoop:
             self._quiet = (snapshot.generation, starving)
             return plan
         admitted = 0
-        while choice.admit is not None and admitted < self.max_gangs_per_tick and self._admit(snapshot, choice.admit):
+        while (
+            choice.admit is not None and admitted < self.max_admissions_per_tick and self._admit(snapshot, choice.admit)
+        ):
             admitted += 1
             snapshot = self.state.snapshot()
             choice = self._choose(snapshot, now)

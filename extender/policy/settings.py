@@ -79,11 +79,15 @@ class PolicySettings:
     nodes that clear soonest (fewest jobs on them, then the most free), and other gangs may start in
     everything else (backfill); False: every starving gang holds all capacity that frees up."""
 
-    starving_reservations: int = 1
+    starving_reservations: int = 0
     """How many starving gangs (a count), highest-ranked first, hold room at a time: each goes before every
     other gang of its PriorityClass and holds its minimum on the nodes that clear soonest (EASY backfill's
     one reservation). Holding room for every starving gang at once would hold the whole cluster in a long
-    queue; a starving gang climbs in rank as it waits, so each one gets its turn."""
+    queue; a starving gang climbs in rank as it waits, so each one gets its turn. 0 (the default): no room
+    is held idle; a starving gang still climbs to the head of its PriorityClass, other gangs yield to it
+    whenever it fits, and the preemption loop reserves its plan the moment it fits. Room held idle keeps
+    every other gang that would fit in it waiting, which in simulation cost more average JCT and longer
+    waits after a gang first fits than it saved (`docs/simulation/matrix.md`)."""
 
     size_class_ratio: float = 2.0
     """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant

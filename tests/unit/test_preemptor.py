@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,9 +91,10 @@ def test_a_gang_that_fits_has_its_plan_reserved_and_published_ahead_of_its_pods(
 def test_gangs_that_fit_are_reserved_in_rank_order_a_bounded_number_per_tick() -> None:
     jobs = [waiting_job(f"job-{i}", pods=1, priority=100 + i) for i in range(5)]
     loop, _ = loop_over(*cpu_nodes(1), *(obj for job in jobs for obj in job))
+    loop.max_admissions_per_tick = 2
     loop.tick(NOW)
     held = {r.group for r in loop.state.snapshot().reservations.values()}
-    assert held == {"default/job-4", "default/job-3", "default/job-2"}, "highest PriorityClass first, three a tick"
+    assert held == {"default/job-4", "default/job-3"}, "highest PriorityClass first, two a tick"
     loop.tick(NOW + 2)
     held = {r.group for r in loop.state.snapshot().reservations.values()}
     assert held == {"default/job-4", "default/job-3", "default/job-2", "default/job-1"}, "no room for the last"
@@ -113,14 +115,17 @@ def test_a_gang_that_fits_is_reserved_before_higher_ranked_gangs_that_need_room_
 
 
 def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved() -> None:
-    # node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the whole node once it
+    # With holds on: node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the node once it
     # clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.
-    loop, actuator = loop_over(
+    actuator = RecordingActuator()
+    objects = (
         *cpu_nodes(1),
         *running_gang("vip", workers=1, nodes=["node-0"], priority=1000, dynamic=False),
         *waiting_job("big", pods=4),
         *waiting_job("small", pods=2, created="2027-01-15T07:59:00Z"),
     )
+    holding = replace(SETTINGS, starving_reservations=1)
+    loop = PreemptionLoop(cluster(*objects), actuator, holding, lambda: NOW)
     assert loop.tick(NOW) is None
     assert loop.state.snapshot().reservations == {}
     assert actuator.evicted == [] and actuator.scaled == []

@@ -20,7 +20,8 @@ CREATED = "2026-03-01T10:00:00Z"
 OLD = "2026-03-01T09:00:00Z"
 NOW = datetime.fromisoformat(CREATED).timestamp() + 30
 """Half a minute after the fresh gangs were created, an hour and a half after the old one."""
-SETTINGS = replace(PolicySettings(), starvation_limit_s=600.0)
+SETTINGS = replace(PolicySettings(), starvation_limit_s=600.0, starving_reservations=1)
+"""The highest-ranked starving gang holds room (off by default)."""
 
 
 def gang(name: str, *, pods: int, cpu: str = "1", gpu: int = 0, priority: int = 0, created: str = CREATED) -> list[Obj]:
