@@ -79,15 +79,14 @@ class PolicySettings:
     nodes that clear soonest (fewest jobs on them, then the most free), and other gangs may start in
     everything else (backfill); False: every starving gang holds all capacity that frees up."""
 
-    starving_reservations: int = 0
+    starving_reservations: int = 1
     """How many starving gangs (a count), highest-ranked first, hold room at a time: each goes before every
     other gang of its PriorityClass and holds its minimum on the nodes that clear soonest (EASY backfill's
     one reservation). Holding room for every starving gang at once would hold the whole cluster in a long
-    queue; a starving gang climbs in rank as it waits, so each one gets its turn. 0 (the default): no room
-    is held idle; a starving gang still climbs to the head of its PriorityClass, other gangs yield to it
-    whenever it fits, and the preemption loop reserves its plan the moment it fits. Room held idle keeps
-    every other gang that would fit in it waiting, which in simulation cost more average JCT and longer
-    waits after a gang first fits than it saved (`docs/simulation/matrix.md`)."""
+    queue; a starving gang climbs in rank as it waits, so each one gets its turn. 0: no room is held idle
+    (a starving gang still climbs to the head of its PriorityClass, other gangs yield to it whenever it
+    fits, and the preemption loop reserves its plan the moment it fits), but a large gang that never finds
+    its room free at once, while smaller gangs take each piece as it frees, is then never bounded."""
 
     size_class_ratio: float = 2.0
     """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant
