@@ -83,7 +83,7 @@ def plan_in_rank(
     """The gang's plan around the room held for starving gangs that go before it, with its precedence.
     When it fits only in that room, the plan that takes it: `held_back_by` then names the hold it takes."""
     precedence = precedence_of(snapshot, state, settings, now)
-    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=kept_out(precedence.holds))
+    verdict = plan_gang(snapshot, state, settings, now, pinned=pinned, freed=_kept_out(precedence.holds))
     if precedence.holds and not verdict.admitted:
         verdict = plan_gang(snapshot, state, settings, now, pinned=pinned)
     return verdict, precedence
@@ -101,7 +101,7 @@ def admissible_plan(snapshot: ClusterSnapshot, state: GangState, settings: Polic
     return GangVerdict(verdict.gang, False, yielding, verdict.reservations)
 
 
-def kept_out(holds: Holds) -> dict[str, Resources] | None:
+def _kept_out(holds: Holds) -> dict[str, Resources] | None:
     """The room held for starving gangs as negative freed capacity, so a plan goes around it."""
     return {node: EMPTY - room for node, room in holds.items()} or None
 

@@ -6,8 +6,8 @@ model and weight before. The first that may start now without delaying a gang th
 happens to retry first (a newer gang's, while the older gang's pods sit in their backoff) cannot take its
 room. A gang that fits but yields is left to `filter`. When none can be admitted, the pass asks, for the
 highest-ranked gangs that cannot start, KOD2 scale-in (`scale_in`) and then the whole-gang search
-(`victims`). `carried_out` is the ledger change that holds
-the freed room for the whole preemptor gang and remembers the preemption.
+(`victims`). `carried_out` is the ledger change that holds the freed room for the whole preemptor gang
+and remembers the preemption.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def choose_preemption(
     """Walk the waiting gangs in rank order (checking at most `max_checked`): the first that may start now
     is admitted; one that fits but yields is left to `filter`. Without one to admit, for the first
     `max_gangs` that cannot start, in rank order, try KOD2 scale-in (surplus workers of lower-ranked elastic
-    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang refused at
-    the same model generation and weight (`refused`) gives the same refusal and is skipped: running victims
-    do not age, so nothing else could change the answer."""
+    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang
+    refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
+    running victims do not age, so nothing else could change the answer."""
     queue = queue_of(snapshot, settings)
     checked = 0
     needing_room = []
@@ -69,18 +69,17 @@ def choose_preemption(
         if admissible.admitted:
             return PreemptionChoice(None, {}, admissible)
         if not admissible.reservations:
-            needing_room.append((rank, state))
+            needing_room.append((rank, state.key, summary.origin))
     refusals: dict[str, tuple[int, float]] = {}
-    for rank, state in needing_room[:max_gangs]:
-        earlier = snapshot.preemptions.get(state.key)
+    for rank, key, origin in needing_room[:max_gangs]:
+        earlier = snapshot.preemptions.get(key)
         terminating = earlier.victims if earlier else frozenset()
-        origin = queue.summaries[rank.subject].origin
         decision = plan_scale_in(snapshot, origin, settings, now, terminating_victims=terminating)
         if not isinstance(decision, PreemptionPlan):
             decision = plan_preemption(snapshot, origin, settings, now, terminating_victims=terminating)
         if isinstance(decision, PreemptionPlan):
             return PreemptionChoice(decision, refusals)
-        refusals[state.key] = (snapshot.generation, rank.weight)
+        refusals[key] = (snapshot.generation, rank.weight)
     return PreemptionChoice(None, refusals)
 
 
