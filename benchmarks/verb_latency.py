@@ -16,9 +16,11 @@ that change the model, as a live cluster does). Modes, each printed as a table:
 - quiet: the verbs alone (with the churn);
 - polled (`--debug-readers`): the verbs while another client reads the whole `/debug/state` dump again
   and again on its own connection;
-- busy (`--busy`): the preemption loop and the scaler also run in the server process, in shadow mode
-  (they plan every tick and record what they would do, never act), ticking every `--loop-interval-s`,
-  so every tick plans afresh on a model the churn keeps changing.
+- busy (`--busy`): the preemption loop and the scaler also run, in shadow mode (they plan every tick
+  and record what they would do, never act), ticking every `--loop-interval-s`, so every tick plans
+  afresh on a model the churn keeps changing: first in the server's process (`serve` with its loops),
+  then in a process of their own on their own copy of the model, with its own churn (as the Deployment
+  runs them: `tfjob-extender loops` beside `serve --no-loops`).
 Each case is measured for `--seconds`. Prints p50 / p99 / max milliseconds: the HTTP round trip, and in
 quiet mode also the in-process cost of the same call (decode → snapshot → policy → encode, i.e.
 `extender.api.verbs.answer`). A bare ASGI app answering a fixed body over the same HTTP stack is timed
@@ -41,7 +43,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
@@ -54,6 +56,10 @@ from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
+
+if TYPE_CHECKING:
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
 from tests.builders import (
     make_node,
     make_pod,
@@ -135,39 +141,60 @@ def start_server(snapshot: Path, port: int, *, loops: bool, churn: float, interv
     raise SystemExit("the extender did not become ready")
 
 
+def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> list[PreemptionLoop | ScalerLoop]:
+    """The preemption loop and the scaler over `state` in shadow mode, ticking every `interval` seconds."""
+    from extender.loops.actuator import RecordingActuator
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
+
+    preemption = PreemptionLoop(
+        state, RecordingActuator(), settings.policy, time.time, interval_s=interval, dry_run=True
+    )
+    scaler = ScalerLoop(
+        state,
+        RecordingActuator(),
+        settings.policy,
+        time.time,
+        interval_s=interval,
+        replan_unchanged_s=interval,
+        dry_run=True,
+    )
+    return [preemption, scaler]
+
+
+def loaded_model(snapshot: Path, settings: Settings) -> ClusterState:
+    from extender.__main__ import settle_heap
+
+    sys.setswitchinterval(settings.switch_interval_s)
+    state = ClusterState(settings.policy)
+    load_snapshot_file(state, snapshot)
+    settle_heap()
+    return state
+
+
+def run_loops_alone(snapshot: Path, churn: float, interval: float) -> None:
+    """The loops in a process of their own, on their own copy of the model with its own churn, until killed."""
+    settings = Settings()
+    state = loaded_model(snapshot, settings)
+    threading.Thread(target=churn_events, args=(state, churn), daemon=True).start()
+    for loop in shadow_loops(state, settings, interval):
+        loop.start()
+    print("loops ready", flush=True)
+    threading.Event().wait()
+
+
 def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> None:
     """The extender as `serve --cluster-snapshot` builds it, plus the churn and (with `loops`) the
     preemption loop and the scaler in shadow mode, in this process."""
     import uvicorn
 
-    from extender.__main__ import settle_heap
     from extender.api.app import create_app
     from extender.api.verb_protocol import protocol_for
-    from extender.loops.actuator import RecordingActuator
-    from extender.loops.preemption import PreemptionLoop
-    from extender.loops.scaler import ScalerLoop
 
     settings = Settings()
-    sys.setswitchinterval(settings.switch_interval_s)
-    state = ClusterState(settings.policy)
-    load_snapshot_file(state, snapshot)
-    settle_heap()
+    state = loaded_model(snapshot, settings)
     service = make_service(settings, state, time.time)
-    started: list[PreemptionLoop | ScalerLoop] = []
-    if loops:
-        preemption = PreemptionLoop(
-            state, RecordingActuator(), settings.policy, time.time, interval_s=interval, dry_run=True
-        )
-        scaler = ScalerLoop(
-            state,
-            RecordingActuator(),
-            settings.policy,
-            time.time,
-            interval_s=interval,
-            replan_unchanged_s=interval,
-            dry_run=True,
-        )
-        started = [preemption, scaler]
+    started = shadow_loops(state, settings, interval) if loops else []
 
     def on_start() -> None:
         threading.Thread(target=churn_events, args=(state, churn), daemon=True).start()
@@ -292,11 +319,30 @@ def poll_debug_state(port: int, stop: threading.Event, polls: list[int]) -> None
             polls.append(1)
 
 
+def start_loops_alone(snapshot: Path, args: argparse.Namespace) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, "--loops-alone", str(snapshot), "--churn-per-s", str(args.churn_per_s)]
+    command += ["--loop-interval-s", str(args.loop_interval_s)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    if process.stdout.readline().strip() != "loops ready":
+        process.kill()
+        raise SystemExit("the loops process did not start")
+    return process
+
+
 def run_mode(
-    snapshot: Path, args: argparse.Namespace, *, loops: bool, service: Service | None, poll_debug: bool = False
+    snapshot: Path,
+    args: argparse.Namespace,
+    *,
+    loops: bool,
+    service: Service | None,
+    poll_debug: bool = False,
+    loops_alone: bool = False,
 ) -> dict[tuple[str, int], list[float]]:
     port = free_port()
     server = start_server(snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s)
+    loops_process = start_loops_alone(snapshot, args) if loops_alone else None
     results: dict[tuple[str, int], list[float]] = {}
     stop_polling = threading.Event()
     polls: list[int] = []
@@ -319,8 +365,10 @@ def run_mode(
             client.close()
     finally:
         stop_polling.set()
-        server.terminate()
-        server.wait(timeout=10)
+        for process in (server, loops_process):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=10)
     if poll_debug:
         print(f"(/debug/state read whole {len(polls)} times meanwhile)")
     return results
@@ -352,6 +400,13 @@ def run(args: argparse.Namespace) -> None:
         print(f"{header} | p99 / quiet p99")
         busy = run_mode(snapshot, args, loops=True, service=None)
         compare(busy, quiet, "busy")
+        print(
+            f"\nbusy, the loops in a process of their own (churn {args.churn_per_s:g} events/s in each process, "
+            f"shadow preemption loop and scaler every {args.loop_interval_s:g} s)"
+        )
+        print(f"{header} | p99 / quiet p99")
+        apart = run_mode(snapshot, args, loops=False, service=None, loops_alone=True)
+        compare(apart, quiet, "busy apart")
 
 
 def compare(
@@ -375,8 +430,11 @@ def main() -> None:
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--loops", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--loops-alone", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve is not None:
+    if args.loops_alone is not None:
+        run_loops_alone(args.loops_alone, args.churn_per_s, args.loop_interval_s)
+    elif args.serve is not None:
         serve(args.serve, args.port, loops=args.loops, churn=args.churn_per_s, interval=args.loop_interval_s)
     else:
         run(args)
