@@ -88,6 +88,7 @@ def synthetic_cluster(nodes: int) -> list[dict[str, Any]]:
             objects += elastic_job(f"full-{i}", node=name, workers=7, priority=0)
         else:
             objects += elastic_job(f"grow-{i}", node=name, workers=3, priority=2000)
+    objects.append(make_pod("plain-seen", cpu="2", memory="4Gi"))
     objects += tfjob_pods("mnist", ps=1, workers=8, cpu="4", memory="8Gi")
     objects += [make_podgroup("mnist", min_member=9), make_tfjob("mnist", workers=8)]
     huge = [
@@ -299,6 +300,7 @@ def cases(count: int) -> dict[str, tuple[str, bytes]]:
     names = [f"node-{i:05d}" for i in range(count)]
     pods = {
         "filter plain pod (fit)": ("filter", make_pod("plain", cpu="2", memory="4Gi")),
+        "filter plain pod, watched": ("filter", make_pod("plain-seen", cpu="2", memory="4Gi")),
         "filter gang member (steered)": ("filter", tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[3]),
         "filter gang that cannot fit": ("filter", tfjob_pods("huge", ps=0, workers=64, cpu="64", memory="8Gi")[0]),
         "prioritize TFJob worker": ("prioritize", tfjob_pods("mnist", workers=8, cpu="4", memory="8Gi")[5]),

@@ -113,6 +113,9 @@ class CapacityTable:
     schedulable: Mask = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     derived: dict[str, object] = field(default_factory=dict, repr=False)
     """Memo of values derived from the node names alone (shared by every table of the same node set)."""
+    answers: dict[int, tuple[tuple[object, ...], dict[object, object]]] = field(default_factory=dict, repr=False)
+    """Memo of answers derived from this table's capacity (its own: a table is never changed, so an answer
+    stands as long as the table does), by candidate tuple (`memo.by_identity`), then by what was asked."""
 
     def rows_of(self, names: Sequence[str]) -> Rows:
         """The row of each name, -1 for a name the table does not know. A long tuple is looked up once

@@ -40,10 +40,16 @@ from extender.policy.gang import (
     must_gather_domain,
     waiting_reason,
 )
+from extender.policy.memo import by_identity
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import planned_reservation
+
+FIT_MEMO_MIN = 64
+"""Candidate tuples at least this long (a count of nodes) have plain-fit answers remembered per table."""
+FIT_MEMO_LIMIT = 64
+"""Candidate tuples, and request shapes per tuple, remembered per table before the memo starts afresh."""
 
 
 def filter_pod(
@@ -116,13 +122,34 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
 
     Only the pod's own reservation (one left behind by an expired plan) counts as free for it; the places
     its gang holds for other members do not. The check runs on the dense capacity table, all candidates
-    at once; the nodes that fail are grouped by the columns they lack, one reason per group.
+    at once; the nodes that fail are grouped by the columns they lack, one reason per group. Without a
+    reservation of its own the answer depends on the table, the candidates and the requests alone, so it
+    is remembered on the (immutable) table for kube-scheduler's repeated candidate tuple: the pods of one
+    shape that it asks about before the model next changes are answered at once.
     """
+    table = snapshot.capacity
+    if pod.key in snapshot.reservations or not isinstance(candidates, tuple) or len(candidates) < FIT_MEMO_MIN:
+        return _fit(snapshot, pod, candidates)
+    by_requests = by_identity(table.answers, candidates, FIT_MEMO_LIMIT, dict)
+    known = by_requests.get(pod.requests)
+    if isinstance(known, FilterDecision):
+        return known
+    if len(by_requests) >= FIT_MEMO_LIMIT:
+        by_requests.clear()
+    decision = by_requests[pod.requests] = _fit(snapshot, pod, candidates)
+    return decision
+
+
+def _fit(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str]) -> FilterDecision:
     table = snapshot.capacity
     rows = table.rows_of(candidates)
     known = rows >= 0
     demand = table.demand(pod.requests)
-    room = table.available[np.where(known, rows, 0)] if len(rows) else table.available[:0]
+    room = (
+        table.available[np.where(known, rows, 0)]
+        if known.any()
+        else np.zeros((len(rows), table.available.shape[1]), dtype=table.available.dtype)
+    )
     own = snapshot.reservations.get(pod.key)
     if own is not None and own.node in table.rows:
         room = room.copy()

@@ -5,8 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.policy.filtering import FIT_MEMO_MIN, fit_filter
 from extender.policy.model import ClusterSnapshot, Reservation
 from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.state import convert
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import hold, make_node, make_pod
@@ -65,7 +67,25 @@ def test_the_table_mirrors_every_node_state(events: list[tuple[object, ...]]) ->
             else:
                 held = Reservation(f"default/{pod_name}", "default/g", str(node), ONE_CPU, 100.0)
                 hold(state, reserve=[held])
-        assert_table_matches(state.snapshot())
+        snapshot = state.snapshot()
+        assert_table_matches(snapshot)
+        assert_remembered_fit_is_fresh(snapshot)
+
+
+CANDIDATES = (*NODES, *(f"elsewhere-{i}" for i in range(FIT_MEMO_MIN)))
+"""kube-scheduler's candidate tuple, long enough for plain-fit answers to be remembered, the same object
+call after call."""
+SHAPES = [make_pod(f"asked-{cpu}", cpu=cpu, gpu=gpu) for cpu in ("1", "3") for gpu in (0, 1)]
+
+
+def assert_remembered_fit_is_fresh(snapshot: ClusterSnapshot) -> None:
+    """The plain-fit answer remembered on the table is the one a fresh check gives (an equal, other tuple
+    is never remembered)."""
+    for raw in SHAPES:
+        pod = convert.pod_view(raw)
+        remembered = fit_filter(snapshot, pod, CANDIDATES)
+        assert fit_filter(snapshot, pod, CANDIDATES) is remembered
+        assert fit_filter(snapshot, pod, list(CANDIDATES)) == remembered
 
 
 ONE_CPU = Resources({CPU: 1000, MEMORY: 2**30, PODS: 1})
