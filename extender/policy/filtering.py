@@ -48,8 +48,11 @@ from extender.policy.workerplan import planned_reservation
 
 FIT_MEMO_MIN = 64
 """Candidate tuples at least this long (a count of nodes) have plain-fit answers remembered per table."""
-FIT_MEMO_LIMIT = 64
-"""Candidate tuples, and request shapes per tuple, remembered per table before the memo starts afresh."""
+FIT_MEMO_TUPLES = 4
+"""Candidate tuples whose plain-fit answers are remembered per table before the memo starts afresh."""
+FIT_MEMO_SHAPES = 16
+"""Request shapes remembered per candidate tuple before its answers start afresh: with the tuples, at
+most 64 answers a table (about 20 MiB at 5000 candidates in the worst case, freed with the table)."""
 
 
 def filter_pod(
@@ -130,11 +133,11 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     table = snapshot.capacity
     if pod.key in snapshot.reservations or not isinstance(candidates, tuple) or len(candidates) < FIT_MEMO_MIN:
         return _fit(snapshot, pod, candidates)
-    by_requests = by_identity(table.answers, candidates, FIT_MEMO_LIMIT, dict)
+    by_requests = by_identity(table.answers, candidates, FIT_MEMO_TUPLES, dict)
     known = by_requests.get(pod.requests)
     if isinstance(known, FilterDecision):
         return known
-    if len(by_requests) >= FIT_MEMO_LIMIT:
+    if len(by_requests) >= FIT_MEMO_SHAPES:
         by_requests.clear()
     decision = by_requests[pod.requests] = _fit(snapshot, pod, candidates)
     return decision
