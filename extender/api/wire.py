@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
-from extender.policy.memo import by_identity
+from extender.policy.memo import by_identity, keep
 from extender.state.fields import is_dns_subdomain
 
 Json = Mapping[str, Any]
@@ -170,9 +170,7 @@ def _remember_names(body: bytes, names: tuple[str, ...]) -> None:
     listed = alone.get("NodeNames") if isinstance(alone, dict) and len(alone) == 1 else None
     if not isinstance(listed, list) or not set(map(type, listed)) <= {str} or tuple(dict.fromkeys(listed)) != names:
         return
-    if len(_candidate_lists) >= CANDIDATE_LISTS_MEMO:
-        _candidate_lists.clear()
-    _candidate_lists[member] = names
+    keep(_candidate_lists, member, names, CANDIDATE_LISTS_MEMO)
 
 
 def _node_names(names: list[str], where: str) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from itertools import repeat
 import numpy as np
 import numpy.typing as npt
 
-from extender.policy.memo import by_identity
+from extender.policy.memo import by_identity, by_value
 from extender.policy.resources import IDLENESS_DIMENSIONS, Resources
 
 Matrix = npt.NDArray[np.int64]
@@ -76,9 +76,9 @@ class ColumnLayout:
         return cls(tuple(names), index, idle)
 
     def demand(self, requests: Resources) -> Demand:
-        known = self._demands.get(requests)
-        if known is not None:
-            return known
+        return by_value(self._demands, requests, _DEMAND_MEMO_LIMIT, lambda: self._made_demand(requests))
+
+    def _made_demand(self, requests: Resources) -> Demand:
         vector = np.zeros(len(self.names), dtype=np.int64)
         unknown: list[str] = []
         for name, value in requests.items():
@@ -89,11 +89,7 @@ class ColumnLayout:
             else:
                 vector[column] = clamp(value)
         columns = np.flatnonzero(vector).astype(np.intp)
-        made = Demand(vector, columns, vector[columns], tuple(sorted(unknown)))
-        if len(self._demands) >= _DEMAND_MEMO_LIMIT:
-            self._demands.clear()
-        self._demands[requests] = made
-        return made
+        return Demand(vector, columns, vector[columns], tuple(sorted(unknown)))
 
 
 EMPTY_LAYOUT = ColumnLayout.of(())
@@ -175,15 +171,13 @@ class CapacityTable:
         """Which rows hold one of `nodes`; remembered for the node set (a few sets, e.g. node selectors)."""
         memo = self.derived.setdefault("row-masks", {})
         assert isinstance(memo, dict)
-        known = memo.get(nodes)
-        if known is not None:
-            return known  # type: ignore[no-any-return]
+        mask: Mask = by_value(memo, nodes, _ROW_MASK_MEMO_LIMIT, lambda: self._mask_of(nodes))
+        return mask
+
+    def _mask_of(self, nodes: frozenset[str]) -> Mask:
         mask = np.zeros(len(self.names), dtype=np.bool_)
         rows = self.rows_of(list(nodes))
         mask[rows[rows >= 0]] = True
-        if len(memo) >= _ROW_MASK_MEMO_LIMIT:
-            memo.clear()
-        memo[nodes] = mask
         return mask
 
     def name_rank(self) -> Rows:

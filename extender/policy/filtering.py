@@ -40,7 +40,7 @@ from extender.policy.gang import (
     must_gather_domain,
     waiting_reason,
 )
-from extender.policy.memo import by_identity
+from extender.policy.memo import by_identity, by_value
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
 from extender.policy.settings import PolicySettings
@@ -134,12 +134,8 @@ def fit_filter(snapshot: ClusterSnapshot, pod: PodView, candidates: Sequence[str
     if pod.key in snapshot.reservations or not isinstance(candidates, tuple) or len(candidates) < FIT_MEMO_MIN:
         return _fit(snapshot, pod, candidates)
     by_requests = by_identity(table.answers, candidates, FIT_MEMO_TUPLES, dict)
-    known = by_requests.get(pod.requests)
-    if isinstance(known, FilterDecision):
-        return known
-    if len(by_requests) >= FIT_MEMO_SHAPES:
-        by_requests.clear()
-    decision = by_requests[pod.requests] = _fit(snapshot, pod, candidates)
+    decision = by_value(by_requests, pod.requests, FIT_MEMO_SHAPES, lambda: _fit(snapshot, pod, candidates))
+    assert isinstance(decision, FilterDecision)
     return decision
 
 

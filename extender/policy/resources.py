@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from decimal import Context, Decimal, InvalidOperation
 from functools import lru_cache
 
+from extender.policy.memo import by_value
+
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
@@ -91,22 +93,19 @@ def to_base_units(name: str, quantity: str | int | float) -> int:
     negative quantity, or one over `AMOUNT_MAX` base units, raises `QuantityError`."""
     if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
         raise QuantityError(f"not a resource quantity: a {type(quantity).__name__}, not a string or a number")
-    key = (name in MILLI_UNIT_RESOURCES, quantity)
-    known = _BASE_UNITS.get(key)
-    if known is not None:
-        return known
+    milli = name in MILLI_UNIT_RESOURCES
+    return by_value(_BASE_UNITS, (milli, quantity), _BASE_UNITS_LIMIT, lambda: _parsed_amount(name, quantity, milli))
+
+
+def _parsed_amount(name: str, quantity: str | int | float, milli: bool) -> int:
     parsed = parse_quantity(quantity)
-    if name in MILLI_UNIT_RESOURCES:
+    if milli:
         parsed = _EXACT.multiply(parsed, 1000)
     if parsed < 0:
         raise QuantityError(f"resource quantity {quantity!r} is negative")
     if parsed > _AMOUNT_MAX_DECIMAL:
         raise QuantityError(f"resource quantity {quantity!r} is over {AMOUNT_MAX} {_unit(name)}")
-    amount = math.ceil(parsed)
-    if len(_BASE_UNITS) >= _BASE_UNITS_LIMIT:
-        _BASE_UNITS.clear()
-    _BASE_UNITS[key] = amount
-    return amount
+    return math.ceil(parsed)
 
 
 _BASE_UNITS: dict[tuple[bool, str | int | float], int] = {}

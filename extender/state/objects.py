@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from extender.policy.memo import by_value
 from extender.policy.model import Role
 from extender.policy.resources import PODS, QuantityError, Resources
 from extender.state import fields
@@ -99,13 +100,7 @@ shapes; a bound this low keeps what odd requests can leave behind to a few hundr
 def shared(requests: Resources) -> Resources:
     """One object per distinct request bag: the pods of a cluster come in a few shapes, and a model of
     100 000 pods keeps a few hundred bags instead of 100 000 (Resources are immutable)."""
-    known = _SHARED_REQUESTS.get(requests)
-    if known is not None:
-        return known
-    if len(_SHARED_REQUESTS) >= _SHARED_REQUESTS_LIMIT:
-        _SHARED_REQUESTS.clear()
-    _SHARED_REQUESTS[requests] = requests
-    return requests
+    return by_value(_SHARED_REQUESTS, requests, _SHARED_REQUESTS_LIMIT, lambda: requests)
 
 
 def intern(text: str) -> str:

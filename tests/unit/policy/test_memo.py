@@ -1,8 +1,11 @@
-"""The identity memo: the same tuple object gets the same value; an equal but other tuple does not."""
+"""The memos: the same tuple object gets the same value and an equal but other tuple does not; an equal
+key gets the value remembered for it."""
 
 from __future__ import annotations
 
-from extender.policy.memo import by_identity
+import pytest
+
+from extender.policy.memo import by_identity, by_value
 
 
 def test_a_value_is_remembered_for_the_very_tuple_and_the_memo_is_bounded() -> None:
@@ -22,3 +25,24 @@ def test_a_value_is_remembered_for_the_very_tuple_and_the_memo_is_bounded() -> N
     third = ("c",)
     by_identity(memo, third, 2, lambda: make(third))
     assert list(memo) == [id(third)], "a full memo starts afresh"
+
+
+def test_a_value_is_remembered_for_an_equal_key_a_failure_is_not_and_the_memo_is_bounded() -> None:
+    memo: dict[str, int] = {}
+    made: list[str] = []
+
+    def make(key: str) -> int:
+        made.append(key)
+        if key == "bad":
+            raise ValueError(key)
+        return len(key)
+
+    assert by_value(memo, "ab", 2, lambda: make("ab")) == 2
+    assert by_value(memo, "a" + "b", 2, lambda: make("ab")) == 2
+    assert made == ["ab"], "an equal key is answered from the memo"
+    with pytest.raises(ValueError):
+        by_value(memo, "bad", 2, lambda: make("bad"))
+    assert "bad" not in memo, "nothing is kept for a value that could not be made"
+    by_value(memo, "c", 2, lambda: make("c"))
+    by_value(memo, "d", 2, lambda: make("d"))
+    assert memo == {"d": 1}, "a full memo starts afresh"
