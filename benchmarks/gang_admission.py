@@ -76,9 +76,14 @@ def held_room_cluster(nodes: int, gangs: int) -> ClusterSnapshot:
     return snapshot(*objects)
 
 
-def time_filter(snap: ClusterSnapshot, gang: int, now: float, runs: int) -> tuple[list[float], str]:
+def settled(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot, with the heap settled as `serve` settles its model (the previous one's let go first)."""
     gc.unfreeze()
     settle_heap()
+    return snap
+
+
+def time_filter(snap: ClusterSnapshot, gang: int, now: float, runs: int) -> tuple[list[float], str]:
     pod = snap.pods[f"default/g{gang:05d}-ps-0"]
     candidates = sorted(snap.nodes)
     decision = filter_pod(snap, pod, candidates, SETTINGS, now)
@@ -99,13 +104,13 @@ def main() -> None:
     print(f"{'nodes':>6} {'waiting':>8} {'planned gang':<14} {'clock':<9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for nodes in args.nodes:
         for gangs in args.gangs:
-            snap = cluster(nodes, gangs)
+            snap = settled(cluster(nodes, gangs))
             fresh = CREATED + gangs + 60
             starved = fresh + 10 * SETTINGS.starvation_limit_s
             for label, gang in (("highest", 0), ("lowest", gangs - 1)):
                 for clock, now in (("fresh", fresh), ("starving", starved)):
                     report(nodes, gangs, label, clock, *time_filter(snap, gang, now, args.runs))
-            held = held_room_cluster(nodes, gangs)
+            held = settled(held_room_cluster(nodes, gangs))
             report(nodes, gangs, "lowest", "held room", *time_filter(held, gangs - 1, CREATED + gangs + 60, args.runs))
 
 

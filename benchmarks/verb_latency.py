@@ -56,10 +56,6 @@ from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
-
-if TYPE_CHECKING:
-    from extender.loops.preemption import PreemptionLoop
-    from extender.loops.scaler import ScalerLoop
 from tests.builders import (
     make_node,
     make_pod,
@@ -69,6 +65,11 @@ from tests.builders import (
     running_job_pods,
     tfjob_pods,
 )
+
+if TYPE_CHECKING:
+    from extender.loops.preemption import PreemptionLoop
+    from extender.loops.scaler import ScalerLoop
+
 
 CANDIDATE_COUNTS = (100, 500, 5000)
 WARMUP_CALLS = 200
@@ -127,10 +128,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> subprocess.Popen[bytes]:
-    command = [sys.executable, __file__, "--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn)]
-    command += ["--loop-interval-s", str(interval)] + (["--loops"] if loops else [])
-    server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+def this_script(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:
+    """This benchmark run again as a child process, in one of its hidden roles."""
+    command = [sys.executable, __file__, *args]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    return subprocess.Popen(command, env=env, stdout=stdout, text=True)
+
+
+def start_server(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> subprocess.Popen[str]:
+    args = ["--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn)]
+    server = this_script(*args, "--loop-interval-s", str(interval), *(["--loops"] if loops else []))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
@@ -322,10 +329,15 @@ def poll_debug_state(port: int, stop: threading.Event, polls: list[int]) -> None
 
 
 def start_loops_alone(snapshot: Path, args: argparse.Namespace) -> subprocess.Popen[str]:
-    command = [sys.executable, __file__, "--loops-alone", str(snapshot), "--churn-per-s", str(args.churn_per_s)]
-    command += ["--loop-interval-s", str(args.loop_interval_s)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    process = this_script(
+        "--loops-alone",
+        str(snapshot),
+        "--churn-per-s",
+        str(args.churn_per_s),
+        "--loop-interval-s",
+        str(args.loop_interval_s),
+        stdout=subprocess.PIPE,
+    )
     assert process.stdout is not None
     if process.stdout.readline().strip() != "loops ready":
         process.kill()
