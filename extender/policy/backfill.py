@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extender.policy.gang import GangState, GangVerdict, gang_state, membership_generation, plan_gang
+from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, standing_failed_plan
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.placement import role_order
 from extender.policy.queue import GangQueue
@@ -83,13 +83,7 @@ def plan_now(
     not fit; remembered in `verdicts`."""
     if state.key in verdicts:
         return verdicts[state.key]
-    remembered = snapshot.failed_plans.get(state.key)
-    still_valid = (
-        remembered is not None
-        and remembered.capacity_generation == snapshot.capacity_generation
-        and remembered.membership_generation == membership_generation(snapshot, state)
-    )
-    verdict = None if still_valid else plan_gang(snapshot, state, settings, now)
+    verdict = None if standing_failed_plan(snapshot, state) is not None else plan_gang(snapshot, state, settings, now)
     verdicts[state.key] = verdict
     return verdict
 

@@ -36,8 +36,8 @@ from extender.policy.gang import (
     GangVerdict,
     gang_state,
     is_satisfied,
-    membership_generation,
     must_gather_domain,
+    standing_failed_plan,
     waiting_reason,
 )
 from extender.policy.memo import by_identity, by_value
@@ -198,13 +198,8 @@ def _admit(
     replanning: bool,
 ) -> FilterDecision:
     state = gang_state(snapshot, pod.group)
-    remembered = snapshot.failed_plans.get(state.key)
-    if (
-        not replanning
-        and remembered is not None
-        and remembered.capacity_generation == snapshot.capacity_generation
-        and remembered.membership_generation == membership_generation(snapshot, state)
-    ):
+    remembered = None if replanning else standing_failed_plan(snapshot, state)
+    if remembered is not None:
         decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
         return _barrier(snapshot, pod, candidates, state, settings, decision)
     verdict, precedence = plan_in_rank(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})

@@ -94,6 +94,19 @@ def membership_generation(snapshot: ClusterSnapshot, state: GangState) -> int:
     return max((snapshot.group_generations.get(key, 0) for key in state.members), default=0)
 
 
+def standing_failed_plan(snapshot: ClusterSnapshot, state: GangState) -> FailedPlan | None:
+    """The gang's remembered failed plan while it still holds: neither capacity has grown nor membership
+    changed since it was tried, so planning again would fail the same way."""
+    failed = snapshot.failed_plans.get(state.key)
+    if (
+        failed is not None
+        and failed.capacity_generation == snapshot.capacity_generation
+        and failed.membership_generation == membership_generation(snapshot, state)
+    ):
+        return failed
+    return None
+
+
 def admitted_count(snapshot: ClusterSnapshot, members: Sequence[PodView]) -> int:
     """Members that already hold a place: bound, succeeded, or reserved by a live plan."""
     return sum(1 for pod in members if pod.node_name or pod.finished or pod.key in snapshot.reservations)

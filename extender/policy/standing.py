@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from extender.policy.admission import held_back_by
-from extender.policy.gang import GangState, GangVerdict, gang_state, membership_generation, plan_gang, waiting_reason
+from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, standing_failed_plan, waiting_reason
 from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, JobView
 from extender.policy.queue import GangQueue, queue_of
@@ -169,13 +169,8 @@ def _wait(
 
 
 def _verdict(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettings, now: float) -> GangVerdict:
-    failed = snapshot.failed_plans.get(state.key)
-    still_holds = (
-        failed is not None
-        and failed.capacity_generation == snapshot.capacity_generation
-        and failed.membership_generation == membership_generation(snapshot, state)
-    )
-    if failed is not None and still_holds:
+    failed = standing_failed_plan(snapshot, state)
+    if failed is not None:
         return GangVerdict(state.key, False, failed.reason, failed_plan=failed)
     return plan_gang(snapshot, state, settings, now)
 
