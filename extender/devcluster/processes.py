@@ -42,19 +42,23 @@ def free_port() -> int:
 
 def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, interval_s: float = 0.2) -> T:
     """Poll `condition` until it returns something truthy. Other exceptions count as "not yet", but an
-    `AssertionError` from `condition` (something that must never happen while waiting) fails at once."""
+    `AssertionError` from `condition` (something that must never happen while waiting) fails at once. On
+    timeout the error names the last thing the condition returned or raised, so a wait that never ends
+    says whether the condition kept failing to be asked or kept answering no."""
     deadline = time.monotonic() + timeout_s
+    last: str = "nothing"
     while True:
         try:
             value = condition()
             if value:
                 return value
+            last = f"returned {value!r}"
         except AssertionError:
             raise
-        except Exception:  # a server still starting refuses, times out or answers 5xx: not yet
-            pass
+        except Exception as error:  # a server still starting refuses, times out or answers 5xx: not yet
+            last = f"raised {type(error).__name__}: {error}"
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}; last {last[:2000]}")
         time.sleep(interval_s)
 
 

@@ -89,6 +89,17 @@ def evict_for_a_higher_priority_class(plane: LocalControlPlane, scene: Scene) ->
     wait_bound(plane, ns, f"{JOB}=batch", 12)
     plane.create_tfjob(ns, tfjob("urgent", scene=ns, workers=3, priority_class=f"{ns}-high"))
     wait_bound(plane, ns, f"{JOB}=urgent", 4, timeout_s=120)
-    wait_until("the victim gang evicted whole", lambda: not placed(job_pods(plane, ns, "batch")), 30, interval_s=0.3)
+    still_placed: list[str] = []
+
+    def evicted_whole() -> bool:
+        still_placed[:] = [
+            f"{p['metadata']['name']} on {p['spec']['nodeName']}" for p in placed(job_pods(plane, ns, "batch"))
+        ]
+        return not still_placed
+
+    try:
+        wait_until("the victim gang evicted whole", evicted_whole, 30, interval_s=0.3)
+    except TimeoutError as error:
+        raise AssertionError(f"{error}; batch pods still placed: {still_placed}") from error
     # training-operator recreates the evicted pods; with 8 CPU free the 12-pod gang must wait whole
     stays("no pod of the evicted gang runs alone", lambda: not placed(job_pods(plane, ns, "batch")), OBSERVE_S)
