@@ -19,11 +19,13 @@ level-triggered on a fresh snapshot:
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
    victims still occupy the nodes), evict whole victim gangs through the Eviction API, lower the Worker
    replicas of scaled-in jobs (training-operator deletes exactly the surplus pods), and only then
-   remember the preemption and publish the plan. When a PodDisruptionBudget refuses an eviction — in the
-   dry run, or for real because another disruption took the budget in between — the preemption is
-   abandoned: nothing more is evicted or scaled in, the reservation is released, no victim counts as
-   leaving, the reason is logged and written as a `PreemptionBlocked` Event on the preemptor's TFJob
-   (and kept in `blocked`), and the gang's preemption is tried again after `pdb_retry_s`;
+   remember the preemption and publish the plan; then admit, as in 2, the gangs that may start in room
+   the preemption freed beyond its gang's need (victims already gone count as gone). When a
+   PodDisruptionBudget refuses an eviction — in the dry run, or for real because another disruption took
+   the budget in between — the preemption is abandoned: nothing more is evicted or scaled in, the
+   reservation is released, no victim counts as leaving, the reason is logged and written as a
+   `PreemptionBlocked` Event on the preemptor's TFJob (and kept in `blocked`), and the gang's preemption
+   is tried again after `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED),
    and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`).
 At most one preemption per tick: the next tick sees its effect before deciding again.
@@ -135,16 +137,15 @@ class PreemptionLoop:
                 log.info("would carry out (dry run): %s", plan.reason)
             self._quiet = (snapshot.generation, starving)
             return plan
-        admitted = 0
-        while (
-            choice.admit is not None and admitted < self.max_admissions_per_tick and self._admit(snapshot, choice.admit)
-        ):
-            admitted += 1
-            snapshot = self.state.snapshot()
-            choice = self._choose(snapshot, now)
-            plan = self._unblocked(choice.plan, now)
+        admitted, snapshot, choice = self._admit_in_rank(snapshot, choice, now, 0)
+        plan = self._unblocked(choice.plan, now)
         if plan is not None and not self._carry_out(snapshot, plan, now):
             plan = None
+        if plan is not None:
+            # Room the preemption frees beyond its preemptor's need (already free when victims leave at
+            # once) goes to the next gangs in rank now, not a tick later.
+            snapshot = self.state.snapshot()
+            self._admit_in_rank(snapshot, self._choose(snapshot, now), now, admitted)
         reported = self.state.snapshot()
         self._report_states(reported, now)
         if self._waits is None:
@@ -152,6 +153,20 @@ class PreemptionLoop:
         self._waits.report(reported, now)
         self._quiet = (snapshot.generation, starving) if choice.plan is None and choice.admit is None else None
         return plan
+
+    def _admit_in_rank(
+        self, snapshot: ClusterSnapshot, choice: PreemptionChoice, now: float, admitted: int
+    ) -> tuple[int, ClusterSnapshot, PreemptionChoice]:
+        """Reserve the plans of the gangs that may start now, in rank order, each pass on the model that
+        includes the ones before (up to `max_admissions_per_tick` a tick, `admitted` of them already): the
+        count, the last snapshot and the choice made on it."""
+        while (
+            choice.admit is not None and admitted < self.max_admissions_per_tick and self._admit(snapshot, choice.admit)
+        ):
+            admitted += 1
+            snapshot = self.state.snapshot()
+            choice = self._choose(snapshot, now)
+        return admitted, snapshot, choice
 
     def _choose(self, snapshot: ClusterSnapshot, now: float) -> PreemptionChoice:
         choice = choose_preemption(

@@ -114,6 +114,29 @@ def test_a_gang_that_fits_is_reserved_before_higher_ranked_gangs_that_need_room_
     assert actuator.evicted == [] and actuator.scaled == []
 
 
+def test_room_a_preemption_frees_beyond_its_gang_goes_to_the_next_gang_in_the_same_tick() -> None:
+    # The victims leave at once (as when their pods are gone before the tick ends): the 12 CPU the evicted
+    # batch gang frees hold the urgent gang (4) and leave room for the next one (4), reserved at once.
+    class Deleting(RecordingActuator):
+        def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+            super().evict(pod, reason, dry_run=dry_run)
+            if not dry_run:
+                namespace, name = pod.key.split("/")
+                state.apply(Kind.POD, "DELETED", {"metadata": {"namespace": namespace, "name": name}})
+
+    state = cluster(
+        *cpu_nodes(3),
+        *running_gang("batch", workers=11, nodes=NAMES, dynamic=False),
+        *waiting_job("urgent", pods=4, priority=1000),
+        *waiting_job("next", pods=4, priority=900),
+    )
+    loop = PreemptionLoop(state, Deleting(), SETTINGS, lambda: NOW)
+    plan = loop.tick(NOW)
+    assert plan is not None and plan.gang == "default/urgent"
+    held = {r.group for r in state.snapshot().reservations.values()}
+    assert held == {"default/urgent", "default/next"}
+
+
 def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved() -> None:
     # With holds on: node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the node once it
     # clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.
