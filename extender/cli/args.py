@@ -87,6 +87,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         default=DEFAULTS.policy.starvation_limit_s,
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
     )
+    add_starving_holds_argument(serve)
     serve.add_argument(
         "--network-topology",
         type=network_layers,
@@ -148,10 +149,21 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
     parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
     parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
     parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
+    add_starving_holds_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_scaler_arguments(parser)
     add_auth_arguments(parser)
+
+
+def add_starving_holds_argument(parser: argparse.ArgumentParser) -> None:
+    """What the room held for the starving gang at the head of its PriorityClass does to other gangs."""
+    parser.add_argument(
+        "--starving-holds-block",
+        action="store_true",
+        help="room held for a starving gang keeps every other gang out, bounding a large gang's wait while "
+        "the room idles as it drains (default: it only steers other gangs' plans away from it)",
+    )
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,6 +230,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             DEFAULTS.policy,
             scheduler_name=args.scheduler_name,
             starvation_limit_s=args.starvation_limit_s,
+            starving_holds_block=getattr(args, "starving_holds_block", DEFAULTS.policy.starving_holds_block),
             scale_out_step=args.scale_out_step,
             scale_in_step=args.scale_in_step,
             scale_cooldown_s=args.scale_cooldown_s,

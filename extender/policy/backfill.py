@@ -5,10 +5,12 @@ The highest-ranked waiting starving gangs — `starving_reservations` of them, o
 PriorityClass that does not hold, whatever their rank. A holding gang that cannot be planned now gets a
 reservation of the room its minimum needs (every group's `minMember`, PS first) on the nodes that clear
 soonest: those running the fewest jobs, then the least free now (so little room sits idle while it
-waits), each counted at its whole allocatable, the pods one cannot take going to the next. Nothing may
-be planned into that room, so the gang starts as soon as what runs there now has left, while gangs that
-fit elsewhere, or beside it in what it does not need, start at once. Room is counted per resource: a
-plan that asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
+waits), each counted at its whole allocatable, the pods one cannot take going to the next. Other
+gangs' plans go around that room while they fit elsewhere, or beside it in what it does not need, so
+that it fills up as what runs there leaves; a gang that fits only by taking it still starts, so no room
+idles while a gang that fits waits (with `starving_holds_block` nothing may be planned into it, and the
+holding gang starts as soon as what runs there now has left). Room is counted per resource: a plan that
+asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
 order, each from what the ones before it left; the next starving gang holds once one of them has
 started, so a long queue of starving gangs does not hold the whole cluster. A gang too large for the
 whole cluster holds nothing (it could never start).
@@ -21,7 +23,7 @@ be planned now (a failed plan still valid is not planned again). Pure: the snaps
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,15 +176,30 @@ def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
     return len({(pod.job or pod.key) for key in keys if (pod := pods.get(key))})
 
 
+def least_room_needed(snapshot: ClusterSnapshot, state: GangState) -> Resources:
+    """A lower bound of the room the gang needs to start, whatever the plan: per group, as many pending
+    members as its `minMember` still lacks, each resource counted over the members asking least of it."""
+    amounts: dict[str, int] = {}
+    for lacking, pending in _lacking(snapshot, state):
+        for name in {name for pod in pending for name in pod.requests.names()}:
+            amounts[name] = amounts.get(name, 0) + sum(sorted(pod.requests.get(name) for pod in pending)[:lacking])
+    return Resources(amounts)
+
+
 def _minimum_pods(snapshot: ClusterSnapshot, state: GangState) -> list[PodView]:
     """Per group, the pending members its `minMember` still needs, PS first."""
-    pods: list[PodView] = []
+    return [pod for lacking, pending in _lacking(snapshot, state) for pod in role_order(pending)[:lacking]]
+
+
+def _lacking(snapshot: ClusterSnapshot, state: GangState) -> Iterator[tuple[int, list[PodView]]]:
+    """Per group that lacks members to reach its `minMember` (placed, finished or reserved), how many, and
+    its pending members not reserved."""
     for group in state.groups:
         members = state.members[group.key]
         placed = sum(1 for pod in members if pod.node_name or pod.finished or pod.key in snapshot.reservations)
-        pending = role_order([pod for pod in members if pod.pending and pod.key not in snapshot.reservations])
-        pods += pending[: max(0, group.min_member - placed)]
-    return pods
+        if group.min_member > placed:
+            pending = [pod for pod in members if pod.pending and pod.key not in snapshot.reservations]
+            yield group.min_member - placed, pending
 
 
 __all__ = [
@@ -193,6 +210,7 @@ __all__ = [
     "could_ever_fit",
     "goes_before",
     "holding_gangs",
+    "least_room_needed",
     "plan_now",
     "reserved_room",
     "starving_holds",

@@ -62,7 +62,7 @@ class PolicySettings:
     starvation_limit_s: float = 600.0
     """Seconds a gang may wait unsatisfied (STARVELIMIT in KOD2) before it starves: its weight starts to age
     upward, it climbs one size class then and one more per further limit, it is reported STARVING, and
-    at the head of the queue it holds room (see `starving_backfill`)."""
+    at the head of the queue it holds room (see `starving_reservations`)."""
 
     aging_rate_per_s: float = 0.001
     """Weight (0..1 scale) added per second waited beyond `starvation_limit_s`: a 0.3 job reaches the cap
@@ -82,11 +82,19 @@ class PolicySettings:
     starving_reservations: int = 1
     """How many starving gangs (a count), highest-ranked first, hold room at a time: each goes before every
     other gang of its PriorityClass and holds its minimum on the nodes that clear soonest (EASY backfill's
-    one reservation). Holding room for every starving gang at once would hold the whole cluster in a long
-    queue; a starving gang climbs in rank as it waits, so each one gets its turn. 0: no room is held idle
-    (a starving gang still climbs to the head of its PriorityClass, other gangs yield to it whenever it
-    fits, and the preemption loop reserves its plan the moment it fits), but a large gang that never finds
-    its room free at once, while smaller gangs take each piece as it frees, is then never bounded."""
+    one reservation; what holding does to other gangs: `starving_holds_block`). Holding room for every
+    starving gang at once would hold the whole cluster in a long queue; a starving gang climbs in rank as
+    it waits, so each one gets its turn. 0: no room is held (a starving gang still climbs to the head of
+    its PriorityClass, other gangs yield to it whenever it fits, and the preemption loop reserves its plan
+    the moment it fits)."""
+
+    starving_holds_block: bool = False
+    """What room held for a starving gang does to the other gangs. False: it steers them — their plans go
+    around it while they fit elsewhere, and a gang that fits nowhere else still starts in it, so no room
+    sits idle while a gang that fits waits, and no gang waits past the moment it could first fit because
+    of a hold. True: it keeps them out, so a large gang that never finds its room free at once (smaller
+    gangs taking each piece as it frees) is bounded, at the cost of the held room idling while the nodes
+    under it drain and of every gang that fits there waiting as long."""
 
     size_class_ratio: float = 2.0
     """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant

@@ -234,5 +234,9 @@ class Ours(Policy):
             # replacement's reservation is committed before kube-scheduler sees the pod.
             self.scaler.settle_migrations(self.scaler.state.snapshot(), wall)
             self.kube.cycle(now)
+            # The service's two loops tick independently, each every 2 s: room the scaler frees (a migrated
+            # worker's old node) is seen by the preemption loop's next tick, here before the step ends.
+            self.loop.tick(wall)
+            self.kube.cycle(now)
         self.preemptions = len(self.loop.history)
         self.scale_actions = self.actuator.scaled + self.actuator.restarted

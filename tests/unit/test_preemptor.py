@@ -114,6 +114,21 @@ def test_a_gang_that_fits_is_reserved_before_higher_ranked_gangs_that_need_room_
     assert actuator.evicted == [] and actuator.scaled == []
 
 
+def test_gangs_larger_than_all_free_room_do_not_use_up_the_checks_of_a_tick() -> None:
+    # 2 CPU free in all: the three 4-pod gangs cannot start whatever the plan, so the one check a tick
+    # allows goes to the small gang below them
+    bigger = [waiting_job(f"big-{i}", pods=4, priority=500) for i in range(3)]
+    loop, _ = loop_over(
+        *cpu_nodes(2),
+        *running_gang("vip", workers=5, nodes=["node-0", "node-1"], priority=1000, dynamic=False),
+        *(obj for job in bigger for obj in job),
+        *waiting_job("small", pods=1, created="2027-01-15T07:59:00Z"),
+    )
+    loop.max_gangs_checked_per_tick = 1
+    loop.tick(NOW)
+    assert {r.group for r in loop.state.snapshot().reservations.values()} == {"default/small"}
+
+
 def test_room_a_preemption_frees_beyond_its_gang_goes_to_the_next_gang_in_the_same_tick() -> None:
     # The victims leave at once (as when their pods are gone before the tick ends): the 12 CPU the evicted
     # batch gang frees hold the urgent gang (4) and leave room for the next one (4), reserved at once.
@@ -138,8 +153,8 @@ def test_room_a_preemption_frees_beyond_its_gang_goes_to_the_next_gang_in_the_sa
 
 
 def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved() -> None:
-    # With holds on: node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the node once it
-    # clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.
+    # With blocking holds: node-0 runs a job no preemption may touch (2 of 4 CPU); the starving gang needs the
+    # node once it clears, so the 2 CPU free now are held for it and the fresh small gang that fits them yields.
     actuator = RecordingActuator()
     objects = (
         *cpu_nodes(1),
@@ -147,7 +162,7 @@ def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved(
         *waiting_job("big", pods=4),
         *waiting_job("small", pods=2, created="2027-01-15T07:59:00Z"),
     )
-    holding = replace(SETTINGS, starving_reservations=1)
+    holding = replace(SETTINGS, starving_reservations=1, starving_holds_block=True)
     loop = PreemptionLoop(cluster(*objects), actuator, holding, lambda: NOW)
     assert loop.tick(NOW) is None
     assert loop.state.snapshot().reservations == {}

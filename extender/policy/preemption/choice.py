@@ -1,13 +1,14 @@
 """Which waiting gang the preemption loop makes room for next, and what carrying a plan out commits.
 
 One pass walks the waiting gangs in rank order (a bounded number) and skips those refused on the same
-model and weight before. The first that may start now without delaying a gang that goes before it
-(`admission.admissible_plan`) is admitted: its plan is reserved at once, so that pods kube-scheduler
-happens to retry first (a newer gang's, while the older gang's pods sit in their backoff) cannot take its
-room. A gang that fits but yields is left to `filter`. When none can be admitted, the pass asks, for the
-highest-ranked gangs that cannot start, KOD2 scale-in (`scale_in`) and then the whole-gang search
-(`victims`). `carried_out` is the ledger change that holds the freed room for the whole preemptor gang
-and remembers the preemption.
+model and weight before; a gang that needs more than is free on all nodes together
+(`backfill.least_room_needed`) is not planned and does not count against the bound. The first that may
+start now without delaying a gang that goes before it (`admission.admissible_plan`) is admitted: its
+plan is reserved at once, so that pods kube-scheduler happens to retry first (a newer gang's, while the
+older gang's pods sit in their backoff) cannot take its room. A gang that fits but yields is left to
+`filter`. When none can be admitted, the pass asks, for the highest-ranked gangs that cannot start, KOD2
+scale-in (`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that
+holds the freed room for the whole preemptor gang and remembers the preemption.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from extender.policy.admission import admissible_plan
+from extender.policy.backfill import least_room_needed
 from extender.policy.gang import GangVerdict, gang_state
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.queue import queue_of
+from extender.policy.resources import Resources
 from extender.policy.settings import PolicySettings
 
 
@@ -53,6 +58,7 @@ def choose_preemption(
     refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
     running victims do not age, so nothing else could change the answer."""
     queue = queue_of(snapshot, settings)
+    room = free_in_all(snapshot)
     checked = 0
     needing_room = []
     for rank in queue.waiting(now, settings):
@@ -63,8 +69,11 @@ def choose_preemption(
             continue
         if refused.get(summary.key) == (snapshot.generation, rank.weight):
             continue
-        checked += 1
         state = gang_state(snapshot, summary.origin)
+        if room is not None and not least_room_needed(snapshot, state).fits_in(room):
+            needing_room.append((rank, state.key, summary.origin))
+            continue
+        checked += 1
         admissible = admissible_plan(snapshot, state, settings, now)
         if admissible.admitted:
             return PreemptionChoice(None, {}, admissible)
@@ -81,6 +90,16 @@ def choose_preemption(
             return PreemptionChoice(decision, refusals)
         refusals[key] = (snapshot.generation, rank.weight)
     return PreemptionChoice(None, refusals)
+
+
+def free_in_all(snapshot: ClusterSnapshot) -> Resources | None:
+    """What is free on all schedulable nodes together (after bound pods and reservations): a gang that needs
+    more (`backfill.least_room_needed`) cannot start, whatever the plan. None for a snapshot whose capacity
+    table does not cover its nodes (one a test builds by hand)."""
+    table = snapshot.capacity
+    if len(table.rows) != len(snapshot.nodes):
+        return None
+    return table.resources(np.clip(table.available[table.schedulable], 0, None).sum(axis=0))
 
 
 def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:

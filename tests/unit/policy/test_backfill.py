@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from extender.__main__ import parse_args, settings_from
 from extender.policy.backfill import holding_gangs, reserved_room
 from extender.policy.gang import gang_state
 from extender.policy.model import ClusterSnapshot
@@ -75,8 +76,16 @@ def test_a_younger_gang_starts_outside_the_held_room() -> None:
     assert decision.feasible == ("node-1",)
 
 
-def test_a_younger_gang_that_fits_only_in_the_held_room_yields() -> None:
+def test_a_younger_gang_that_fits_only_in_the_held_room_starts_there() -> None:
     loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="2"), settings=SETTINGS, now=NOW)
+    decision = loop.filter("new-0")
+    assert decision.outcome == "planned", decision.summary
+    assert decision.feasible == ("node-2",), "held room steers a plan away only while it fits elsewhere"
+
+
+def test_when_held_room_blocks_a_younger_gang_that_fits_only_there_yields() -> None:
+    blocking = replace(SETTINGS, starving_holds_block=True)
+    loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="2"), settings=blocking, now=NOW)
     decision = loop.filter("new-0")
     assert decision.outcome == "yielding", decision.summary
     assert "capacity is held for starving gang default/old" in decision.summary
@@ -131,3 +140,9 @@ def test_the_highest_ranked_starving_gangs_hold_whatever_ranks_above_them() -> N
 def holders(snapshot: ClusterSnapshot, settings: PolicySettings) -> frozenset[str]:
     queue = queue_of(snapshot, settings)
     return holding_gangs(queue, queue.starving(NOW, settings), settings).subjects
+
+
+def test_both_deciding_processes_take_the_blocking_holds_from_their_command_line() -> None:
+    for command in ("serve", "loops"):
+        assert not settings_from(parse_args([command])).policy.starving_holds_block
+        assert settings_from(parse_args([command, "--starving-holds-block"])).policy.starving_holds_block
