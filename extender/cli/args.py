@@ -15,6 +15,7 @@ from pathlib import Path
 from extender import explain as explain_command
 from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.policy.model import NetworkLayer
+from extender.policy.settings import STARVING_HOLDS
 from extender.sim import cli as sim_cli
 
 DEFAULTS = Settings()
@@ -159,10 +160,12 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
 def add_starving_holds_argument(parser: argparse.ArgumentParser) -> None:
     """What the room held for the starving gang at the head of its PriorityClass does to other gangs."""
     parser.add_argument(
-        "--starving-holds-block",
-        action="store_true",
-        help="room held for a starving gang keeps every other gang out, bounding a large gang's wait while "
-        "the room idles as it drains (default: it only steers other gangs' plans away from it)",
+        "--starving-hold",
+        choices=STARVING_HOLDS,
+        default=DEFAULTS.policy.starving_hold,
+        help="which gangs that fit only in room held for a starving gang are kept out of it: the ones that "
+        "arrived after it began to starve, until they starve (newcomers), all (block) or none (steer) "
+        "(default %(default)s)",
     )
 
 
@@ -230,7 +233,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             DEFAULTS.policy,
             scheduler_name=args.scheduler_name,
             starvation_limit_s=args.starvation_limit_s,
-            starving_holds_block=getattr(args, "starving_holds_block", DEFAULTS.policy.starving_holds_block),
+            starving_hold=getattr(args, "starving_hold", DEFAULTS.policy.starving_hold),
             scale_out_step=args.scale_out_step,
             scale_in_step=args.scale_in_step,
             scale_cooldown_s=args.scale_cooldown_s,

@@ -9,9 +9,9 @@ waiting gang:
 - the highest-ranked STARVING gangs (`starving_reservations`; see `backfill`) hold capacity against every
   other gang of their PriorityClass, whatever their rank: the room their minimum needs on the nodes that
   clear soonest, which fills up as what runs there leaves. Every plan goes around that room where it
-  can; one that fits only by taking it still starts, unless `starving_holds_block` makes the room keep
-  every other gang out. With `starving_backfill` off every starving gang (up to `rank_gangs_checked`)
-  holds all capacity that frees up, and keeps everything else out of it. A starving gang too large for
+  can; whether one that fits only by taking it may start is `backfill.keeps_out`'s (`starving_hold`).
+  With `starving_backfill` off every starving gang (up to `rank_gangs_checked`) holds all capacity that
+  frees up, and keeps everything else out of it. A starving gang too large for
   the whole cluster holds nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
 `settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
@@ -33,6 +33,7 @@ from extender.policy.backfill import (
     could_ever_fit,
     goes_before,
     holding_gangs,
+    keeps_out,
     plan_now,
     starving_holds,
     takes_held_room,
@@ -180,7 +181,7 @@ def _conflict(
         held = f"capacity is held for starving gang {other.key} (waiting {rank.waited_s:.0f}s)"
         if not settings.starving_backfill:
             return held
-        if not settings.starving_holds_block:
+        if not keeps_out(rank, precedence.own, settings):
             return None
         node = takes_held_room(snapshot, {name: EMPTY - left for name, left in taken.items()}, holds)
         return None if node is None else f"{held} on {node}"

@@ -7,9 +7,10 @@ reservation of the room its minimum needs (every group's `minMember`, PS first) 
 soonest: those running the fewest jobs, then the least free now (so little room sits idle while it
 waits), each counted at its whole allocatable, the pods one cannot take going to the next. Other
 gangs' plans go around that room while they fit elsewhere, or beside it in what it does not need, so
-that it fills up as what runs there leaves; a gang that fits only by taking it still starts, so no room
-idles while a gang that fits waits (with `starving_holds_block` nothing may be planned into it, and the
-holding gang starts as soon as what runs there now has left). Room is counted per resource: a plan that
+that it fills up as what runs there leaves; whether a gang that fits only by taking it may
+(`keeps_out`, by `starving_hold`): by default the gangs that arrived after the holding gang began to
+starve are kept out until they starve themselves, so a stream of new gangs cannot take each piece as it
+frees, while no gang is kept out for longer than one starvation limit. Room is counted per resource: a plan that
 asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
 order, each from what the ones before it left; the next starving gang holds once one of them has
 started, so a long queue of starving gangs does not hold the whole cluster. A gang too large for the
@@ -68,6 +69,16 @@ def holding_gangs(queue: GangQueue, starving: Sequence[JobRank], settings: Polic
         if queue.summaries[rank.subject].waiting:
             holding.append(rank)
     return Holders(tuple(holding), frozenset(rank.subject for rank in holding)) if holding else NO_HOLDERS
+
+
+def keeps_out(holder: JobRank, own: JobRank, settings: PolicySettings) -> bool:
+    """Whether room held for the starving gang ranked `holder` keeps out the gang ranked `own`, which fits
+    only by taking it (`starving_hold`)."""
+    if settings.starving_hold == "block":
+        return True
+    if settings.starving_hold == "steer":
+        return False
+    return not own.starving and own.arrival > holder.arrival + settings.starvation_limit_s
 
 
 def goes_before(rank: JobRank, own: JobRank, holders: Holders) -> bool:
@@ -210,6 +221,7 @@ __all__ = [
     "could_ever_fit",
     "goes_before",
     "holding_gangs",
+    "keeps_out",
     "least_room_needed",
     "plan_now",
     "reserved_room",

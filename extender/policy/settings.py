@@ -7,8 +7,12 @@ line builds it (see `extender.config`), tests build it directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from extender.policy.model import NetworkLayer
+
+StarvingHold = Literal["newcomers", "block", "steer"]
+STARVING_HOLDS: tuple[StarvingHold, ...] = ("newcomers", "block", "steer")
 
 DEFAULT_NETWORK_TOPOLOGY = (
     NetworkLayer("SpineLayer", ("network.topology.nvidia.com/spine",)),
@@ -82,19 +86,23 @@ class PolicySettings:
     starving_reservations: int = 1
     """How many starving gangs (a count), highest-ranked first, hold room at a time: each goes before every
     other gang of its PriorityClass and holds its minimum on the nodes that clear soonest (EASY backfill's
-    one reservation; what holding does to other gangs: `starving_holds_block`). Holding room for every
+    one reservation; what holding does to other gangs: `starving_hold`). Holding room for every
     starving gang at once would hold the whole cluster in a long queue; a starving gang climbs in rank as
     it waits, so each one gets its turn. 0: no room is held (a starving gang still climbs to the head of
     its PriorityClass, other gangs yield to it whenever it fits, and the preemption loop reserves its plan
     the moment it fits)."""
 
-    starving_holds_block: bool = False
-    """What room held for a starving gang does to the other gangs. False: it steers them — their plans go
-    around it while they fit elsewhere, and a gang that fits nowhere else still starts in it, so no room
-    sits idle while a gang that fits waits, and no gang waits past the moment it could first fit because
-    of a hold. True: it keeps them out, so a large gang that never finds its room free at once (smaller
-    gangs taking each piece as it frees) is bounded, at the cost of the held room idling while the nodes
-    under it drain and of every gang that fits there waiting as long."""
+    starving_hold: StarvingHold = "newcomers"
+    """What room held for a starving gang does to the other gangs of its PriorityClass. Every plan goes
+    around it while it fits elsewhere; a gang that fits only by taking it is
+    - "newcomers": kept out if it arrived after the holding gang began to starve and has not starved
+      itself, else let in. A stream of new gangs cannot take each piece as it frees, so the holding gang
+      starts once what runs on its nodes (and what was already waiting when it began to starve) has left;
+      no gang is kept out for longer than one starvation limit;
+    - "block": always kept out. The holding gang starts once its nodes have cleared, whoever waits, at the
+      cost of the held room idling while they drain and of every gang that fits there waiting as long;
+    - "steer": always let in. No room idles while a gang that fits waits, but a large gang that never
+      finds its room free at once, while smaller gangs take each piece, is not bounded."""
 
     size_class_ratio: float = 2.0
     """Rank by size before weight: within a PriorityClass gangs go in ascending size class — their dominant

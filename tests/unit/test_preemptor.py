@@ -162,7 +162,7 @@ def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved(
         *waiting_job("big", pods=4),
         *waiting_job("small", pods=2, created="2027-01-15T07:59:00Z"),
     )
-    holding = replace(SETTINGS, starving_reservations=1, starving_holds_block=True)
+    holding = replace(SETTINGS, starving_reservations=1, starving_hold="block")
     loop = PreemptionLoop(cluster(*objects), actuator, holding, lambda: NOW)
     assert loop.tick(NOW) is None
     assert loop.state.snapshot().reservations == {}

@@ -58,7 +58,7 @@ def test_a_lower_ranked_gang_backfills_capacity_the_higher_one_cannot_use() -> N
 
 
 def test_capacity_is_held_for_a_starving_gang() -> None:
-    settings = replace(PolicySettings(), starvation_limit_s=60.0, starving_reservations=1, starving_holds_block=True)
+    settings = replace(PolicySettings(), starvation_limit_s=60.0, starving_reservations=1, starving_hold="block")
     loop = Loop(
         *nodes(3),
         make_pod("busy", cpu="4", node="node-2", phase="Running", priority=1000),
@@ -110,7 +110,7 @@ def test_a_starving_gang_holds_capacity_even_against_heavier_gangs_of_its_priori
         starvation_limit_s=60.0,
         aging_rate_per_s=1e-9,
         starving_reservations=1,
-        starving_holds_block=True,
+        starving_hold="block",
     )
     recent = datetime.fromtimestamp(LATER - 10, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     loop = Loop(

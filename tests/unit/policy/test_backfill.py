@@ -22,7 +22,7 @@ OLD = "2026-03-01T09:00:00Z"
 NOW = datetime.fromisoformat(CREATED).timestamp() + 30
 """Half a minute after the fresh gangs were created, an hour and a half after the old one."""
 SETTINGS = replace(PolicySettings(), starvation_limit_s=600.0, starving_reservations=1)
-"""The highest-ranked starving gang holds room (off by default)."""
+"""The highest-ranked starving gang holds room (as by default)."""
 
 
 def gang(name: str, *, pods: int, cpu: str = "1", gpu: int = 0, priority: int = 0, created: str = CREATED) -> list[Obj]:
@@ -76,21 +76,40 @@ def test_a_younger_gang_starts_outside_the_held_room() -> None:
     assert decision.feasible == ("node-1",)
 
 
-def test_a_younger_gang_that_fits_only_in_the_held_room_starts_there() -> None:
+def test_a_gang_that_arrived_after_the_holder_began_to_starve_and_fits_only_in_the_held_room_yields() -> None:
     loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="2"), settings=SETTINGS, now=NOW)
-    decision = loop.filter("new-0")
-    assert decision.outcome == "planned", decision.summary
-    assert decision.feasible == ("node-2",), "held room steers a plan away only while it fits elsewhere"
-
-
-def test_when_held_room_blocks_a_younger_gang_that_fits_only_there_yields() -> None:
-    blocking = replace(SETTINGS, starving_holds_block=True)
-    loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="2"), settings=blocking, now=NOW)
     decision = loop.filter("new-0")
     assert decision.outcome == "yielding", decision.summary
     assert "capacity is held for starving gang default/old" in decision.summary
     assert "on node-2" in decision.summary
     assert loop.snapshot.reservations == {}
+
+
+def test_a_gang_that_has_starved_itself_is_not_kept_out_of_the_held_room() -> None:
+    loop = Loop(
+        *cpu_cluster(), *gang("later", pods=2, cpu="2", created="2026-03-01T09:05:00Z"), settings=SETTINGS, now=NOW
+    )
+    decision = loop.filter("later-0")
+    assert decision.outcome == "planned", decision.summary
+    assert decision.feasible == ("node-2",)
+
+
+def test_held_room_that_only_steers_lets_a_gang_that_fits_nowhere_else_start_in_it() -> None:
+    steering = replace(SETTINGS, starving_hold="steer")
+    loop = Loop(*cpu_cluster(), *gang("new", pods=1, cpu="2"), settings=steering, now=NOW)
+    decision = loop.filter("new-0")
+    assert decision.outcome == "planned", decision.summary
+    assert decision.feasible == ("node-2",)
+
+
+def test_held_room_that_blocks_keeps_out_a_gang_that_has_starved_itself() -> None:
+    blocking = replace(SETTINGS, starving_hold="block")
+    loop = Loop(
+        *cpu_cluster(), *gang("later", pods=2, cpu="2", created="2026-03-01T09:05:00Z"), settings=blocking, now=NOW
+    )
+    decision = loop.filter("later-0")
+    assert decision.outcome == "yielding", decision.summary
+    assert "capacity is held for starving gang default/old" in decision.summary
 
 
 def test_without_backfill_the_starving_gang_holds_all_capacity() -> None:
@@ -142,7 +161,7 @@ def holders(snapshot: ClusterSnapshot, settings: PolicySettings) -> frozenset[st
     return holding_gangs(queue, queue.starving(NOW, settings), settings).subjects
 
 
-def test_both_deciding_processes_take_the_blocking_holds_from_their_command_line() -> None:
+def test_both_deciding_processes_take_what_held_room_keeps_out_from_their_command_line() -> None:
     for command in ("serve", "loops"):
-        assert not settings_from(parse_args([command])).policy.starving_holds_block
-        assert settings_from(parse_args([command, "--starving-holds-block"])).policy.starving_holds_block
+        assert settings_from(parse_args([command])).policy.starving_hold == "newcomers"
+        assert settings_from(parse_args([command, "--starving-hold", "block"])).policy.starving_hold == "block"
