@@ -5,8 +5,10 @@ weight-based scale-in would never happen through it. This loop works on the mode
 level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
    and not placed yet, so a scaler running in another process steers them too;
-2. walk the waiting gangs in rank order (at most `max_gangs_checked_per_tick`). The first that may start
-   now without delaying a gang that goes before it has its plan reserved and published, and the walk
+2. walk the waiting gangs in rank order (planning at most `max_gangs_checked_per_tick` of them, passing
+   over without a plan those that need more than is free in all, up to `max_gangs_walked_per_tick`
+   looked at). The first that may start now without delaying a gang that goes before it has its plan
+   reserved and published, and the walk
    starts again on the model that includes it (up to `max_admissions_per_tick` gangs): kube-scheduler
    retries a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the
    room first. A gang that fits but yields is left to `filter`. With none to admit, for the first that
@@ -72,6 +74,9 @@ class PreemptionLoop:
     """Gangs admitted ahead of their pods (their plans reserved) in one tick."""
     max_gangs_checked_per_tick: int = 16
     """Waiting gangs, highest rank first, whose plan one pass checks (to admit it, or to preempt for it)."""
+    max_gangs_walked_per_tick: int = 128
+    """Waiting gangs, highest rank first, one pass looks at: one that needs more than is free on all nodes
+    together is passed over without a plan, and does not count against `max_gangs_checked_per_tick`."""
     dry_run: bool = False
     """Shadow mode: plan as usual and remember what would be done (`shadowed`), but never act through the
     actuator nor change the model."""
@@ -176,6 +181,7 @@ class PreemptionLoop:
             self.refused,
             max_gangs=self.max_gangs_per_tick,
             max_checked=self.max_gangs_checked_per_tick,
+            max_walked=self.max_gangs_walked_per_tick,
         )
         live = queue_of(snapshot, self.settings).summaries
         self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}

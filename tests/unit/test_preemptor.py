@@ -116,17 +116,20 @@ def test_a_gang_that_fits_is_reserved_before_higher_ranked_gangs_that_need_room_
 
 def test_gangs_larger_than_all_free_room_do_not_use_up_the_checks_of_a_tick() -> None:
     # 2 CPU free in all: the three 4-pod gangs cannot start whatever the plan, so the one check a tick
-    # allows goes to the small gang below them
+    # allows goes to the small gang below them, as long as the walk reaches it
     bigger = [waiting_job(f"big-{i}", pods=4, priority=500) for i in range(3)]
-    loop, _ = loop_over(
+    objects = (
         *cpu_nodes(2),
         *running_gang("vip", workers=5, nodes=["node-0", "node-1"], priority=1000, dynamic=False),
         *(obj for job in bigger for obj in job),
         *waiting_job("small", pods=1, created="2027-01-15T07:59:00Z"),
     )
-    loop.max_gangs_checked_per_tick = 1
-    loop.tick(NOW)
-    assert {r.group for r in loop.state.snapshot().reservations.values()} == {"default/small"}
+    for walked, admitted in ((3, set()), (4, {"default/small"})):
+        loop, _ = loop_over(*objects)
+        loop.max_gangs_checked_per_tick = 1
+        loop.max_gangs_walked_per_tick = walked
+        loop.tick(NOW)
+        assert {r.group for r in loop.state.snapshot().reservations.values()} == admitted, walked
 
 
 def test_room_a_preemption_frees_beyond_its_gang_goes_to_the_next_gang_in_the_same_tick() -> None:

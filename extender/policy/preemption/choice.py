@@ -50,8 +50,10 @@ def choose_preemption(
     *,
     max_gangs: int,
     max_checked: int,
+    max_walked: int | None = None,
 ) -> PreemptionChoice:
-    """Walk the waiting gangs in rank order (checking at most `max_checked`): the first that may start now
+    """Walk the waiting gangs in rank order (looking at most at `max_walked`, planning at most
+    `max_checked`): the first that may start now
     is admitted; one that fits but yields is left to `filter`. Without one to admit, for the first
     `max_gangs` that cannot start, in rank order, try KOD2 scale-in (surplus workers of lower-ranked elastic
     jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang
@@ -59,11 +61,12 @@ def choose_preemption(
     running victims do not age, so nothing else could change the answer."""
     queue = queue_of(snapshot, settings)
     room = free_in_all(snapshot)
-    checked = 0
+    walked = checked = 0
     needing_room = []
     for rank in queue.waiting(now, settings):
-        if checked >= max_checked:
+        if checked >= max_checked or (max_walked is not None and walked >= max_walked):
             break
+        walked += 1
         summary = queue.summaries[rank.subject]
         if not summary.complete or summary.reserved:
             continue
