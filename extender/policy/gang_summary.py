@@ -59,6 +59,8 @@ class GangSummary:
     """Requests of bound workers beyond the minimum of an elastic dynamic-worker TFJob (what scale-in frees)."""
     scattered: bool = False
     """A bound worker (other than worker 0) runs away from every node holding one of its job's PS."""
+    growable: bool = False
+    """Its TFJob has dynamic workers and fewer Worker replicas than its maximum (what scale-out acts on)."""
     demand: Resources = EMPTY
     """What the gang's size is measured by (`weights.gang_demand`)."""
     size_class: int = 0
@@ -121,6 +123,7 @@ def summarize(
         bound_pods=len(bound),
         surplus=_surplus(snapshot, bound),
         scattered=_scattered(bound),
+        growable=job is not None and job.enable_dynamic_worker and job.max_workers > job.replicas.get(Role.WORKER, 0),
         demand=demand,
         size_class=size_class(dominant_share(demand, capacity), settings),
     )

@@ -12,7 +12,9 @@ event touched (the model knows which). A snapshot holds the resulting immutable 
   only they can move, and only up). The size class depends on the gang's demand and the cluster's
   capacity, never on the clock, so it is re-derived on the same events as the base weight;
 - per-PriorityClass totals of what bound gangs and loose pods hold, and what elastic jobs hold beyond
-  their minimum, so a preemption that nothing lower could make room for is refused in O(classes).
+  their minimum, so a preemption that nothing lower could make room for is refused in O(classes);
+- the gangs whose TFJob may gain workers (`growable`), so a scale-out plan on a cluster where every job
+  runs at its maximum looks at nothing.
 A summary is a pure function of the snapshot (`summarize`); the queue is a memo of them, never state a
 decision depends on. A gang whose members carry no creation time ranks last among equals (its arrival
 counts as the present, which is later than any known arrival).
@@ -64,6 +66,8 @@ class GangQueue:
     """Pods without a gang that hold a node, by key."""
     partly_bound: frozenset[str] = frozenset()
     """Gangs with members holding nodes while they wait unsatisfied (half placed)."""
+    growable: frozenset[str] = frozenset()
+    """Gangs whose TFJob may gain workers (`GangSummary.growable`): all scale-out has to look at."""
 
     def summary_of_group(self, group: str) -> GangSummary | None:
         key = self.gang_of.get(group)
@@ -150,6 +154,7 @@ class QueueBuilder:
         self._loose: dict[int, Resources] = {}
         self._loose_pods: CowMap[str, PodView] = CowMap()
         self._partly_bound: set[str] = set()
+        self._growable: set[str] = set()
         self._touched: set[str] = set()
         self._everything = True
         self._weights = False
@@ -235,8 +240,15 @@ class QueueBuilder:
             weights=weight_inputs(self._settings),
             loose=self._loose_pods.freeze(),
             partly_bound=frozenset(self._partly_bound),
+            growable=self._growable_frozen(previous),
         )
         return self._frozen
+
+    def _growable_frozen(self, previous: GangQueue | None) -> frozenset[str]:
+        """The growable gangs as a frozenset, the previous queue's when they did not change."""
+        if previous is not None and previous.growable == self._growable:
+            return previous.growable
+        return frozenset(self._growable)
 
     def _reweigh(self, snapshot: ClusterSnapshot, capacity: Resources) -> None:
         self._weights = False
@@ -281,6 +293,8 @@ class QueueBuilder:
         _add(self._surplus, summary.priority, summary.surplus)
         if summary.ages and summary.bound_pods:
             self._partly_bound.add(summary.key)
+        if summary.growable:
+            self._growable.add(summary.key)
 
     def _drop(self, key: str, *, keep_origins: bool = False) -> None:
         summary = self._summaries.delete(key)
@@ -302,6 +316,7 @@ class QueueBuilder:
         _add(self._held, summary.priority, summary.bound, sign=-1)
         _add(self._surplus, summary.priority, summary.surplus, sign=-1)
         self._partly_bound.discard(key)
+        self._growable.discard(key)
 
 
 def _add(totals: dict[int, Resources], priority: int, amount: Resources, *, sign: int = 1) -> None:

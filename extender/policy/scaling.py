@@ -100,9 +100,11 @@ def plan_scale_out(
     now: float,
     last_action: Mapping[str, float],
 ) -> ScalingPlan:
-    """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3)."""
+    """New workers for running jobs, highest rank first, into idle capacity (KOD2 Algorithm 3). Only the
+    gangs the queue lists as growable (their TFJob below its maximum) are looked at."""
     capacity = cluster_capacity(snapshot)
-    running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, _may_grow)
+    growable = queue_of(snapshot, settings).growable
+    running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, _may_grow, growable)
     if not running:
         return ScalingPlan((), tuple(skipped))
     if settings.scale_out_by_gain:
@@ -198,10 +200,11 @@ def running_jobs(
     last_action: Mapping[str, float],
     capacity: Resources,
     wanted: Callable[[JobView, GangSummary], bool],
+    among: frozenset[str] | None = None,
 ) -> tuple[list[RunningJob], list[tuple[str, str]]]:
     """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
-    that may not be scaled at all. Candidates come from the gang queue: a job with pending members or an
-    unsatisfied gang is passed over without looking at its pods."""
+    that may not be scaled at all. Candidates come from the gang queue (only the gangs `among`, when
+    given): a job with pending members or an unsatisfied gang is passed over without looking at its pods."""
     running: list[RunningJob] = []
     skipped = [
         (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
@@ -209,7 +212,9 @@ def running_jobs(
         if not job.enable_dynamic_worker and job.max_workers > job.min_workers
     ]
     reserving = frozenset(held.group for held in snapshot.reservations.values())
-    for summary in queue_of(snapshot, settings).summaries.values():
+    summaries = queue_of(snapshot, settings).summaries
+    candidates = summaries.values() if among is None else (summaries[key] for key in among if key in summaries)
+    for summary in candidates:
         job = snapshot.jobs.get(summary.job) if summary.job else None
         if job is None or not job.enable_dynamic_worker or summary.pending or not summary.satisfied:
             continue

@@ -50,6 +50,7 @@ def comparable(queue: GangQueue) -> object:
         {k: v for k, v in queue.held_by_priority.items() if v},
         {k: v for k, v in queue.surplus_by_priority.items() if v},
         queue.partly_bound,
+        queue.growable,
     )
 
 
@@ -81,7 +82,7 @@ def apply(state: ClusterState, event: tuple[object, ...]) -> None:
     elif kind == "job":
         _, name, change, workers = event
         tfjob = make_sized_tfjob(
-            str(name), workers=int(str(workers)), cpu="1", memory="1Gi", min_workers=1, dynamic=True
+            str(name), workers=int(str(workers)), cpu="1", memory="1Gi", min_workers=1, max_workers=3, dynamic=True
         )
         state.apply(Kind.TFJOB, change, tfjob)  # type: ignore[arg-type]
     elif kind == "node":
@@ -198,3 +199,20 @@ def test_waiting_gangs_come_in_the_order_a_full_sort_gives_at_any_clock(
             key=lambda rank: rank.sort_key,
         )
         assert [rank.subject for rank in snapshot.queue.waiting(now, SETTINGS)] == [rank.subject for rank in expected]
+
+
+def test_the_gangs_of_dynamic_jobs_below_their_maximum_are_the_growable_ones() -> None:
+    state = ClusterState()
+    for name, workers in (("a", 2), ("b", 3)):
+        state.apply(Kind.POD, "ADDED", make_pod(f"{name}-worker-0", group=name, job=name, role="worker"))
+        state.apply(Kind.PODGROUP, "ADDED", make_podgroup(name, min_member=1))
+        tfjob = make_sized_tfjob(
+            name, workers=workers, cpu="1", memory="1Gi", min_workers=1, max_workers=3, dynamic=True
+        )
+        state.apply(Kind.TFJOB, "ADDED", tfjob)
+    queue = state.snapshot().queue
+    assert queue is not None and queue.growable == frozenset({"default/a"})
+    grown = make_sized_tfjob("a", workers=3, cpu="1", memory="1Gi", min_workers=1, max_workers=3, dynamic=True)
+    state.apply(Kind.TFJOB, "MODIFIED", grown)
+    queue = state.snapshot().queue
+    assert queue is not None and queue.growable == frozenset()
