@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation
 from extender.policy.placement import idleness
+from extender.policy.queue import queue_of
 from extender.policy.ranking import cluster_capacity
 from extender.policy.resources import EMPTY, Resources, describe
 from extender.policy.scaling import (
@@ -45,7 +46,8 @@ def plan_consolidation(
         last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
         return summary.scattered and now - last >= settings.consolidation_interval_s
 
-    running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, due)
+    scattered = queue_of(snapshot, settings).scattered
+    running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, due, scattered)
     if not running:
         return ScalingPlan((), tuple(skipped))
     waiting = waiting_gangs(snapshot, settings, now)

@@ -13,8 +13,9 @@ event touched (the model knows which). A snapshot holds the resulting immutable 
   capacity, never on the clock, so it is re-derived on the same events as the base weight;
 - per-PriorityClass totals of what bound gangs and loose pods hold, and what elastic jobs hold beyond
   their minimum, so a preemption that nothing lower could make room for is refused in O(classes);
-- the gangs whose TFJob may gain workers (`growable`), so a scale-out plan on a cluster where every job
-  runs at its maximum looks at nothing.
+- the gangs whose TFJob may gain workers (`growable`) and those with a worker away from every PS node
+  (`scattered`), so scale-out and consolidation plans on a cluster where no job may grow or move look
+  at no job.
 A summary is a pure function of the snapshot (`summarize`); the queue is a memo of them, never state a
 decision depends on. A gang whose members carry no creation time ranks last among equals (its arrival
 counts as the present, which is later than any known arrival).
@@ -68,6 +69,9 @@ class GangQueue:
     """Gangs with members holding nodes while they wait unsatisfied (half placed)."""
     growable: frozenset[str] = frozenset()
     """Gangs whose TFJob may gain workers (`GangSummary.growable`): all scale-out has to look at."""
+    scattered: frozenset[str] = frozenset()
+    """Gangs with a worker away from every PS node (`GangSummary.scattered`): all consolidation has to
+    look at."""
 
     def summary_of_group(self, group: str) -> GangSummary | None:
         key = self.gang_of.get(group)
@@ -155,6 +159,7 @@ class QueueBuilder:
         self._loose_pods: CowMap[str, PodView] = CowMap()
         self._partly_bound: set[str] = set()
         self._growable: set[str] = set()
+        self._scattered: set[str] = set()
         self._touched: set[str] = set()
         self._everything = True
         self._weights = False
@@ -240,15 +245,10 @@ class QueueBuilder:
             weights=weight_inputs(self._settings),
             loose=self._loose_pods.freeze(),
             partly_bound=frozenset(self._partly_bound),
-            growable=self._growable_frozen(previous),
+            growable=_frozen(self._growable, previous.growable if previous else None),
+            scattered=_frozen(self._scattered, previous.scattered if previous else None),
         )
         return self._frozen
-
-    def _growable_frozen(self, previous: GangQueue | None) -> frozenset[str]:
-        """The growable gangs as a frozenset, the previous queue's when they did not change."""
-        if previous is not None and previous.growable == self._growable:
-            return previous.growable
-        return frozenset(self._growable)
 
     def _reweigh(self, snapshot: ClusterSnapshot, capacity: Resources) -> None:
         self._weights = False
@@ -295,6 +295,8 @@ class QueueBuilder:
             self._partly_bound.add(summary.key)
         if summary.growable:
             self._growable.add(summary.key)
+        if summary.scattered:
+            self._scattered.add(summary.key)
 
     def _drop(self, key: str, *, keep_origins: bool = False) -> None:
         summary = self._summaries.delete(key)
@@ -317,6 +319,12 @@ class QueueBuilder:
         _add(self._surplus, summary.priority, summary.surplus, sign=-1)
         self._partly_bound.discard(key)
         self._growable.discard(key)
+        self._scattered.discard(key)
+
+
+def _frozen(keys: set[str], previous: frozenset[str] | None) -> frozenset[str]:
+    """`keys` frozen, or the previous queue's set when they did not change (no copy per snapshot)."""
+    return previous if previous is not None and previous == keys else frozenset(keys)
 
 
 def _add(totals: dict[int, Resources], priority: int, amount: Resources, *, sign: int = 1) -> None:

@@ -51,6 +51,7 @@ def comparable(queue: GangQueue) -> object:
         {k: v for k, v in queue.surplus_by_priority.items() if v},
         queue.partly_bound,
         queue.growable,
+        queue.scattered,
     )
 
 
@@ -216,3 +217,19 @@ def test_the_gangs_of_dynamic_jobs_below_their_maximum_are_the_growable_ones() -
     state.apply(Kind.TFJOB, "MODIFIED", grown)
     queue = state.snapshot().queue
     assert queue is not None and queue.growable == frozenset()
+
+
+def test_the_gangs_with_a_worker_away_from_every_ps_node_are_the_scattered_ones() -> None:
+    state = ClusterState()
+    for node in ("node-0", "node-1"):
+        state.apply(Kind.NODE, "ADDED", make_node(node, cpu="8"))
+    state.apply(Kind.PODGROUP, "ADDED", make_podgroup("a", min_member=3))
+    for name, role, index, node in (("a-ps-0", "ps", 0, "node-0"), ("a-worker-0", "worker", 0, "node-0")):
+        state.apply(Kind.POD, "ADDED", make_pod(name, group="a", job="a", role=role, index=index, node=node))
+    away = make_pod("a-worker-1", group="a", job="a", role="worker", index=1, node="node-1")
+    state.apply(Kind.POD, "ADDED", away)
+    queue = state.snapshot().queue
+    assert queue is not None and queue.scattered == frozenset({"default/a"})
+    state.apply(Kind.POD, "DELETED", away)
+    queue = state.snapshot().queue
+    assert queue is not None and queue.scattered == frozenset()
