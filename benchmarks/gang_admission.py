@@ -10,8 +10,8 @@ soonest, and the lowest-ranked gang is planned around that room. A fourth ("loop
 pass of the preemption loop's walk (`choose_preemption`, with the loop's bounds) on a cluster with no
 room left: every waiting gang needs more than is free in all, so none is planned, and the pass ends in
 the victim searches for the first three. Nothing is committed, so each call plans afresh on the same
-snapshot. Each snapshot is moved out of the cyclic collector's reach once built,
-as `serve` settles its model (`settle_heap`), so no call pays for a collection walking the whole model.
+snapshot. Each snapshot is moved out of the cyclic collector's reach once built, as `serve` settles its
+model (`settle_heap`), so no call pays for a collection walking the whole model.
 Prints p50 / p99 / max milliseconds. Target: ≤ 5 ms at 500 nodes with 250 gangs waiting, and the cost
 must not grow with the number of waiting gangs.
 """
@@ -60,39 +60,38 @@ def waiting_gang(index: int) -> list[dict[str, Any]]:
 
 def cluster(nodes: int, gangs: int) -> ClusterSnapshot:
     objects = [make_node(f"node-{i:05d}", cpu="32", memory="128Gi") for i in range(nodes)]
-    for index in range(gangs):
-        objects += waiting_gang(index)
-    return snapshot(*objects)
+    return snapshot(*objects, *waiting_gangs(gangs))
 
 
 def held_room_cluster(nodes: int, gangs: int) -> ClusterSnapshot:
     """Every node runs a job of 6 × 4 CPU; the gang `big` (8 × 16 CPU, created first) fits nowhere."""
-    objects: list[dict[str, Any]] = []
-    for i in range(nodes):
-        node = f"node-{i:05d}"
-        objects.append(make_node(node, cpu="32", memory="128Gi"))
-        objects += running_job_pods(f"run-{i:05d}", node=node, workers=5, cpu="4", memory="16Gi")
+    objects = nodes_running_a_job(nodes, workers=5)
     big = [make_pod("big-ps-0", job="big", role="ps", group="big", cpu="16")]
     big += [make_pod(f"big-worker-{i}", job="big", role="worker", index=i, group="big", cpu="16") for i in range(7)]
     long_ago = stamp(CREATED - SETTINGS.starvation_limit_s * 3)
     for obj in (*big, group := make_podgroup("big", min_member=8)):
         obj["metadata"]["creationTimestamp"] = long_ago
     objects += [*big, group, make_sized_tfjob("big", workers=7, cpu="16", created=long_ago)]
-    for index in range(gangs):
-        objects += waiting_gang(index)
-    return snapshot(*objects)
+    return snapshot(*objects, *waiting_gangs(gangs))
 
 
 def full_cluster(nodes: int, gangs: int) -> ClusterSnapshot:
     """Every node runs a rigid job of 8 × 4 CPU (nothing free, nothing to scale in) and the gangs wait."""
+    return snapshot(*nodes_running_a_job(nodes, workers=7), *waiting_gangs(gangs))
+
+
+def nodes_running_a_job(nodes: int, *, workers: int) -> list[dict[str, Any]]:
+    """Nodes of 32 CPU / 128 GiB, each running a job of its own: a PS and `workers` workers of 4 CPU."""
     objects: list[dict[str, Any]] = []
     for i in range(nodes):
         node = f"node-{i:05d}"
         objects.append(make_node(node, cpu="32", memory="128Gi"))
-        objects += running_job_pods(f"run-{i:05d}", node=node, workers=7, cpu="4", memory="16Gi")
-    for index in range(gangs):
-        objects += waiting_gang(index)
-    return snapshot(*objects)
+        objects += running_job_pods(f"run-{i:05d}", node=node, workers=workers, cpu="4", memory="16Gi")
+    return objects
+
+
+def waiting_gangs(gangs: int) -> list[dict[str, Any]]:
+    return [obj for index in range(gangs) for obj in waiting_gang(index)]
 
 
 def time_loop_pass(snap: ClusterSnapshot, now: float, runs: int) -> tuple[list[float], str]:

@@ -8,8 +8,8 @@ level-triggered on a fresh snapshot:
 2. walk the waiting gangs in rank order (planning at most `max_gangs_checked_per_tick` of them, passing
    over without a plan those that need more than is free in all, up to `max_gangs_walked_per_tick`
    looked at). The first that may start now without delaying a gang that goes before it has its plan
-   reserved and published, and the walk
-   starts again on the model that includes it (up to `max_admissions_per_tick` gangs): kube-scheduler
+   reserved and published, and the walk starts again on the model that includes it (up to
+   `max_admissions_per_tick` gangs): kube-scheduler
    retries a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the
    room first. A gang that fits but yields is left to `filter`. With none to admit, for the first that
    cannot start try KOD2 scale-in (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic

@@ -53,12 +53,12 @@ def choose_preemption(
     max_walked: int | None = None,
 ) -> PreemptionChoice:
     """Walk the waiting gangs in rank order (looking at most at `max_walked`, planning at most
-    `max_checked`): the first that may start now
-    is admitted; one that fits but yields is left to `filter`. Without one to admit, for the first
-    `max_gangs` that cannot start, in rank order, try KOD2 scale-in (surplus workers of lower-ranked elastic
-    jobs, a bounded count per job) and, when that cannot admit the gang, job-level preemption. A gang
-    refused at the same model generation and weight (`refused`) gives the same refusal and is skipped:
-    running victims do not age, so nothing else could change the answer."""
+    `max_checked`): the first that may start now is admitted; one that fits but yields is left to
+    `filter`. Without one to admit, for the first `max_gangs` that cannot start, in rank order, try KOD2
+    scale-in (surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot
+    admit the gang, job-level preemption. A gang refused at the same model generation and weight
+    (`refused`) gives the same refusal and is skipped: running victims do not age, so nothing else could
+    change the answer."""
     queue = queue_of(snapshot, settings)
     room = free_in_all(snapshot)
     walked = checked = 0
