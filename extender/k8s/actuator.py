@@ -13,6 +13,7 @@
 - Restarting a worker evicts it the same way; training-operator recreates any index below `replicas`
   under the same name (an empty bucket means create).
 - Events are core/v1 Events from the component `tfjob-extender`.
+- A PodGroup's annotations are merge-patched in the API group the PodGroup was read from.
 Failures are logged and raised; the caller decides whether to retry.
 """
 
@@ -28,8 +29,9 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from extender.k8s.client import ApiCallError, api_call
+from extender.k8s.plans import group_path
 from extender.loops.actuator import EvictionRefused, Resize
-from extender.policy.model import PodView, Role
+from extender.policy.model import GroupView, PodView, Role
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,12 @@ class KubeActuator:
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         namespace, name = job.split("/", 1)
         path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
+        self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
+
+    def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
+        path = group_path(group)
+        if path is None:
+            raise ValueError(f"PodGroup {group.namespace}/{group.name}: unknown API group {group.api_group}")
         self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
 
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:

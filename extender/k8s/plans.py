@@ -18,7 +18,7 @@ from kubernetes.client import ApiClient
 
 from extender.k8s.client import api_call
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot
+from extender.policy.model import ClusterSnapshot, GroupView
 from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation
 from extender.state.kinds import BY_KIND
 from extender.state.store import GROUP_KINDS
@@ -46,7 +46,7 @@ class PlanPublisher:
         for reservation in change.reserve:
             group = snapshot.groups.get(reservation.group)
             pod = snapshot.pods.get(reservation.pod)
-            path = _path(group.api_group, group.namespace, group.name) if group is not None else None
+            path = group_path(group) if group is not None else None
             if path is None or pod is None:
                 continue
             _, nodes, uids, expires = plans.setdefault(reservation.group, (path, {}, {}, 0.0))
@@ -93,10 +93,10 @@ class PlanPublisher:
                     self._wake.wait(RETRY_AFTER_S)
 
 
-def _path(api_group: str, namespace: str, name: str) -> str | None:
+def group_path(group: GroupView) -> str | None:
     """The PodGroup's path in the API group it was read from."""
     for kind in GROUP_KINDS:
         resource = BY_KIND[kind]
-        if resource.api_version.split("/")[0] == api_group:
-            return f"/apis/{resource.api_version}/namespaces/{namespace}/{resource.plural}/{name}"
+        if resource.api_version.split("/")[0] == group.api_group:
+            return f"/apis/{resource.api_version}/namespaces/{group.namespace}/{resource.plural}/{group.name}"
     return None

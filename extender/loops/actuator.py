@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extender.policy.model import PodView
+from extender.policy.model import GroupView, PodView
 
 
 class EvictionRefused(Exception):
@@ -48,6 +48,9 @@ class Actuator(Protocol):
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         """Write an Event about the object `kind` `namespace/name`."""
 
+    def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
+        """Merge `annotations` into the PodGroup's (a None value removes that annotation)."""
+
 
 class ScalingActuator(Actuator, Protocol):
     def restart_pod(self, pod: PodView, reason: str) -> bool:
@@ -67,6 +70,7 @@ class RecordingActuator:
     events: list[tuple[str, str, str, str]] = field(default_factory=list)
     restarted: list[tuple[str, str]] = field(default_factory=list)
     annotated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    annotated_groups: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)
     """Worker replicas per TFJob as resized here (a job not resized yet is taken to have `expected`)."""
     protected: set[str] = field(default_factory=set)
@@ -83,6 +87,9 @@ class RecordingActuator:
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((kind, key, reason, message))
+
+    def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
+        self.annotated_groups.append((f"{group.namespace}/{group.name}", dict(annotations)))
 
     def resize_workers(
         self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str

@@ -19,13 +19,16 @@ level-triggered on a fresh snapshot:
 3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
-   victims still occupy the nodes), evict whole victim gangs through the Eviction API, lower the Worker
-   replicas of scaled-in jobs (training-operator deletes exactly the surplus pods), and only then
-   remember the preemption and publish the plan; then admit, as in 2, the gangs that may start in room
-   the preemption freed beyond its gang's need (victims already gone count as gone). When a
-   PodDisruptionBudget refuses an eviction — in the dry run, or for real because another disruption took
-   the budget in between — the preemption is abandoned: nothing more is evicted or scaled in, the
-   reservation is released, no victim counts as leaving, the reason is logged and written as a
+   victims still occupy the nodes) and remember the preemption, announce it on the preemptor's PodGroup
+   (`tfjob-extender.io/preemption`: a process serving `filter` apart from this loop must know the
+   victims before training-operator recreates the first one evicted, or it would top the victim gang
+   up), evict whole victim gangs through the Eviction API, lower the Worker replicas of scaled-in jobs
+   (training-operator deletes exactly the surplus pods), and publish the plan; then admit, as in 2, the
+   gangs that may start in room the preemption freed beyond its gang's need (victims already gone count
+   as gone). When a PodDisruptionBudget refuses an eviction — in the dry run, or for real because
+   another disruption took the budget in between — the preemption is abandoned: nothing more is evicted
+   or scaled in, the reservation is released, the record and its announcement are withdrawn (no victim
+   counts as leaving), the reason is logged and written as a
    `PreemptionBlocked` Event on the preemptor's TFJob (and kept in `blocked`), and the gang's preemption
    is tried again after `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED),
@@ -38,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from extender.loops.actuator import Actuator, EvictionRefused
 from extender.loops.leadership import AlwaysLeader, LeaderElector
@@ -55,6 +58,7 @@ from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
+from extender.state.gang_annotations import PREEMPTION_ANNOTATION, preemption_annotation
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -245,24 +249,24 @@ class PreemptionLoop:
         except EvictionRefused as error:
             self._blocked(snapshot, plan, now, str(error))
             return False
-        hold = replace(change, preemption=None)
-        if not self.state.commit(hold, decided_on=snapshot.generation):
+        if not self.state.commit(change, decided_on=snapshot.generation):
             log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
             return False
         log.info("%s", plan.reason)
         assert change.preemption is not None
+        self._announce(snapshot, plan, change.preemption)
         try:
             for pod in victims:
                 self.actuator.evict(pod, plan.reason)
         except EvictionRefused as error:
             groups = tuple(sorted({reservation.group for reservation in change.reserve}))
-            self.state.commit(LedgerChange(release_groups=groups), decided_on=None)
+            self.state.commit(LedgerChange(release_groups=groups, forget_preemption=plan.gang), decided_on=None)
+            self._announce(snapshot, plan, None)
             self._blocked(snapshot, plan, now, str(error))
             return False
         except Exception:
-            # Another API error: the victims reached may be leaving, so the preemption is remembered and its
-            # room stays held until the plan lapses (then it is decided again).
-            self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
+            # Another API error: the victims reached may be leaving, so the preemption stays remembered and
+            # its room held until the plan lapses (then it is decided again).
             self.publish(change, snapshot)
             raise
         for job, replicas in sorted(plan.scale_ins.items()):
@@ -274,11 +278,23 @@ class PreemptionLoop:
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
-        self.state.commit(LedgerChange(preemption=change.preemption), decided_on=None)
         self.publish(change, snapshot)
         self.blocked.pop(plan.gang, None)
         self.history.append(change.preemption)
         return True
+
+    def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, record: PreemptionRecord | None) -> None:
+        """Write the preemption on its gang's first PodGroup before any victim is evicted (or remove it when
+        the preemption is abandoned), so a process that serves `filter` apart from this loop knows the
+        victims before their controllers recreate them."""
+        group = snapshot.groups.get(GangKey(plan.gang).first)
+        if group is None:
+            return
+        value = preemption_annotation(record, {pod.key: pod.uid for pod in plan.victims}) if record else None
+        try:
+            self.actuator.annotate_group(group, {PREEMPTION_ANNOTATION: value})
+        except Exception as error:  # the preemption itself does not depend on the announcement
+            log.warning("could not announce the preemption for %s on its PodGroup: %s", plan.gang, error)
 
     @staticmethod
     def _evicted_victims(plan: PreemptionPlan) -> list[PodView]:

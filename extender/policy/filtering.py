@@ -2,6 +2,8 @@
 members of a PodGroup.
 
 For a gang member:
+0. Some of its gang's pods are victims of a recorded preemption and still hold their node → it waits:
+   its controller recreates evicted victims at once, and a gang being removed takes no new member.
 1. It already has a reservation, or the scaler planned it (a new or migrated worker named in its TFJob's
    `tfjob-extender.io/worker-plan`) → keep only its planned node (steer); if kube-scheduler no longer offers
    that node, plan the whole gang again with this pod pinned to what is offered.
@@ -74,6 +76,13 @@ def filter_pod(
             "event has not arrived); the gang is planned once it is"
         )
         return _reject(candidates, "waiting", reason, resolvable=True)
+    leaving = _members_leaving(snapshot, pod.group)
+    if leaving:
+        reason = (
+            f"gang {pod.group}: {len(leaving)} of its pods are being removed by a preemption and still hold "
+            f"their nodes ({', '.join(leaving[:3])}); it takes no new member until they are gone"
+        )
+        return _reject(candidates, "waiting", reason, resolvable=False)
     held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)
     if held is not None and held.expires_at > now:
         state = gang_state(snapshot, pod.group)
@@ -301,7 +310,17 @@ def _with_release(decision: FilterDecision, groups: tuple[str, ...]) -> FilterDe
     )
 
 
+def _members_leaving(snapshot: ClusterSnapshot, group: str) -> list[str]:
+    """Keys of the pods of `group`'s gang (every PodGroup of its GangGroup) that a recorded preemption
+    removes and that still hold their node."""
+    if not snapshot.leaving:
+        return []
+    view = snapshot.groups.get(group)
+    groups = view.gang_group if view is not None and view.gang_group else (group,)
+    return sorted(key for each in groups for key in snapshot.leaving.get(each, frozenset()))
+
+
 def _victims_terminating(snapshot: ClusterSnapshot, gang: str) -> int:
-    """How many pods preempted for `gang` are still in the model (terminating)."""
+    """How many pods preempted for `gang` still hold their node (terminating)."""
     record = snapshot.preemptions.get(gang)
-    return 0 if record is None else sum(1 for key in record.victims if key in snapshot.pods)
+    return 0 if record is None else len(snapshot.victims_holding(record))

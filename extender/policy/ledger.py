@@ -30,9 +30,18 @@ class LedgerChange:
     """Pods being removed for this plan (preemption victims): their room counts as free for it."""
     preemption: PreemptionRecord | None = None
     """A preemption carried out for a gang, to remember with the plan."""
+    forget_preemption: str = ""
+    """A gang whose preemption was abandoned: its record is dropped, and none of its victims counts as
+    leaving any more."""
 
     def __bool__(self) -> bool:
-        return bool(self.release_groups or self.reserve or self.failed_plan is not None or self.preemption is not None)
+        return bool(
+            self.release_groups
+            or self.reserve
+            or self.failed_plan is not None
+            or self.preemption is not None
+            or self.forget_preemption
+        )
 
     @property
     def groups(self) -> frozenset[str]:

@@ -193,6 +193,9 @@ class GroupView:
     `tfjob-extender.io/plan`), by whichever extender or preemption loop reserved it."""
     plan_expires: float = 0.0
     """When that plan lapses (seconds since the epoch)."""
+    preemption: PreemptionRecord | None = None
+    """The preemption carried out for this group's gang, as announced on it (annotation
+    `tfjob-extender.io/preemption`) by the process that carried it out, before its evictions."""
     gated_by_scheduler: bool = False
     """kube-scheduler itself holds this group's all-or-nothing barrier: a `scheduling.k8s.io` PodGroup
     with a gang policy, whose pods kube-scheduler's GangScheduling plugin (feature gate `GenericWorkload`)
@@ -312,6 +315,8 @@ class PreemptionRecord:
     """Gang or pod keys removed whole."""
     reason: str
     at: float
+    victim_uids: frozenset[str] = frozenset()
+    """UIDs of the victims: a pod recreated under a victim's name is not a victim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +339,9 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
     preemptions: Mapping[str, PreemptionRecord] = field(default_factory=empty_frozen_map)
     """Gang key → the last preemption carried out for it."""
+    leaving: Mapping[str, frozenset[str]] = field(default_factory=empty_frozen_map)
+    """PodGroup → keys of its pods a recorded preemption removes that still hold their node (the same
+    incarnation, by UID): while a group has any, its gang takes no new member."""
     network_topology: tuple[NetworkLayer, ...] | None = None
     """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
     node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)
@@ -349,6 +357,14 @@ class ClusterSnapshot:
             return EMPTY
         handed_back = self.held_by_group(ignoring_group).get(node) if ignoring_group else None
         return state.available if handed_back is None else state.available + handed_back
+
+    def victims_holding(self, record: PreemptionRecord) -> list[str]:
+        """Keys of the victims of `record` that still hold their node (the same incarnation, by UID)."""
+        return sorted(
+            key
+            for key in record.victims
+            if (pod := self.pods.get(key)) is not None and pod.uid in record.victim_uids and pod.holds_node
+        )
 
     def held_by_group(self, group: str) -> dict[str, Resources]:
         """Node → the resources `group`'s reservations hold there."""

@@ -177,20 +177,15 @@ def _verdict(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettin
 
 def _reserved(snapshot: ClusterSnapshot, summary: GangSummary) -> Wait:
     record = snapshot.preemptions.get(summary.key)
-    if record is not None and record.victims:
-        present = [
-            pod.key
-            for pod in snapshot.pods.values()
-            if pod.uid in record.victims and pod.holds_node and not pod.finished
-        ]
-        if present:
-            return Wait(
-                WaitKind.VICTIMS_TERMINATING,
-                f"gang {summary.key}: its plan is reserved; {len(present)} victim pod(s) of its preemption are "
-                f"still terminating ({', '.join(sorted(present)[:5])})",
-                blockers=tuple(sorted({*record.evicted, *record.scaled_in})),
-                remedy="the victims finishing their termination",
-            )
+    present = snapshot.victims_holding(record) if record is not None else []
+    if record is not None and present:
+        return Wait(
+            WaitKind.VICTIMS_TERMINATING,
+            f"gang {summary.key}: its plan is reserved; {len(present)} victim pod(s) of its preemption are "
+            f"still terminating ({', '.join(present[:5])})",
+            blockers=tuple(sorted({*record.evicted, *record.scaled_in})),
+            remedy="the victims finishing their termination",
+        )
     return Wait(
         WaitKind.RESERVED,
         f"gang {summary.key}: its plan is reserved; {summary.pending} member(s) are being bound",

@@ -22,7 +22,7 @@ from extender.loops.actuator import Resize
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
 from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.model import ClusterSnapshot, GroupView, PodView
 from extender.policy.resources import Resources
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
@@ -159,6 +159,9 @@ class SimActuator:
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((key, reason, message))
+
+    def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
+        """Nothing reads PodGroup annotations here: the loops share the simulated model they decide on."""
 
     def resize_workers(
         self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str

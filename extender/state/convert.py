@@ -27,9 +27,11 @@ from extender.state.gang_annotations import GANG_PLAN_ANNOTATION as GANG_PLAN_AN
 from extender.state.gang_annotations import MAX_WORKERS_ANNOTATION as MAX_WORKERS_ANNOTATION
 from extender.state.gang_annotations import MIN_WORKERS_ANNOTATION as MIN_WORKERS_ANNOTATION
 from extender.state.gang_annotations import NETWORK_TOPOLOGY_SPEC_ANNOTATION as NETWORK_TOPOLOGY_SPEC_ANNOTATION
+from extender.state.gang_annotations import PREEMPTION_ANNOTATION as PREEMPTION_ANNOTATION
 from extender.state.gang_annotations import SCALED_AT_ANNOTATION as SCALED_AT_ANNOTATION
 from extender.state.gang_annotations import WORKER_PLAN_ANNOTATION as WORKER_PLAN_ANNOTATION
 from extender.state.gang_annotations import plan_annotation as plan_annotation
+from extender.state.gang_annotations import preemption_annotation as preemption_annotation
 from extender.state.objects import (
     NON_NEGATIVE,
     annotation_of,
@@ -197,6 +199,7 @@ def _group(obj: Json, api_group: str) -> GroupView:
         created=created_at(meta),
         gather=gang_annotations.gather_rules(annotation_of(meta, NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
         **gang_annotations.gang_plan(annotation_of(meta, GANG_PLAN_ANNOTATION)),
+        **gang_annotations.announced_preemption(annotation_of(meta, PREEMPTION_ANNOTATION), key),
     )
     if api_group != workload_api.API_GROUP:
         return view

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from extender.policy.model import Gather, GatherRule
+from extender.policy.model import GangKey, Gather, GatherRule, PreemptionRecord
 from extender.state.fields import FieldError, checked_text, dns_label, dns_subdomain, path_segment, show
 
 GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
@@ -28,6 +28,11 @@ GANG_PLAN_ANNOTATION = ANNOTATION_PREFIX + "plan"
 `{"expiresAt": <epoch s>, "pods": {"<pod name>": "<node>", ...}, "uids": {"<pod name>": "<uid>", ...}}`.
 Every extender imports it into its ledger, so a plan survives a restart and the preemption loop may run
 in a process of its own."""
+PREEMPTION_ANNOTATION = ANNOTATION_PREFIX + "preemption"
+"""Written on the first PodGroup of a preemptor gang before its victims are evicted, removed if the
+preemption is abandoned: `{"gang": <gang key>, "at": <epoch s>, "reason": ..., "victims": {"<pod key>":
+"<uid>", ...}, "scaledIn": [<TFJob key>, ...], "evicted": [<gang or pod key>, ...]}`. Every extender
+imports it, so none places a recreated member of a victim gang while the victims still hold their nodes."""
 MIN_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "min-workers"
 """On a TFJob: the fewest workers it may be scaled in to (default: its Worker replicas)."""
 MAX_WORKERS_ANNOTATION = ANNOTATION_PREFIX + "max-workers"
@@ -85,6 +90,44 @@ def plan_annotation(plan: Mapping[str, str], expires_at: float, uids: Mapping[st
     if uids is not None:
         value["uids"] = dict(sorted(uids.items()))
     return json.dumps(value, separators=(",", ":"))
+
+
+def preemption_annotation(record: PreemptionRecord, uids: Mapping[str, str]) -> str:
+    """The value of a preemption annotation for `record`, naming each victim key's `uids`."""
+    value = {
+        "gang": record.gang,
+        "at": record.at,
+        "reason": record.reason,
+        "victims": dict(sorted(uids.items())),
+        "scaledIn": list(record.scaled_in),
+        "evicted": list(record.evicted),
+    }
+    return json.dumps(value, separators=(",", ":"))
+
+
+def announced_preemption(value: Any, group: str) -> dict[str, Any]:
+    """A PodGroup's preemption annotation as the `preemption` field of its view, when it is readable and
+    names a gang `group` belongs to (nothing otherwise: like a plan, it is never a reason to drop the
+    object)."""
+    if not value or not isinstance(value, str):
+        return {}
+    try:
+        parsed = json.loads(value)
+        gang, at, reason = parsed["gang"], parsed["at"], parsed["reason"]
+        victims, scaled_in, evicted = parsed["victims"], parsed["scaledIn"], parsed["evicted"]
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return {}
+    if not isinstance(victims, dict) or not isinstance(scaled_in, list) or not isinstance(evicted, list):
+        return {}
+    texts = [gang, reason, *victims, *victims.values(), *scaled_in, *evicted]
+    if not all(isinstance(text, str) and text.isprintable() for text in texts) or group not in GangKey(gang).groups:
+        return {}
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        return {}
+    record = PreemptionRecord(
+        gang, frozenset(victims), tuple(scaled_in), tuple(evicted), reason, float(at), frozenset(victims.values())
+    )
+    return {"preemption": record}
 
 
 def gang_plan(value: Any) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from extender.state import convert
 from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
+from extender.state.leaving_pods import LeavingPods
 from extender.state.reservation_book import ReservationBook
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class ClusterState(ReservationBook):
         self._reserved_by_node: CowMap[str, Resources] = CowMap()
         self._failed_plans: CowMap[str, FailedPlan] = CowMap()
         self._preemptions: CowMap[str, PreemptionRecord] = CowMap()
+        self._leaving = LeavingPods()
         self._network_topology: tuple[NetworkLayer, ...] | None = None
         self._labels_epoch = NodeLabelsEpoch()
         self._expiries: list[tuple[float, str]] = []
@@ -147,8 +149,10 @@ class ClusterState(ReservationBook):
                 self._forget_failures_of(gang)
             if change.failed_plan is not None:
                 self._failed_plans.set(change.failed_plan.gang, change.failed_plan)
+            if change.forget_preemption:
+                self._forget_preemption(change.forget_preemption, None)
             if change.preemption is not None:
-                self._preemptions.set(change.preemption.gang, change.preemption)
+                self._record_preemption(change.preemption)
             self._changed()
             return True
 
@@ -189,6 +193,7 @@ class ClusterState(ReservationBook):
                 failed_plans=self._failed_plans.freeze(),
                 priority_classes=self._priority_classes.freeze(),
                 preemptions=self._preemptions.freeze(),
+                leaving=self._leaving.freeze(),
                 network_topology=self._network_topology,
                 node_labels_epoch=self._labels_epoch,
                 capacity=self._capacity.freeze(),
@@ -326,6 +331,7 @@ class ClusterState(ReservationBook):
         if old != pod:
             self._queue.touch(old.group if old else "", pod.group if pod else "")
             self._queue.loose_pod(old, pod)
+            self._leaving.pod_changed(old, pod)
         released = self._settle_reservation(key, pod)
         if pod is not None and pod.group and pod.pending and key not in self._reservations:
             self._import_plan(pod.group, only=key)
@@ -366,8 +372,33 @@ class ClusterState(ReservationBook):
         self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))
         if merged is not None and (old is None or (old.plan, old.plan_expires) != (merged.plan, merged.plan_expires)):
             self._import_plan(key)
+        announced = old.preemption if old is not None else None
+        if merged is not None and merged.preemption != announced:
+            if announced is not None:
+                self._forget_preemption(announced.gang, announced)
+            if merged is not None and merged.preemption is not None:
+                self._record_preemption(merged.preemption)
         self._bump_group(key)
         self._changed(capacity=view is None)
+
+    def _record_preemption(self, record: PreemptionRecord) -> None:
+        """Remember a preemption (decided here, or announced on its gang's PodGroup by the process that
+        carried it out), unless a later one for the same gang is already known."""
+        known = self._preemptions.get(record.gang)
+        if known == record or (known is not None and known.at > record.at):
+            return
+        if known is not None:
+            self._leaving.forget(known, self._pods)
+        self._preemptions.set(record.gang, record)
+        self._leaving.record(record, self._pods)
+
+    def _forget_preemption(self, gang: str, only: PreemptionRecord | None) -> None:
+        """Drop the record of an abandoned preemption for `gang` (only if it is `only`, when given)."""
+        known = self._preemptions.get(gang)
+        if known is None or (only is not None and known != only):
+            return
+        self._preemptions.delete(gang)
+        self._leaving.forget(known, self._pods)
 
     def _forget_failures_of(self, group: str) -> None:
         for gang in [gang for gang in self._failed_plans if group in GangKey(gang).groups]:

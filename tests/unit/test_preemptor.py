@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -11,12 +13,16 @@ import pytest
 from extender.k8s.client import ApiCallError
 from extender.loops.actuator import EvictionRefused, RecordingActuator
 from extender.loops.preemption import PreemptionLoop
+from extender.policy.filtering import filter_pod
 from extender.policy.jobstates import JobState, job_states
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import PodView
+from extender.policy.model import GroupView, PodView
 from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
+from extender.policy.standing import WaitKind, explain_gang
+from extender.state.gang_annotations import PREEMPTION_ANNOTATION
 from extender.state.kinds import Kind
+from extender.state.store import ClusterState
 from tests.builders import cluster, cpu_nodes, make_node, make_pod, make_podgroup, running_gang, waiting_job
 
 NOW = 1_800_000_000.0
@@ -340,3 +346,73 @@ def test_an_eviction_refused_after_the_dry_run_stops_the_preemption_and_releases
     assert not snapshot.reservations, "the room is not held as if the victims were gone"
     assert not snapshot.preemptions
     assert "default/urgent" in loop.blocked
+
+
+class RecreatingOnEviction(RecordingActuator):
+    """training-operator as it is on a real cluster: an evicted pod is gone at once and its controller
+    recreates it under the same name (a new UID, pending); the model learns of both before the next
+    eviction. `filtered` is what `filter` answered for each recreated pod."""
+
+    def __init__(self, state: ClusterState) -> None:
+        super().__init__()
+        self.state = state
+        self.order: list[str] = []
+        self.filtered: list[str] = []
+
+    def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
+        super().annotate_group(group, annotations)
+        self.order.append("announce" if next(iter(annotations.values())) else "withdraw")
+
+    def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
+        super().evict(pod, reason, dry_run=dry_run)
+        if dry_run:
+            return
+        self.order.append("evict")
+        self.state.apply(Kind.POD, "DELETED", {"metadata": {"namespace": pod.namespace, "name": pod.name}})
+        role, index = pod.name.rsplit("-", 2)[1:]
+        group, job = pod.group.split("/")[1], pod.job.split("/")[1]
+        again = make_pod(pod.name, group=group, job=job, role=role, index=int(index), uid=f"{pod.uid}-again")
+        self.state.apply(Kind.POD, "ADDED", again)
+        snapshot = self.state.snapshot()
+        self.filtered.append(filter_pod(snapshot, snapshot.pods[pod.key], NAMES, SETTINGS, NOW).outcome)
+
+
+def test_a_victim_recreated_while_the_rest_of_its_gang_is_evicted_is_not_placed_again() -> None:
+    state = cluster(
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
+    )
+    actuator = RecreatingOnEviction(state)
+    loop = PreemptionLoop(state, actuator, SETTINGS, lambda: NOW)
+    assert loop.tick(NOW) is not None
+    assert actuator.order == ["announce"] + ["evict"] * 12, "the preemption is announced before any eviction"
+    assert actuator.filtered[:11] == ["waiting"] * 11, "no recreated member joins while its gang is being evicted"
+    assert actuator.filtered[11] == "unplannable", "the last victim gone, the gang is planned whole and does not fit"
+    group, annotations = actuator.annotated_groups[0]
+    assert group == "default/urgent"
+    announced = json.loads(annotations[PREEMPTION_ANNOTATION] or "")
+    assert announced["victims"]["default/batch-ps-0"] == "uid-default-batch-ps-0"
+    assert not state.snapshot().leaving, "every victim is gone: the recreated gang waits like any other"
+
+
+def test_an_abandoned_preemption_withdraws_its_announcement() -> None:
+    actuator = RefusesForReal()
+    state = cluster(
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
+    )
+    loop = PreemptionLoop(state, actuator, SETTINGS, lambda: NOW)
+    assert loop.tick(NOW) is None
+    assert [(group, value is None) for group, values in actuator.annotated_groups for value in values.values()] == [
+        ("default/urgent", False),
+        ("default/urgent", True),
+    ]
+    assert not state.snapshot().leaving, "no victim counts as leaving once the preemption is abandoned"
+
+
+def test_why_a_preemptor_waits_names_the_victims_still_on_their_nodes() -> None:
+    loop, _ = loop_over(
+        *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
+    )
+    assert loop.tick(NOW) is not None
+    standing = explain_gang(loop.state.snapshot(), "default/urgent", SETTINGS, NOW)
+    assert standing is not None and standing.wait.kind is WaitKind.VICTIMS_TERMINATING
+    assert "12 victim pod(s)" in standing.wait.message and "default/batch-ps-0" in standing.wait.message

@@ -115,5 +115,6 @@ def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:
         plan.evicted,
         plan.reason,
         now,
+        frozenset(pod.uid for pod in plan.victims),
     )
     return LedgerChange(reserve=plan.verdict.reservations, leaving=record.victims, preemption=record)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation, Role
+from extender.policy.model import ClusterSnapshot, FailedPlan, PreemptionRecord, Reservation, Role
 from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
-from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation
+from extender.state.convert import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION, plan_annotation, preemption_annotation
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
@@ -541,3 +541,71 @@ def test_a_pod_recreated_under_a_planned_name_is_not_held_to_the_old_plan() -> N
     state = cluster(make_node("node-0"), planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
     state.apply(Kind.POD, "ADDED", make_pod("a", group="g", uid="a-second-life"))
     assert state.snapshot().reservations == {}
+
+
+PREEMPTION = PreemptionRecord(
+    "default/urgent",
+    frozenset({"default/v-0", "default/v-1"}),
+    (),
+    ("default/victim",),
+    "urgent preempts victim",
+    1_800_000_000.25,
+    frozenset({"uid-default-v-0", "uid-default-v-1"}),
+)
+
+
+def announcing(record: PreemptionRecord | None) -> Obj:
+    group = make_podgroup("urgent", min_member=1)
+    if record is not None:
+        uids = {key: f"uid-{key.replace('/', '-')}" for key in record.victims}
+        group["metadata"]["annotations"] = {PREEMPTION_ANNOTATION: preemption_annotation(record, uids)}
+    return group
+
+
+def test_a_preemption_announced_on_a_podgroup_is_remembered_with_its_victims_still_on_their_nodes() -> None:
+    victims = [make_pod(f"v-{i}", group="victim", node="node-0", phase="Running") for i in range(2)]
+    state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), *victims, announcing(PREEMPTION))
+    snapshot = state.snapshot()
+    assert snapshot.preemptions["default/urgent"] == PREEMPTION, "read back exactly as it was written"
+    assert snapshot.leaving == {"default/victim": frozenset({"default/v-0", "default/v-1"})}
+    state.apply(Kind.POD, "DELETED", victims[0])
+    recreated = make_pod("v-0", group="victim", uid="uid-again")
+    state.apply(Kind.POD, "ADDED", with_changes(recreated, node="node-0", phase="Running"))
+    assert state.snapshot().leaving == {"default/victim": frozenset({"default/v-1"})}, "a recreation is no victim"
+    state.apply(Kind.POD, "MODIFIED", with_changes(victims[1], phase="Failed"))
+    assert not state.snapshot().leaving
+
+
+def test_a_withdrawn_announcement_forgets_the_preemption() -> None:
+    victims = [make_pod(f"v-{i}", group="victim", node="node-0", phase="Running") for i in range(2)]
+    state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), *victims, announcing(PREEMPTION))
+    state.apply(Kind.PODGROUP, "MODIFIED", announcing(None))
+    snapshot = state.snapshot()
+    assert not snapshot.preemptions and not snapshot.leaving
+
+
+def test_victims_announced_before_their_pods_are_seen_count_once_they_are() -> None:
+    state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), announcing(PREEMPTION))
+    assert not state.snapshot().leaving
+    state.apply(Kind.POD, "ADDED", make_pod("v-1", group="victim", node="node-0", phase="Running"))
+    assert state.snapshot().leaving == {"default/victim": frozenset({"default/v-1"})}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not json",
+        "[]",
+        '{"gang": "default/other", "at": 1, "reason": "", "victims": {}, "scaledIn": [], "evicted": []}',
+        '{"gang": "default/urgent", "at": true, "reason": "", "victims": {}, "scaledIn": [], "evicted": []}',
+        '{"gang": "default/urgent", "at": 1, "reason": "", "victims": {"a": 3}, "scaledIn": [], "evicted": []}',
+        '{"gang": "default/urgent", "at": 1, "reason": "", "victims": [], "scaledIn": [], "evicted": []}',
+        '{"gang": "default/urgent", "at": 1, "reason": ""}',
+    ],
+)
+def test_an_unreadable_preemption_announcement_is_no_preemption(value: str) -> None:
+    group = make_podgroup("urgent", min_member=1)
+    group["metadata"]["annotations"] = {PREEMPTION_ANNOTATION: value}
+    state = cluster(group)
+    assert "default/urgent" in state.snapshot().groups, "the PodGroup itself is kept"
+    assert not state.snapshot().preemptions
