@@ -8,11 +8,17 @@ same `percentageOfNodesToScore`. Creates `--nodes` kwok nodes (32 CPU, 128 GiB, 
 these phases, each with `--pods` pods of 1 CPU, in a fresh namespace:
 
 1. `default`: the default profile, plain pods;
-2. `tfjob plain`: profile `tfjob-scheduler`, plain pods;
-3. `tfjob gang8`: profile `tfjob-scheduler`, gangs of 8 (1 PS + 7 workers), shaped as training-operator
+2. `stub plain`: a third kube-scheduler from the same binary, profile `stub-scheduler`, configured as
+   `tfjob-scheduler` is but calling a stub extender (`benchmarks/stub_extender`, Go, built on first use
+   into `~/.cache/tfjob-extender/bench/`) whose filter keeps every node it is offered and whose
+   prioritize has no preference: what the HTTP extender mechanism itself costs kube-scheduler, with no
+   policy behind it — the floor for any extender on this machine. Only started when this phase is
+   selected; it then watches every pod of every phase, like the idle scheduler;
+3. `tfjob plain`: profile `tfjob-scheduler`, plain pods;
+4. `tfjob gang8`: profile `tfjob-scheduler`, gangs of 8 (1 PS + 7 workers), shaped as training-operator
    makes them: a TFJob, a PodGroup `scheduling.x-k8s.io/v1alpha1` with `minMember: 8`, pods labelled
    with the pod group, job name, replica type and index and owned by the TFJob;
-4. `tfjob gang64`: one gang of 64 pods (1 PS + 63 workers).
+5. `tfjob gang64`: one gang of 64 pods (1 PS + 63 workers).
 
 Each phase runs in two modes:
 - `paced`: pods are created at a steady `--rate` while the scheduler runs; pods/s is bound pods over the
@@ -31,8 +37,9 @@ Reading the tables:
 - `×default` is pods/s divided by the default profile's in the same mode and run.
 - CPU ms/pod is each process's user+system CPU (from /proc/<pid>/stat) over the whole phase, from the
   first create to the last bind, divided by the pods bound: `sched` is the kube-scheduler under test,
-  `other` the idle one (it watches every pod too), `bench` this process (pod creation and the watch).
-  The `default` phase's `ext` column is the extender following pods it is never asked about.
+  `other` the idle ones (they watch every pod too), `bench` this process (pod creation and the watch).
+  The `default` phase's `ext` column is the extender following pods it is never asked about; the
+  `stub` phase's is the stub extender.
 - Extender RSS is VmRSS at the phase's end and VmHWM, the peak, reset at the phase's start.
 - Extender filter / prioritize p50 / p99 come from the difference of its
   `tfjob_extender_verb_duration_seconds` histogram over the phase, interpolated linearly within a
@@ -49,12 +56,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
+import hashlib
 import http.client
 import os
 import re
 import signal
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -68,14 +78,16 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.devcluster import LocalControlPlane, build_control_plane, kwok_node
+from extender.devcluster import LocalControlPlane, build_control_plane, free_port, kwok_node
 from tests.e2e.bulk import Api, create_all, run_threads
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "tfjob": "kube-scheduler"}
+SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "stub": "stub-scheduler", "tfjob": "kube-scheduler"}
 """Process names in the control plane: the baseline scheduler is started here, the other by the harness."""
 PROCESSES = ("sched", "kube-apiserver", "etcd", "kwok", "extender", "other", "bench")
 VERB_HISTOGRAM = "tfjob_extender_verb_duration_seconds_bucket"
+STUB_PROCESS = "stub-extender"
+STUB_SOURCE = Path(__file__).resolve().parent / "stub_extender" / "main.go"
 
 
 # -- watching binds ----------------------------------------------------------------------------------------
@@ -177,9 +189,13 @@ class BindWatch:
 # -- process costs -----------------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+def cpu_seconds(*pids: int) -> float:
+    """User and system CPU seconds of the processes, together."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
 
 
 def memory_kib(pid: int) -> dict[str, int]:
@@ -250,6 +266,7 @@ class Phase:
 def phases(pods: int) -> list[Phase]:
     return [
         Phase("default", "default plain", "default", 0),
+        Phase("stub", "stub plain", "stub", 0),
         Phase("plain", "tfjob plain", "tfjob", 0),
         Phase("gang8", "tfjob gang8", "tfjob", 8),
         Phase("gang64", "tfjob gang64", "tfjob", 64),
@@ -356,14 +373,17 @@ class Bench:
         self.api = Api(plane.api_port, plane.token)
         self.runs = 0
 
-    def pids(self, phase: Phase) -> dict[str, int]:
+    def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
+        """Process column → the processes counted in it."""
         under_test = SCHEDULER_UNDER_TEST[phase.profile]
-        other = next(name for name in SCHEDULER_UNDER_TEST.values() if name != under_test)
+        running = [name for name in SCHEDULER_UNDER_TEST.values() if name in self.plane.processes]
+        extender = STUB_PROCESS if phase.profile == "stub" else "extender"
         return {
-            "sched": self.plane.pid(under_test),
-            "other": self.plane.pid(other),
-            "bench": os.getpid(),
-            **{name: self.plane.pid(name) for name in ("kube-apiserver", "etcd", "kwok", "extender")},
+            "sched": (self.plane.pid(under_test),),
+            "other": tuple(self.plane.pid(name) for name in running if name != under_test),
+            "bench": (os.getpid(),),
+            "extender": (self.plane.pid(extender),),
+            **{name: (self.plane.pid(name),) for name in ("kube-apiserver", "etcd", "kwok")},
         }
 
     def create_nodes(self) -> None:
@@ -397,7 +417,7 @@ class Bench:
         pods_path = f"/api/v1/namespaces/{namespace}/pods"
         count = phase_pod_count(phase, self.args.pods)
         if not phase.gang_size:
-            scheduler = "default-scheduler" if phase.profile == "default" else "tfjob-scheduler"
+            scheduler = {"default": "default-scheduler", "stub": "stub-scheduler"}.get(phase.profile, "tfjob-scheduler")
             return [
                 (pods_path, f"pod-{i:05d}", orjson.dumps(plain_pod(f"pod-{i:05d}", scheduler))) for i in range(count)
             ]
@@ -442,15 +462,20 @@ class Bench:
         return result
 
     def _measure(
-        self, phase: Phase, mode: str, requests: list[tuple[str, str, bytes]], pids: dict[str, int], watch: BindWatch
+        self,
+        phase: Phase,
+        mode: str,
+        requests: list[tuple[str, str, bytes]],
+        pids: dict[str, tuple[int, ...]],
+        watch: BindWatch,
     ) -> Result:
         count = len(requests)
-        reset_peak_rss(pids["extender"])
+        reset_peak_rss(pids["extender"][0])
         before_verbs = verb_buckets(self.plane.extender_port)
-        before_cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        before_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
         resumed = 0.0
         if mode == "drain":
-            os.kill(pids["sched"], signal.SIGSTOP)
+            os.kill(pids["sched"][0], signal.SIGSTOP)
             try:
                 first = time.monotonic()
                 sent = create_all(self.api, requests, self.args.threads, None)
@@ -459,7 +484,7 @@ class Bench:
                 time.sleep(1.0)
             finally:
                 resumed = time.monotonic()
-                os.kill(pids["sched"], signal.SIGCONT)
+                os.kill(pids["sched"][0], signal.SIGCONT)
             start = resumed
         else:
             start = time.monotonic()
@@ -474,9 +499,9 @@ class Bench:
         if mode == "paced":
             creator.join()
             created_s = max(sent.values()) - start if sent else 0.0
-        after_cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        after_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
         after_verbs = verb_buckets(self.plane.extender_port)
-        memory = memory_kib(pids["extender"])
+        memory = memory_kib(pids["extender"][0])
         with watch.changed:
             bound = dict(watch.bound)
         last_bind = max(bound.values()) if bound else end_check
@@ -632,6 +657,31 @@ def report_rounds(rounds: list[list[Result]]) -> None:
         )
 
 
+def start_stub(plane: LocalControlPlane, settings: dict[str, Any]) -> None:
+    """The stub extender, and a kube-scheduler whose profile `stub-scheduler` calls it as the repo's
+    configuration calls the extender."""
+    port = free_port()
+    plane.spawn(STUB_PROCESS, [str(stub_binary()), str(port)])
+    stub = copy.deepcopy(settings)
+    stub["profiles"] = [{**profile, "schedulerName": "stub-scheduler"} for profile in settings["profiles"][:1]]
+    for extender in stub["extenders"]:
+        extender["urlPrefix"] = f"http://127.0.0.1:{port}"
+    plane.start_scheduler(SCHEDULER_UNDER_TEST["stub"], stub)
+
+
+def stub_binary() -> Path:
+    """The stub extender, built with the local Go toolchain once per version of its source."""
+    digest = hashlib.sha256(STUB_SOURCE.read_bytes()).hexdigest()[:16]
+    binary = Path.home() / ".cache" / "tfjob-extender" / "bench" / f"stub-extender-{digest}"
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": ""}
+        partial = binary.with_suffix(".partial")
+        subprocess.run(["go", "build", "-trimpath", "-o", str(partial), str(STUB_SOURCE)], check=True, env=env)
+        partial.rename(binary)
+    return binary
+
+
 def selected(args: argparse.Namespace) -> Iterator[tuple[Phase, str]]:
     wanted = set(args.phases.split(","))
     modes = args.modes.split(",")
@@ -649,7 +699,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=5000, help="both kube-schedulers' client burst")
     parser.add_argument("--rate", type=float, default=200, help="pods created per second in paced mode")
     parser.add_argument("--threads", type=int, default=16, help="concurrent create requests")
-    parser.add_argument("--phases", default="default,plain,gang8,gang64", help="comma-separated subset")
+    parser.add_argument("--phases", default="default,stub,plain,gang8,gang64", help="comma-separated subset")
     parser.add_argument("--modes", default="paced,drain", help="comma-separated subset")
     parser.add_argument("--stall-s", type=float, default=60, help="end a phase after this long with no progress")
     parser.add_argument("--phase-timeout-s", type=float, default=1800)
@@ -669,6 +719,8 @@ def main() -> None:
             {**profile, "schedulerName": "default-scheduler"} for profile in settings["profiles"][:1]
         ]
         plane.start_scheduler(SCHEDULER_UNDER_TEST["default"], baseline)
+        if "stub" in args.phases.split(","):
+            start_stub(plane, settings)
         score = settings["profiles"][0].get("percentageOfNodesToScore")
         print(
             f"# kube-scheduler client qps={args.qps:g} burst={args.burst} (both), percentageOfNodesToScore={score} "
