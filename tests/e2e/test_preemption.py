@@ -5,6 +5,7 @@ Three kwok nodes of 4 CPU and 16 GiB; the cluster is filled first, then a higher
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -69,7 +70,10 @@ def test_the_loops_in_their_own_process_preempt_and_the_extender_holds_their_pla
         plane.start_scaler("loops", (), command_name="loops")
         evict_for_a_higher_priority_class(plane, scene)
         group = plane.get(f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{scene.namespace}/podgroups/urgent")
-        assert "tfjob-extender.io/plan" in group["metadata"]["annotations"], "the plan went through the API server"
+        annotations = group["metadata"]["annotations"]
+        assert "tfjob-extender.io/plan" in annotations, "the plan went through the API server"
+        announced = json.loads(annotations["tfjob-extender.io/preemption"])
+        assert f"{scene.namespace}/batch-ps-0" in announced["victims"], "the victims were announced to the extender"
     finally:
         plane.stop_process("loops")
         plane.stop_extender()
