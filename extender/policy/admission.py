@@ -3,9 +3,9 @@
 kube-scheduler pops pods in its own order (pod priority, then age), not in our rank order, so a member of
 a lower-ranked gang often reaches `filter` first. Its plan is admitted only if it delays no higher-ranked
 waiting gang:
-- a higher-ranked gang that may start now must still fit once this plan is reserved (both start);
+- a higher-ranked gang that fits now must still fit once this plan is reserved (both start);
 - a higher-ranked gang that does not fit now cannot use the capacity either, so the lower one may take
-  it (backfill); nor can one that fits only in room held for a starving gang that keeps it out;
+  it (backfill);
 - the highest-ranked STARVING gangs (`starving_reservations`; see `backfill`) hold capacity against every
   other gang of their PriorityClass, whatever their rank: the room their minimum needs on the nodes that
   clear soonest, which fills up as what runs there leaves. Every plan goes around that room where it
@@ -170,8 +170,8 @@ def _conflict(
 ) -> str | None:
     """Why a plan taking `taken` conflicts with the waiting gang `other` that goes before it; `holds` is the
     room held for starving gangs when `other` is one that holds, else None."""
-    fits_now = _starting_now(snapshot, other, rank, precedence, settings, now)
-    if fits_now is not None:
+    fits_now = plan_now(snapshot, other, settings, now, precedence.verdicts)
+    if fits_now is not None and fits_now.admitted:
         if _survives(snapshot, other, fits_now.reservations, taken):
             return None
         if plan_gang(snapshot, other, settings, now, freed=taken).admitted:
@@ -186,40 +186,6 @@ def _conflict(
         node = takes_held_room(snapshot, {name: EMPTY - left for name, left in taken.items()}, holds)
         return None if node is None else f"{held} on {node}"
     return None
-
-
-def _starting_now(
-    snapshot: ClusterSnapshot,
-    other: GangState,
-    rank: JobRank,
-    precedence: Precedence,
-    settings: PolicySettings,
-    now: float,
-) -> GangVerdict | None:
-    """The plan the waiting gang `other` (ranked `rank`) may start with now, or None when it cannot start
-    now: it does not fit, or it fits only in room held for starving gangs that keep it out. A gang waits
-    for a higher-ranked one only while that one can start; yielding to a gang that is itself kept out
-    would leave the room to nobody."""
-    fits_now = plan_now(snapshot, other, settings, now, precedence.verdicts)
-    if fits_now is None or not fits_now.admitted:
-        return None
-    holders = precedence.holders
-    keeping_out = tuple(
-        holder
-        for holder in holders.ranks
-        if holder.subject != rank.subject and goes_before(holder, rank, holders) and keeps_out(holder, rank, settings)
-    )
-    if not keeping_out:
-        return fits_now
-    against = Holders(keeping_out, frozenset(holder.subject for holder in keeping_out))
-    holds = starving_holds(
-        snapshot, precedence.queue, against, rank, settings, now, precedence.capacity, precedence.verdicts
-    )
-    planned = {node: EMPTY - room for node, room in _taken(fits_now.reservations).items()}
-    if takes_held_room(snapshot, planned, holds) is None:
-        return fits_now
-    around = plan_gang(snapshot, other, settings, now, freed=_kept_out(holds))
-    return around if around.admitted else None
 
 
 def _survives(

@@ -128,25 +128,3 @@ def test_a_starving_gang_holds_capacity_even_against_heavier_gangs_of_its_priori
     decision = loop.filter("small-0")
     assert decision.outcome == "yielding", decision.summary
     assert "starving gang default/old" in decision.summary
-
-
-def test_a_gang_does_not_yield_to_a_higher_ranked_one_that_room_held_for_a_starving_gang_keeps_out() -> None:
-    # 8 CPU free, all of it held for the starving "old" gang (12 pods). "small" outranks "mid" (a smaller
-    # size class) and would fit, but it arrived after "old" began to starve, so the hold keeps it out;
-    # "mid" was already waiting then, so it may take the room. Yielding to "small" would leave it to nobody.
-    at = datetime.fromisoformat(CREATED).timestamp()
-    loop = Loop(
-        *nodes(3),
-        make_pod("busy", cpu="4", node="node-2", phase="Running", priority=1000),
-        *gang("old", pods=12, created=CREATED),
-        *gang("mid", pods=8, created="2026-03-01T10:09:00Z"),
-        *gang("small", pods=2, created="2026-03-01T10:12:00Z"),
-        now=at + 780,
-    )
-    ranks = {
-        name: gang_rank(loop.snapshot, f"default/{name}", loop.now, loop.settings) for name in ("old", "mid", "small")
-    }
-    assert ranks["old"].starving and not ranks["mid"].starving and ranks["small"].outranks(ranks["mid"])
-    kept_out = loop.decide("small-0")
-    assert kept_out.outcome == "yielding" and "starving gang default/old" in kept_out.summary, kept_out.summary
-    assert loop.filter("mid-0").outcome == "planned"
