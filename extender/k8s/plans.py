@@ -19,7 +19,8 @@ from kubernetes.client import ApiClient
 from extender.k8s.client import api_call
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, GroupView
-from extender.state.convert import GANG_PLAN_ANNOTATION, plan_annotation
+from extender.state.convert import GANG_PLAN_ANNOTATION
+from extender.state.gang_annotations import group_plans
 from extender.state.kinds import BY_KIND
 from extender.state.store import GROUP_KINDS
 
@@ -32,8 +33,8 @@ RETRY_AFTER_S = 1.0
 class PlanPublisher:
     def __init__(self, api_client: ApiClient) -> None:
         self._api = api_client
-        self._pending: dict[str, tuple[str, dict[str, str], dict[str, str], float]] = {}
-        """PodGroup key → (path, pod name → node, pod name → uid, expiry) still to write."""
+        self._pending: dict[str, tuple[str, str]] = {}
+        """PodGroup key → (path, plan annotation) still to write."""
         self._wake = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -42,17 +43,11 @@ class PlanPublisher:
 
     def publish(self, change: LedgerChange, snapshot: ClusterSnapshot) -> None:
         """Record the plans `change` reserves, per PodGroup, to be written soon."""
-        plans: dict[str, tuple[str, dict[str, str], dict[str, str], float]] = {}
-        for reservation in change.reserve:
-            group = snapshot.groups.get(reservation.group)
-            pod = snapshot.pods.get(reservation.pod)
-            path = group_path(group) if group is not None else None
-            if path is None or pod is None:
-                continue
-            _, nodes, uids, expires = plans.setdefault(reservation.group, (path, {}, {}, 0.0))
-            nodes[pod.name] = reservation.node
-            uids[pod.name] = pod.uid
-            plans[reservation.group] = (path, nodes, uids, max(expires, reservation.expires_at))
+        plans = {
+            key: (path, value)
+            for key, (group, value) in group_plans(change.reserve, snapshot).items()
+            if (path := group_path(group)) is not None
+        }
         if plans:
             with self._wake:
                 self._pending.update(plans)
@@ -78,8 +73,7 @@ class PlanPublisher:
                     return
                 batch, self._pending = self._pending, {}
             failed = False
-            for group, (path, nodes, uids, expires) in batch.items():
-                value = plan_annotation(nodes, expires, uids)
+            for group, (path, value) in batch.items():
                 body = {"metadata": {"annotations": {GANG_PLAN_ANNOTATION: value}}}
                 try:
                     api_call(self._api, "PATCH", path, body, "application/merge-patch+json")

@@ -20,10 +20,11 @@ level-triggered on a fresh snapshot:
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
    victims still occupy the nodes) and remember the preemption, announce it on the preemptor's PodGroup
-   (`tfjob-extender.io/preemption`: a process serving `filter` apart from this loop must know the
-   victims before training-operator recreates the first one evicted, or it would top the victim gang
-   up), evict whole victim gangs through the Eviction API, lower the Worker replicas of scaled-in jobs
-   (training-operator deletes exactly the surplus pods), and publish the plan; then admit, as in 2, the
+   (`tfjob-extender.io/preemption`, with that PodGroup's plan, in one write: a process serving `filter`
+   apart from this loop must know the victims before training-operator recreates the first one evicted,
+   or it would top the victim gang up, and must hold the room they free), evict whole victim gangs
+   through the Eviction API, lower the Worker replicas of scaled-in jobs (training-operator deletes
+   exactly the surplus pods), and publish the plan of every PodGroup; then admit, as in 2, the
    gangs that may start in room the preemption freed beyond its gang's need (victims already gone count
    as gone). When a PodDisruptionBudget refuses an eviction — in the dry run, or for real because
    another disruption took the budget in between — the preemption is abandoned: nothing more is evicted
@@ -58,7 +59,12 @@ from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
-from extender.state.gang_annotations import PREEMPTION_ANNOTATION, preemption_annotation
+from extender.state.gang_annotations import (
+    GANG_PLAN_ANNOTATION,
+    PREEMPTION_ANNOTATION,
+    group_plans,
+    preemption_annotation,
+)
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -254,7 +260,7 @@ class PreemptionLoop:
             return False
         log.info("%s", plan.reason)
         assert change.preemption is not None
-        self._announce(snapshot, plan, change.preemption)
+        self._announce(snapshot, plan, change)
         try:
             for pod in victims:
                 self.actuator.evict(pod, plan.reason)
@@ -283,16 +289,23 @@ class PreemptionLoop:
         self.history.append(change.preemption)
         return True
 
-    def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, record: PreemptionRecord | None) -> None:
-        """Write the preemption on its gang's first PodGroup before any victim is evicted (or remove it when
-        the preemption is abandoned), so a process that serves `filter` apart from this loop knows the
-        victims before their controllers recreate them."""
-        group = snapshot.groups.get(GangKey(plan.gang).first)
+    def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, change: LedgerChange | None) -> None:
+        """Write the preemption and the plan of its gang's first PodGroup on that PodGroup, in one write,
+        before any victim is evicted (or remove both when the preemption is abandoned). A process that
+        serves `filter` apart from this loop then knows the victims before their controllers recreate them,
+        and holds the room they free for the preemptor from the first eviction on."""
+        first = GangKey(plan.gang).first
+        group = snapshot.groups.get(first)
         if group is None:
             return
-        value = preemption_annotation(record, {pod.key: pod.uid for pod in plan.victims}) if record else None
+        annotations: dict[str, str | None] = {PREEMPTION_ANNOTATION: None, GANG_PLAN_ANNOTATION: None}
+        if change is not None and change.preemption is not None:
+            victims = {pod.key: pod.uid for pod in plan.victims}
+            annotations[PREEMPTION_ANNOTATION] = preemption_annotation(change.preemption, victims)
+            planned = group_plans((r for r in change.reserve if r.group == first), snapshot).get(first)
+            annotations[GANG_PLAN_ANNOTATION] = planned[1] if planned is not None else None
         try:
-            self.actuator.annotate_group(group, {PREEMPTION_ANNOTATION: value})
+            self.actuator.annotate_group(group, annotations)
         except Exception as error:  # the preemption itself does not depend on the announcement
             log.warning("could not announce the preemption for %s on its PodGroup: %s", plan.gang, error)
 

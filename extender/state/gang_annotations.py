@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from extender.policy.model import GangKey, Gather, GatherRule, PreemptionRecord
+from extender.policy.model import (
+    ClusterSnapshot,
+    GangKey,
+    Gather,
+    GatherRule,
+    GroupView,
+    PreemptionRecord,
+    Reservation,
+)
 from extender.state.fields import FieldError, checked_text, dns_label, dns_subdomain, path_segment, show
 
 GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"
@@ -128,6 +136,22 @@ def announced_preemption(value: Any, group: str) -> dict[str, Any]:
         gang, frozenset(victims), tuple(scaled_in), tuple(evicted), reason, float(at), frozenset(victims.values())
     )
     return {"preemption": record}
+
+
+def group_plans(reserve: Iterable[Reservation], snapshot: ClusterSnapshot) -> dict[str, tuple[GroupView, str]]:
+    """PodGroup key → (its view, the value of its plan annotation) for the reservations `reserve` holds, per
+    PodGroup, lapsing with the last of them; reservations of PodGroups or pods the model lacks are left out."""
+    plans: dict[str, tuple[GroupView, dict[str, str], dict[str, str], float]] = {}
+    for reservation in reserve:
+        group = snapshot.groups.get(reservation.group)
+        pod = snapshot.pods.get(reservation.pod)
+        if group is None or pod is None:
+            continue
+        _, nodes, uids, expires = plans.setdefault(reservation.group, (group, {}, {}, 0.0))
+        nodes[pod.name] = reservation.node
+        uids[pod.name] = pod.uid
+        plans[reservation.group] = (group, nodes, uids, max(expires, reservation.expires_at))
+    return {key: (group, plan_annotation(nodes, expires, uids)) for key, (group, nodes, uids, expires) in plans.items()}
 
 
 def gang_plan(value: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The gang reservations ledger inside the cluster model: `ReservationBook` holds a reservation (charging it
 to its node), drops one, releases a whole gang's plan (every PodGroup its GangGroup links), imports the plan a
-PodGroup's annotation carries for its pending members, and settles a reservation once its pod is bound or gone.
+PodGroup's annotation carries for its pending members, drops such a plan when the preemption it came with is
+withdrawn, and settles a reservation once its pod is bound or gone.
 It is a part of `ClusterState`, split out to keep that class readable: it reads and writes the model's maps
 under the model's lock and never takes it itself; `ClusterState` supplies the maps and `_refresh_node`.
 """
@@ -90,6 +91,15 @@ class ReservationBook:
                 continue
             if held is None or held.expires_at < view.plan_expires:
                 self._reserve(Reservation(key, group, node, pod.requests, view.plan_expires))
+
+    def _release_withdrawn_plan(self, view: GroupView) -> None:
+        """Drop the plan a PodGroup carried with a preemption that was then abandoned, if it is still the
+        plan held (a plan made for the gang since is kept)."""
+        for name, node, _ in view.plan:
+            held = self._reservations.get(f"{view.namespace}/{name}")
+            if held is not None and held.node == node and held.expires_at == view.plan_expires:
+                self._release_group(held.group)
+                return
 
     def _release_group(self, group: str) -> int:
         """Drop the plan of `group`'s whole gang (every PodGroup of its GangGroup); returns the count dropped."""

@@ -376,8 +376,10 @@ class ClusterState(ReservationBook):
         if merged is not None and merged.preemption != announced:
             if announced is not None:
                 self._forget_preemption(announced.gang, announced)
-            if merged is not None and merged.preemption is not None:
+            if merged.preemption is not None:
                 self._record_preemption(merged.preemption)
+            elif announced is not None and old is not None:
+                self._release_withdrawn_plan(old)
         self._bump_group(key)
         self._changed(capacity=view is None)
 

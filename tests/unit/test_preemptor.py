@@ -20,7 +20,7 @@ from extender.policy.model import GroupView, PodView
 from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
 from extender.policy.standing import WaitKind, explain_gang
-from extender.state.gang_annotations import PREEMPTION_ANNOTATION
+from extender.state.gang_annotations import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, cpu_nodes, make_node, make_pod, make_podgroup, running_gang, waiting_job
@@ -391,6 +391,8 @@ def test_a_victim_recreated_while_the_rest_of_its_gang_is_evicted_is_not_placed_
     assert group == "default/urgent"
     announced = json.loads(annotations[PREEMPTION_ANNOTATION] or "")
     assert announced["victims"]["default/batch-ps-0"] == "uid-default-batch-ps-0"
+    plan = json.loads(annotations[GANG_PLAN_ANNOTATION] or "")
+    assert sorted(plan["pods"]) == [f"urgent-worker-{i}" for i in range(4)], "the room is held from the first eviction"
     assert not state.snapshot().leaving, "every victim is gone: the recreated gang waits like any other"
 
 
@@ -401,10 +403,10 @@ def test_an_abandoned_preemption_withdraws_its_announcement() -> None:
     )
     loop = PreemptionLoop(state, actuator, SETTINGS, lambda: NOW)
     assert loop.tick(NOW) is None
-    assert [(group, value is None) for group, values in actuator.annotated_groups for value in values.values()] == [
-        ("default/urgent", False),
-        ("default/urgent", True),
-    ]
+    (announced, announcement), (withdrawn, withdrawal) = actuator.annotated_groups
+    assert announced == withdrawn == "default/urgent"
+    assert all(announcement.values()), "the preemption and the preemptor's plan, in one write"
+    assert set(withdrawal) == set(announcement) and not any(withdrawal.values()), "both removed"
     assert not state.snapshot().leaving, "no victim counts as leaving once the preemption is abandoned"
 
 

@@ -609,3 +609,25 @@ def test_an_unreadable_preemption_announcement_is_no_preemption(value: str) -> N
     state = cluster(group)
     assert "default/urgent" in state.snapshot().groups, "the PodGroup itself is kept"
     assert not state.snapshot().preemptions
+
+
+def test_the_plan_announced_with_a_preemption_is_held_and_dropped_when_the_preemption_is_withdrawn() -> None:
+    announced = announcing(PREEMPTION)
+    announced["metadata"]["annotations"][GANG_PLAN_ANNOTATION] = plan_annotation(
+        {"u-0": "node-0"}, 500.0, {"u-0": "uid-default-u-0"}
+    )
+    state = cluster(make_node("node-0"), make_pod("u-0", group="urgent"), announced)
+    assert {key: r.node for key, r in state.snapshot().reservations.items()} == {"default/u-0": "node-0"}
+    state.apply(Kind.PODGROUP, "MODIFIED", announcing(None))
+    assert not state.snapshot().reservations, "the abandoned preemption's plan is released"
+
+
+def test_a_withdrawn_preemption_leaves_a_plan_made_since_for_its_gang() -> None:
+    announced = announcing(PREEMPTION)
+    announced["metadata"]["annotations"][GANG_PLAN_ANNOTATION] = plan_annotation(
+        {"u-0": "node-0"}, 500.0, {"u-0": "uid-default-u-0"}
+    )
+    state = cluster(make_node("node-0"), make_node("node-1"), make_pod("u-0", group="urgent"), announced)
+    hold(state, reserve=[Reservation("default/u-0", "default/urgent", "node-1", ONE_POD, 900.0)])
+    state.apply(Kind.PODGROUP, "MODIFIED", announcing(None))
+    assert {key: r.node for key, r in state.snapshot().reservations.items()} == {"default/u-0": "node-1"}
