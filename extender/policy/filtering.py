@@ -76,7 +76,7 @@ def filter_pod(
             "event has not arrived); the gang is planned once it is"
         )
         return _reject(candidates, "waiting", reason, resolvable=True)
-    leaving = _members_leaving(snapshot, pod.group)
+    leaving = snapshot.members_leaving(pod.group)
     if leaving:
         reason = (
             f"gang {pod.group}: {len(leaving)} of its pods are being removed by a preemption and still hold "
@@ -308,16 +308,6 @@ def _with_release(decision: FilterDecision, groups: tuple[str, ...]) -> FilterDe
         decision.unresolvable,
         release_groups=groups,
     )
-
-
-def _members_leaving(snapshot: ClusterSnapshot, group: str) -> list[str]:
-    """Keys of the pods of `group`'s gang (every PodGroup of its GangGroup) that a recorded preemption
-    removes and that still hold their node."""
-    if not snapshot.leaving:
-        return []
-    view = snapshot.groups.get(group)
-    groups = view.gang_group if view is not None and view.gang_group else (group,)
-    return sorted(key for each in groups for key in snapshot.leaving.get(each, frozenset()))
 
 
 def _victims_terminating(snapshot: ClusterSnapshot, gang: str) -> int:

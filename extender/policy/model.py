@@ -358,6 +358,15 @@ class ClusterSnapshot:
         handed_back = self.held_by_group(ignoring_group).get(node) if ignoring_group else None
         return state.available if handed_back is None else state.available + handed_back
 
+    def members_leaving(self, group: str) -> list[str]:
+        """Keys of the pods of `group`'s gang (every PodGroup of its GangGroup) that a recorded preemption
+        removes and that still hold their node, sorted."""
+        if not self.leaving:
+            return []
+        view = self.groups.get(group)
+        groups = view.gang_group if view is not None and view.gang_group else (group,)
+        return sorted(key for each in groups for key in self.leaving.get(each, frozenset()))
+
     def victims_holding(self, record: PreemptionRecord) -> list[str]:
         """Keys of the victims of `record` that still hold their node (the same incarnation, by UID)."""
         return sorted(

@@ -36,6 +36,7 @@ class WaitKind(enum.Enum):
 
     MEMBERS_NOT_CREATED = "GangWaitingForMembers"
     VICTIMS_TERMINATING = "GangWaitingForVictims"
+    BEING_PREEMPTED = "GangBeingPreempted"
     RESERVED = "GangReserved"
     HIGHER_RANKED_RESERVATION = "GangWaitingForReservation"
     HIGHER_RANKED_FIRST = "GangWaitingForHigherRanked"
@@ -148,6 +149,9 @@ def _wait(
     missing = waiting_reason(state)
     if missing is not None:
         return Wait(WaitKind.MEMBERS_NOT_CREATED, missing, remedy="its controller creating the missing members")
+    leaving = snapshot.members_leaving(summary.origin)
+    if leaving:
+        return _being_preempted(snapshot, summary, leaving)
     if summary.satisfied:
         return _reserved(snapshot, summary)
     verdict = _verdict(snapshot, state, settings, now)
@@ -173,6 +177,19 @@ def _verdict(snapshot: ClusterSnapshot, state: GangState, settings: PolicySettin
     if failed is not None:
         return GangVerdict(state.key, False, failed.reason, failed_plan=failed)
     return plan_gang(snapshot, state, settings, now)
+
+
+def _being_preempted(snapshot: ClusterSnapshot, summary: GangSummary, leaving: list[str]) -> Wait:
+    removed = set(leaving)
+    preemptors = tuple(sorted(r.gang for r in snapshot.preemptions.values() if removed & r.victims))
+    return Wait(
+        WaitKind.BEING_PREEMPTED,
+        f"gang {summary.key}: {len(leaving)} of its pods are being removed by the preemption for "
+        f"{', '.join(preemptors) or 'another gang'} and still hold their nodes ({', '.join(leaving[:5])}); "
+        "it takes no new member until they are gone",
+        blockers=preemptors,
+        remedy="the preempted pods finishing their termination, then room for the whole gang",
+    )
 
 
 def _reserved(snapshot: ClusterSnapshot, summary: GangSummary) -> Wait:

@@ -19,7 +19,7 @@ from extender.policy.ledger import LedgerChange
 from extender.policy.model import GroupView, PodView
 from extender.policy.preemption import choice, victims
 from extender.policy.settings import PolicySettings
-from extender.policy.standing import WaitKind, explain_gang
+from extender.policy.standing import Standing, WaitKind, explain_gang
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
@@ -358,6 +358,7 @@ class RecreatingOnEviction(RecordingActuator):
         self.state = state
         self.order: list[str] = []
         self.filtered: list[str] = []
+        self.explained: list[Standing | None] = []
 
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         super().annotate_group(group, annotations)
@@ -375,6 +376,7 @@ class RecreatingOnEviction(RecordingActuator):
         self.state.apply(Kind.POD, "ADDED", again)
         snapshot = self.state.snapshot()
         self.filtered.append(filter_pod(snapshot, snapshot.pods[pod.key], NAMES, SETTINGS, NOW).outcome)
+        self.explained.append(explain_gang(snapshot, pod.group, SETTINGS, NOW))
 
 
 def test_a_victim_recreated_while_the_rest_of_its_gang_is_evicted_is_not_placed_again() -> None:
@@ -387,6 +389,10 @@ def test_a_victim_recreated_while_the_rest_of_its_gang_is_evicted_is_not_placed_
     assert actuator.order == ["announce"] + ["evict"] * 12, "the preemption is announced before any eviction"
     assert actuator.filtered[:11] == ["waiting"] * 11, "no recreated member joins while its gang is being evicted"
     assert actuator.filtered[11] == "unplannable", "the last victim gone, the gang is planned whole and does not fit"
+    first = actuator.explained[0]
+    assert first is not None and first.wait.kind is WaitKind.BEING_PREEMPTED
+    assert first.wait.blockers == ("default/urgent",)
+    assert "11 of its pods are being removed by the preemption for default/urgent" in first.wait.message
     group, annotations = actuator.annotated_groups[0]
     assert group == "default/urgent"
     announced = json.loads(annotations[PREEMPTION_ANNOTATION] or "")
