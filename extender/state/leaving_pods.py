@@ -24,52 +24,44 @@ class LeavingPods:
         self._by_group: CowMap[str, frozenset[str]] = CowMap()
         """PodGroup → keys of its victims that still hold their node."""
 
-    def record(self, record: PreemptionRecord, pods: CowMap[str, PodView]) -> bool:
-        """Count the victims of a preemption just recorded; returns whether the index changed."""
+    def record(self, record: PreemptionRecord, pods: CowMap[str, PodView]) -> None:
+        """Count the victims of a preemption just recorded."""
         for uid in record.victim_uids:
             self._victims[uid] = record.gang
-        changed = False
         for key in record.victims:
             pod = pods.get(key)
             if pod is not None and pod.uid in record.victim_uids:
-                changed |= self.pod_changed(None, pod)
-        return changed
+                self.pod_changed(None, pod)
 
-    def forget(self, record: PreemptionRecord, pods: CowMap[str, PodView]) -> bool:
-        """Stop counting the victims of an abandoned preemption; returns whether the index changed."""
-        changed = False
+    def forget(self, record: PreemptionRecord, pods: CowMap[str, PodView]) -> None:
+        """Stop counting the victims of an abandoned preemption."""
         for key in record.victims:
             pod = pods.get(key)
             if pod is not None and self._victims.get(pod.uid) == record.gang:
-                changed |= self._drop(pod)
+                self._drop(pod)
         for uid in record.victim_uids:
             if self._victims.get(uid) == record.gang:
                 del self._victims[uid]
-        return changed
 
-    def pod_changed(self, old: PodView | None, new: PodView | None) -> bool:
-        """Follow one pod event; returns whether the index changed."""
-        changed = False
+    def pod_changed(self, old: PodView | None, new: PodView | None) -> None:
+        """Follow one pod event."""
         if old is not None and old.uid in self._victims and (new is None or new.uid != old.uid or not new.holds_node):
-            changed = self._drop(old)
+            self._drop(old)
             if new is None or new.uid != old.uid or new.finished:
                 del self._victims[old.uid]
         if new is not None and new.uid in self._victims and new.holds_node and new.group:
             held = self._by_group.get(new.group) or frozenset()
             if new.key not in held:
                 self._by_group.set(new.group, held | {new.key})
-                changed = True
-        return changed
 
     def freeze(self) -> Mapping[str, frozenset[str]]:
         return self._by_group.freeze()
 
-    def _drop(self, pod: PodView) -> bool:
+    def _drop(self, pod: PodView) -> None:
         held = self._by_group.get(pod.group) or frozenset()
         if pod.key not in held:
-            return False
+            return
         if len(held) == 1:
             self._by_group.delete(pod.group)
         else:
             self._by_group.set(pod.group, held - {pod.key})
-        return True
