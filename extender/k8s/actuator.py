@@ -86,13 +86,16 @@ class KubeActuator:
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         namespace, name = job.split("/", 1)
-        path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
-        self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
+        self._annotate(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}", annotations)
 
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         path = group_path(group)
         if path is None:
             raise ValueError(f"PodGroup {group.namespace}/{group.name}: unknown API group {group.api_group}")
+        self._annotate(path, annotations)
+
+    def _annotate(self, path: str, annotations: Mapping[str, str | None]) -> None:
+        """Merge-patch the object's annotations (a None value removes one)."""
         self._call("PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json")
 
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
