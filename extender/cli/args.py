@@ -233,7 +233,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             DEFAULTS.policy,
             scheduler_name=args.scheduler_name,
             starvation_limit_s=args.starvation_limit_s,
-            starving_hold=getattr(args, "starving_hold", DEFAULTS.policy.starving_hold),
+            starving_hold=args.starving_hold,
             scale_out_step=args.scale_out_step,
             scale_in_step=args.scale_in_step,
             scale_cooldown_s=args.scale_cooldown_s,
