@@ -9,13 +9,12 @@ level-triggered on a fresh snapshot:
    over without a plan those that need more than is free in all, up to `max_gangs_walked_per_tick`
    looked at). The first that may start now without delaying a gang that goes before it has its plan
    reserved and published, and the walk starts again on the model that includes it (up to
-   `max_admissions_per_tick` gangs): kube-scheduler
-   retries a long-waiting gang's pods last, after their backoff, and a newer gang's pods would take the
-   room first. A gang that fits but yields is left to `filter`. With none to admit, for the first that
-   cannot start try KOD2 scale-in (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic
-   jobs, a bounded count per job) and, when that cannot admit the gang, the job-level dry run
-   (`policy.preemption.victims`). This loop is the only place that shrinks a job for a waiting gang; the
-   scaler loop only grows and consolidates;
+   `max_admissions_per_tick` gangs): kube-scheduler retries a long-waiting gang's pods last, after their
+   backoff, and a newer gang's pods would take the room first. A gang that fits but yields is left to
+   `filter`. With none to admit, for the first that cannot start try KOD2 scale-in
+   (`policy.preemption.scale_in`: surplus workers of lower-ranked elastic jobs, a bounded count per job)
+   and, when that cannot admit the gang, the job-level dry run (`policy.preemption.victims`). This loop
+   is the only place that shrinks a job for a waiting gang; the scaler loop only grows and consolidates;
 3. carry a plan out: ask the Eviction API, as a dry run, whether every victim may be evicted (a
    PodDisruptionBudget may forbid it), reserve the freed capacity for every member of the preemptor gang
    (so no lower-ranked pod takes it while victims terminate; the reservations hold even while the
@@ -29,9 +28,9 @@ level-triggered on a fresh snapshot:
    as gone). When a PodDisruptionBudget refuses an eviction — in the dry run, or for real because
    another disruption took the budget in between — the preemption is abandoned: nothing more is evicted
    or scaled in, the reservation is released, the record and its announcement are withdrawn (no victim
-   counts as leaving), the reason is logged and written as a
-   `PreemptionBlocked` Event on the preemptor's TFJob (and kept in `blocked`), and the gang's preemption
-   is tried again after `pdb_retry_s`;
+   counts as leaving), the reason is logged and written as a `PreemptionBlocked` Event on the
+   preemptor's TFJob (and kept in `blocked`), and the gang's preemption is tried again after
+   `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED),
    and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`).
 At most one preemption per tick: the next tick sees its effect before deciding again.

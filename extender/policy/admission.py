@@ -11,8 +11,8 @@ waiting gang:
   clear soonest, which fills up as what runs there leaves. Every plan goes around that room where it
   can; whether one that fits only by taking it may start is `backfill.keeps_out`'s (`starving_hold`).
   With `starving_backfill` off every starving gang (up to `rank_gangs_checked`) holds all capacity that
-  frees up, and keeps everything else out of it. A starving gang too large for
-  the whole cluster holds nothing back (it could never start).
+  frees up, and keeps everything else out of it. A starving gang too large for the whole cluster holds
+  nothing back (it could never start).
 Only waiting gangs count: satisfied ones, and ones still missing members, hold nothing. At most
 `settings.rank_gangs_checked` gangs are tested, highest first, to bound the cost.
 `plan_in_rank` plans a gang around the room held against it and `admissible_plan` adds the held-back

@@ -10,8 +10,8 @@ gangs' plans go around that room while they fit elsewhere, or beside it in what 
 that it fills up as what runs there leaves; whether a gang that fits only by taking it may
 (`keeps_out`, by `starving_hold`): by default the gangs that arrived after the holding gang began to
 starve are kept out until they starve themselves, so a stream of new gangs cannot take each piece as it
-frees, while no gang is kept out for longer than one starvation limit. Room is counted per resource: a plan that
-asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
+frees, while no gang is kept out for longer than one starvation limit. Room is counted per resource: a
+plan that asks for no GPU never conflicts with GPUs held on a node. Holding gangs reserve in rank
 order, each from what the ones before it left; the next starving gang holds once one of them has
 started, so a long queue of starving gangs does not hold the whole cluster. A gang too large for the
 whole cluster holds nothing (it could never start).
