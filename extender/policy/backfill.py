@@ -142,9 +142,8 @@ def reserved_room(snapshot: ClusterSnapshot, state: GangState, held: Mapping[str
         return {}
     table = snapshot.capacity
     rows = np.flatnonzero(table.schedulable)
-    jobs = np.fromiter((_jobs_on(snapshot, table.names[row]) for row in rows.tolist()), dtype=np.intp, count=len(rows))
     free = table.idleness(rows, table.available[rows])
-    order = rows[np.lexsort((table.name_rank()[rows], free, jobs))]
+    order = rows[np.lexsort((table.name_rank()[rows], free, table.jobs[rows]))]
     room: dict[str, Resources] = {}
     needs: Holds = {}
     for pod in pods:
@@ -176,15 +175,6 @@ def could_ever_fit(state: GangState, capacity: Resources) -> bool:
     """Whether the gang's pending members fit in the whole cluster's capacity."""
     demand = total(pod.requests for members in state.members.values() for pod in members if pod.pending)
     return demand.fits_in(capacity)
-
-
-def _jobs_on(snapshot: ClusterSnapshot, node: str) -> int:
-    """Distinct jobs (or loose pods) with a pod bound to the node."""
-    keys = snapshot.nodes[node].pods
-    if len(keys) < 2:
-        return len(keys)
-    pods = snapshot.pods
-    return len({(pod.job or pod.key) for key in keys if (pod := pods.get(key))})
 
 
 def least_room_needed(snapshot: ClusterSnapshot, state: GangState) -> Resources:

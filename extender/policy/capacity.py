@@ -1,12 +1,13 @@
 """Per-node capacity as dense arrays: what the hot paths (fit, scoring, planning) read in bulk.
 
 Beside its per-node `NodeState` objects, the model keeps one row per node and one column per resource
-name: allocatable and available (allocatable − bound pods − reservations) in base units (int64), and
-whether the node is schedulable. A `CapacityTable` is the immutable view a snapshot holds; fit checks,
-idleness and plans over thousands of nodes are then a few vector operations instead of a Python loop
-per node. Rows are assigned as nodes appear and reused after they go (a vacant row is unschedulable
-and holds zeros); columns are added as resource names appear. `Demand` is a pod's requests laid out
-on the table's columns, memoised per column layout (a pure function of the two).
+name: allocatable and available (allocatable − bound pods − reservations) in base units (int64),
+whether the node is schedulable, and how many distinct jobs have pods bound there. A `CapacityTable`
+is the immutable view a snapshot holds; fit checks, idleness and plans over thousands of nodes are
+then a few vector operations instead of a Python loop per node. Rows are assigned as nodes appear and
+reused after they go (a vacant row is unschedulable and holds zeros); columns are added as resource
+names appear. `Demand` is a pod's requests laid out on the table's columns, memoised per column
+layout (a pure function of the two).
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class CapacityTable:
     allocatable: Matrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     available: Matrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     schedulable: Mask = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    jobs: Rows = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """Distinct jobs (a pod without a job counting as its own) with a pod bound to the node."""
     derived: dict[str, object] = field(default_factory=dict, repr=False)
     """Memo of values derived from the node names alone (shared by every table of the same node set)."""
     answers: dict[int, tuple[tuple[object, ...], dict[object, object]]] = field(default_factory=dict, repr=False)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from extender.policy.capacity import EMPTY_LAYOUT, CapacityTable, ColumnLayout, Mask, Matrix, clamp
+from extender.policy.capacity import EMPTY_LAYOUT, CapacityTable, ColumnLayout, Mask, Matrix, Rows, clamp
 from extender.policy.resources import Resources
 
 _INITIAL_ROWS = 64
@@ -28,6 +28,7 @@ class CapacityLedger:
         self._allocatable: Matrix = np.zeros((_INITIAL_ROWS, 0), dtype=np.int64)
         self._available: Matrix = np.zeros((_INITIAL_ROWS, 0), dtype=np.int64)
         self._schedulable: Mask = np.zeros(_INITIAL_ROWS, dtype=np.bool_)
+        self._jobs: Rows = np.zeros(_INITIAL_ROWS, dtype=np.intp)
         self._allocatable_of: list[Resources | None] = []
         """The allocatable each row was last written from (a node's usage changes far more often)."""
         self._shared: set[str] = set()
@@ -37,8 +38,9 @@ class CapacityLedger:
         self._derived: dict[str, object] = {}
         self._frozen: CapacityTable | None = None
 
-    def set_node(self, name: str, allocatable: Resources, available: Resources, schedulable: bool) -> None:
-        """Write the node's row (adding the node, and any new resource names, as needed)."""
+    def set_node(self, name: str, allocatable: Resources, available: Resources, schedulable: bool, jobs: int) -> None:
+        """Write the node's row (adding the node, and any new resource names, as needed); `jobs`: distinct
+        jobs (or pods without one) bound to it."""
         self._add_columns(allocatable.names() | available.names())
         row = self._rows.get(name)
         if row is None:
@@ -49,6 +51,8 @@ class CapacityLedger:
         self._write(self._writable("_available"), row, available)
         if self._schedulable[row] != schedulable:
             self._writable("_schedulable")[row] = schedulable
+        if self._jobs[row] != jobs:
+            self._writable("_jobs")[row] = jobs
         self._frozen = None
 
     def drop_node(self, name: str) -> None:
@@ -63,12 +67,13 @@ class CapacityLedger:
         self._writable("_allocatable")[row] = 0
         self._writable("_available")[row] = 0
         self._writable("_schedulable")[row] = False
+        self._writable("_jobs")[row] = 0
         self._node_set_changed()
 
     def freeze(self) -> CapacityTable:
         if self._frozen is None:
             used = len(self._names)
-            self._shared = {"_allocatable", "_available", "_schedulable"}
+            self._shared = {"_allocatable", "_available", "_schedulable", "_jobs"}
             self._index_shared = True
             if self._names_frozen is None:
                 self._names_frozen = tuple(self._names)
@@ -79,6 +84,7 @@ class CapacityLedger:
                 allocatable=_read_only(self._allocatable[:used]),
                 available=_read_only(self._available[:used]),
                 schedulable=_read_only(self._schedulable[:used]),
+                jobs=_read_only(self._jobs[:used]),
                 derived=self._derived,
             )
         return self._frozen
@@ -115,6 +121,7 @@ class CapacityLedger:
         self._allocatable = np.vstack([self._allocatable, np.zeros((extra, columns), dtype=np.int64)])
         self._available = np.vstack([self._available, np.zeros((extra, columns), dtype=np.int64)])
         self._schedulable = np.concatenate([self._schedulable, np.zeros(extra, dtype=np.bool_)])
+        self._jobs = np.concatenate([self._jobs, np.zeros(extra, dtype=np.intp)])
         self._shared.clear()
 
     def _add_columns(self, names: Iterable[str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -62,6 +62,8 @@ class ClusterState(ReservationBook):
         self._synced: set[Kind] = set()
         self._node_views: dict[str, NodeView] = {}
         self._usage: dict[str, tuple[Resources, frozenset[str]]] = {}
+        self._jobs_on: dict[str, Counter[str]] = {}
+        """Node → bound pods per job (a pod without a job counts under its own key)."""
         self._nodes: CowMap[str, NodeState] = CowMap()
         self._capacity = CapacityLedger()
         self._pods: CowMap[str, PodView] = CowMap()
@@ -305,14 +307,21 @@ class ClusterState(ReservationBook):
         requested, pods = self._usage.get(name, (EMPTY, frozenset()))
         state = NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY)
         self._nodes.set(name, state)
-        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable)
+        jobs = len(self._jobs_on.get(name, ()))
+        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable, jobs)
 
     def _use(self, pod: PodView, sign: int) -> None:
         requested, pods = self._usage.get(pod.node_name, (EMPTY, frozenset()))
+        jobs = self._jobs_on.setdefault(pod.node_name, Counter())
+        owner = pod.job or pod.key
         if sign > 0:
             self._usage[pod.node_name] = (requested + pod.requests, pods | {pod.key})
+            jobs[owner] += 1
         else:
             self._usage[pod.node_name] = (requested - pod.requests, pods - {pod.key})
+            jobs[owner] -= 1
+            if jobs[owner] <= 0:
+                del jobs[owner]
         self._refresh_node(pod.node_name)
 
     def _set_pod(self, key: str, pod: PodView | None) -> None:

@@ -1,4 +1,5 @@
-"""The dense capacity table always says what the per-node states say, whatever the order of events."""
+"""The dense capacity table always says what the per-node states say (and how many jobs each node runs),
+whatever the order of events."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ pod_event = st.tuples(
     st.sampled_from(["", *NODES]),
     st.sampled_from(["Pending", "Running", "Succeeded"]),
     st.sampled_from([0, 1]),
+    st.sampled_from(["", "job-a", "job-b"]),
 )
 reservation = st.tuples(st.just("reserve"), st.sampled_from(PODS_), st.sampled_from(NODES), st.booleans())
 
@@ -44,6 +46,8 @@ def assert_table_matches(snapshot: ClusterSnapshot) -> None:
         assert table.resources(table.allocatable[row]) == state.node.allocatable
         assert table.resources(table.available[row]) == state.available
         assert bool(table.schedulable[row]) == state.node.schedulable
+        owners = {(pod.job or pod.key) for key in state.pods if (pod := snapshot.pods.get(key))}
+        assert table.jobs[row] == len(owners)
     vacant = [row for row, name in enumerate(table.names) if not name]
     assert not table.schedulable[vacant].any()
 
@@ -57,8 +61,8 @@ def test_the_table_mirrors_every_node_state(events: list[tuple[object, ...]]) ->
             _, name, kind, cpu, gpu, ready = event
             state.apply(Kind.NODE, kind, make_node(str(name), cpu=str(cpu), gpu=int(str(gpu)), ready=bool(ready)))  # type: ignore[arg-type]
         elif event[0] == "pod":
-            _, name, kind, node, phase, gpu = event
-            pod = make_pod(str(name), node=str(node), phase=str(phase), gpu=int(str(gpu)), cpu="1")
+            _, name, kind, node, phase, gpu, job = event
+            pod = make_pod(str(name), node=str(node), phase=str(phase), gpu=int(str(gpu)), cpu="1", job=str(job))
             state.apply(Kind.POD, kind, pod)  # type: ignore[arg-type]
         else:
             _, pod_name, node, release = event
