@@ -376,6 +376,7 @@ class ClusterState(ReservationBook):
         if merged is None:
             self._groups.delete(key)
             self._release_group(key)
+            self._forget_preemptions_of(key)
         else:
             self._groups.set(key, merged)
         self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))
@@ -410,6 +411,12 @@ class ClusterState(ReservationBook):
             return
         self._preemptions.delete(gang)
         self._leaving.forget(known, self._pods)
+
+    def _forget_preemptions_of(self, group: str) -> None:
+        """Drop the records of preemptions carried out for a gang this PodGroup belonged to: with the
+        PodGroup gone, the gang they made room for is gone too."""
+        for gang in [gang for gang in self._preemptions if group in GangKey(gang).groups]:
+            self._forget_preemption(gang, None)
 
     def _forget_failures_of(self, group: str) -> None:
         for gang in [gang for gang in self._failed_plans if group in GangKey(gang).groups]:

@@ -584,6 +584,14 @@ def test_a_withdrawn_announcement_forgets_the_preemption() -> None:
     assert not snapshot.preemptions and not snapshot.leaving
 
 
+def test_a_preemption_is_forgotten_once_the_podgroup_of_its_gang_is_gone() -> None:
+    victims = [make_pod(f"v-{i}", group="victim", node="node-0", phase="Running") for i in range(2)]
+    state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), *victims, announcing(PREEMPTION))
+    state.apply(Kind.PODGROUP, "DELETED", announcing(PREEMPTION))
+    snapshot = state.snapshot()
+    assert not snapshot.preemptions and not snapshot.leaving
+
+
 def test_victims_announced_before_their_pods_are_seen_count_once_they_are() -> None:
     state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), announcing(PREEMPTION))
     assert not state.snapshot().leaving
