@@ -23,7 +23,7 @@ level-triggered on a fresh snapshot:
    apart from this loop must know the victims before training-operator recreates the first one evicted,
    or it would top the victim gang up, and must hold the room they free), evict whole victim gangs
    through the Eviction API, lower the Worker replicas of scaled-in jobs (training-operator deletes
-   exactly the surplus pods), and publish the plan of every PodGroup; then admit, as in 2, the
+   exactly the surplus pods), and publish the plan of every other PodGroup; then admit, as in 2, the
    gangs that may start in room the preemption freed beyond its gang's need (victims already gone count
    as gone). When a PodDisruptionBudget refuses an eviction — in the dry run, or for real because
    another disruption took the budget in between — the preemption is abandoned: nothing more is evicted
@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from extender.loops.actuator import Actuator, EvictionRefused
 from extender.loops.leadership import AlwaysLeader, LeaderElector
@@ -259,7 +259,7 @@ class PreemptionLoop:
             return False
         log.info("%s", plan.reason)
         assert change.preemption is not None
-        self._announce(snapshot, plan, change)
+        announced = self._announce(snapshot, plan, change)
         try:
             for pod in victims:
                 self.actuator.evict(pod, plan.reason)
@@ -283,20 +283,21 @@ class PreemptionLoop:
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
-        self.publish(change, snapshot)
+        self.publish(_without_group(change, announced), snapshot)
         self.blocked.pop(plan.gang, None)
         self.history.append(change.preemption)
         return True
 
-    def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, change: LedgerChange | None) -> None:
+    def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, change: LedgerChange | None) -> str:
         """Write the preemption and the plan of its gang's first PodGroup on that PodGroup, in one write,
         before any victim is evicted (or remove both when the preemption is abandoned). A process that
         serves `filter` apart from this loop then knows the victims before their controllers recreate them,
-        and holds the room they free for the preemptor from the first eviction on."""
+        and holds the room they free for the preemptor from the first eviction on. Returns the PodGroup
+        written ("" when nothing was), whose plan then needs no second write."""
         first = GangKey(plan.gang).first
         group = snapshot.groups.get(first)
         if group is None:
-            return
+            return ""
         annotations: dict[str, str | None] = {PREEMPTION_ANNOTATION: None, GANG_PLAN_ANNOTATION: None}
         if change is not None and change.preemption is not None:
             victims = {pod.key: pod.uid for pod in plan.victims}
@@ -307,6 +308,8 @@ class PreemptionLoop:
             self.actuator.annotate_group(group, annotations)
         except Exception as error:  # the preemption itself does not depend on the announcement
             log.warning("could not announce the preemption for %s on its PodGroup: %s", plan.gang, error)
+            return ""
+        return first
 
     @staticmethod
     def _evicted_victims(plan: PreemptionPlan) -> list[PodView]:
@@ -344,3 +347,10 @@ class _Imported:
     @property
     def change(self) -> LedgerChange:
         return LedgerChange(reserve=tuple(self.reservations))
+
+
+def _without_group(change: LedgerChange, group: str) -> LedgerChange:
+    """`change` less the reservations of `group` (whose plan is already written)."""
+    if not group:
+        return change
+    return replace(change, reserve=tuple(reservation for reservation in change.reserve if reservation.group != group))

@@ -416,6 +416,25 @@ def test_an_abandoned_preemption_withdraws_its_announcement() -> None:
     assert not state.snapshot().leaving, "no victim counts as leaving once the preemption is abandoned"
 
 
+def test_the_plan_written_with_the_announcement_is_not_published_again() -> None:
+    published: list[LedgerChange] = []
+    loop = PreemptionLoop(
+        cluster(
+            *cpu_nodes(3),
+            *running_gang("batch", workers=11, nodes=NAMES, dynamic=False),
+            *waiting_job("urgent", pods=4),
+        ),
+        actuator := RecordingActuator(),
+        SETTINGS,
+        lambda: NOW,
+        publish=lambda change, snapshot: published.append(change),
+    )
+    assert loop.tick(NOW) is not None
+    [(announced, announcement)] = actuator.annotated_groups
+    assert announced == "default/urgent" and announcement[GANG_PLAN_ANNOTATION]
+    assert not [r for change in published for r in change.reserve if r.group == "default/urgent"]
+
+
 def test_why_a_preemptor_waits_names_the_victims_still_on_their_nodes() -> None:
     loop, _ = loop_over(
         *cpu_nodes(3), *running_gang("batch", workers=11, nodes=NAMES, dynamic=False), *waiting_job("urgent", pods=4)
