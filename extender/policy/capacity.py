@@ -142,6 +142,10 @@ class CapacityTable:
         """A row of amounts back as `Resources`."""
         return Resources(zip(self.layout.names, (int(value) for value in row_values), strict=True))
 
+    def free_total(self) -> Resources:
+        """What is available on all schedulable nodes together (an over-committed node counts as none)."""
+        return self.resources(np.clip(self.available[self.schedulable], 0, None).sum(axis=0))
+
     def fits(self, rows: Rows, demand: Demand, available: Matrix | None = None) -> Mask:
         """For each of `rows`, whether `demand` fits in its available capacity (or in `available`, a
         matrix of the same rows)."""

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 from extender.policy.admission import admissible_plan
 from extender.policy.backfill import least_room_needed
 from extender.policy.gang import GangVerdict, gang_state
@@ -102,7 +100,7 @@ def free_in_all(snapshot: ClusterSnapshot) -> Resources | None:
     table = snapshot.capacity
     if len(table.rows) != len(snapshot.nodes):
         return None
-    return table.resources(np.clip(table.available[table.schedulable], 0, None).sum(axis=0))
+    return table.free_total()
 
 
 def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:

@@ -100,7 +100,7 @@ def _hopeless(search: Search) -> str | None:
     together could free, in total, and whether each member still needed fits some node at all."""
     snapshot = search.snapshot
     table = snapshot.capacity
-    free_now = table.resources(table.available[table.schedulable].sum(axis=0))
+    free_now = table.free_total()
     evicted_whole = {subject.key for subject in search.subjects if not subject.surplus}
     freeable = total(
         subject.freed for subject in search.subjects if not (subject.surplus and subject.key in evicted_whole)
