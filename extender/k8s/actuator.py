@@ -14,6 +14,8 @@
   under the same name (an empty bucket means create).
 - Events are core/v1 Events from the component `tfjob-extender`.
 - A PodGroup's annotations are merge-patched in the API group the PodGroup was read from.
+- A suspension (or resumption) merge-patches the TFJob's `spec.runPolicy.suspend` together with its
+  annotations: training-operator deletes a suspended job's pods and recreates them on resumption.
 Failures are logged and raised; the caller decides whether to retry.
 """
 
@@ -85,8 +87,12 @@ class KubeActuator:
         return True
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
-        namespace, name = job.split("/", 1)
-        self._annotate(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}", annotations)
+        self._annotate(_job_path(job), annotations)
+
+    def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
+        patch = {"metadata": {"annotations": dict(annotations)}, "spec": {"runPolicy": {"suspend": suspend}}}
+        self._call("PATCH", _job_path(job), patch, "application/merge-patch+json")
+        log.info("%s %s", "suspended" if suspend else "resumed", job)
 
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         path = group_path(group)
@@ -142,6 +148,11 @@ class KubeActuator:
             self._call("POST", f"/api/v1/namespaces/{namespace}/events", event)
         except ApiCallError as error:
             log.warning("could not record event %s on %s %s: %s", reason, kind, key, error)
+
+
+def _job_path(job: str) -> str:
+    namespace, name = job.split("/", 1)
+    return f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}"
 
 
 def _now() -> str:

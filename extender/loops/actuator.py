@@ -1,4 +1,4 @@
-"""The one seam for side effects: resize a TFJob's workers, evict a pod, write an Event.
+"""The one seam for side effects: resize a TFJob's workers, suspend or resume one, evict a pod, write an Event.
 
 The service uses the Kubernetes implementation (`extender.k8s.actuator`); tests and the simulator use
 `RecordingActuator`, which only remembers what it was asked to do. Pods are only ever removed through
@@ -51,6 +51,11 @@ class Actuator(Protocol):
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         """Merge `annotations` into the PodGroup's (a None value removes that annotation)."""
 
+    def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
+        """Set `spec.runPolicy.suspend` of the TFJob `namespace/name` and merge `annotations` into its own,
+        in one write: training-operator deletes the pods of a suspended job (and its PodGroup) and recreates
+        them when it resumes."""
+
 
 class ScalingActuator(Actuator, Protocol):
     def restart_pod(self, pod: PodView, reason: str) -> bool:
@@ -71,6 +76,7 @@ class RecordingActuator:
     restarted: list[tuple[str, str]] = field(default_factory=list)
     annotated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     annotated_groups: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
+    suspended: list[tuple[str, bool, dict[str, str | None]]] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)
     """Worker replicas per TFJob as resized here (a job not resized yet is taken to have `expected`)."""
     protected: set[str] = field(default_factory=set)
@@ -90,6 +96,9 @@ class RecordingActuator:
 
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         self.annotated_groups.append((f"{group.namespace}/{group.name}", dict(annotations)))
+
+    def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
+        self.suspended.append((job, suspend, dict(annotations)))
 
     def resize_workers(
         self, job: str, expected: int, replicas: int, annotations: Mapping[str, str], reason: str

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 
 from extender.loops.actuator import Actuator, EvictionRefused
 from extender.loops.leadership import AlwaysLeader, LeaderElector
+from extender.loops.run_clock import RunClock
 from extender.loops.ticking import Ticker
 from extender.loops.waitevents import WaitEventReporter
 from extender.policy.gang import GangVerdict
@@ -55,12 +56,16 @@ from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
+from extender.policy.residual_life import RunTimes, worth_suspending
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
 from extender.state.gang_annotations import (
+    ATTAINED_ANNOTATION,
     GANG_PLAN_ANNOTATION,
     PREEMPTION_ANNOTATION,
+    RESUMED_AT_ANNOTATION,
+    SUSPENDED_AT_ANNOTATION,
     group_plans,
     preemption_annotation,
 )
@@ -107,6 +112,10 @@ class PreemptionLoop:
     """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
     refused an eviction."""
     _tracker: JobStateTracker = field(default_factory=JobStateTracker)
+    run_clock: RunClock | None = None
+    """How long jobs ran and run (made on first use, keeping `suspension_history_jobs` run times)."""
+    _suspendable: frozenset[str] = frozenset()
+    """The TFJobs worth suspending for a fresh gang, as of the last pass (`residual_life`)."""
     _waits: WaitEventReporter | None = None
     _quiet: tuple[int, tuple[str, ...]] | None = None
     """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
@@ -133,6 +142,10 @@ class PreemptionLoop:
         self.state.release_expired(now)
         self._import_worker_plans(now)
         snapshot = self.state.snapshot()
+        self._resume_suspended(snapshot, now)
+        suspendable = self._worth_suspending(snapshot, now)
+        if suspendable != self._suspendable:
+            self._suspendable, self.refused, self._quiet = suspendable, {}, None
         starving = tuple(rank.subject for rank in queue_of(snapshot, self.settings).starving(now, self.settings))
         overdue = list(overdue_partial_gangs(snapshot, now, self.settings))
         if overdue:
@@ -191,6 +204,7 @@ class PreemptionLoop:
             max_gangs=self.max_gangs_per_tick,
             max_checked=self.max_gangs_checked_per_tick,
             max_walked=self.max_gangs_walked_per_tick,
+            suspendable=self._suspendable,
         )
         live = queue_of(snapshot, self.settings).summaries
         self.refused = {gang: memo for gang, memo in {**self.refused, **choice.refused}.items() if gang in live}
@@ -263,6 +277,7 @@ class PreemptionLoop:
         try:
             for pod in victims:
                 self.actuator.evict(pod, plan.reason)
+            self._suspend(plan, now)
         except EvictionRefused as error:
             groups = tuple(sorted({reservation.group for reservation in change.reserve}))
             self.state.commit(LedgerChange(release_groups=groups, forget_preemption=plan.gang), decided_on=None)
@@ -287,6 +302,48 @@ class PreemptionLoop:
         self.blocked.pop(plan.gang, None)
         self.history.append(change.preemption)
         return True
+
+    def _suspend(self, plan: PreemptionPlan, now: float) -> None:
+        """Suspend the plan's suspended jobs, each with the seconds it has run in all."""
+        if not plan.suspended:
+            return
+        ran = self._run_clock().running(self.state.snapshot().jobs, now)
+        for job, _ in plan.suspended:
+            annotations = {ATTAINED_ANNOTATION: f"{ran.get(job, 0.0):.3f}", SUSPENDED_AT_ANNOTATION: f"{now:.3f}"}
+            self.actuator.suspend_job(job, True, annotations)
+            self._run_clock().stop(job)
+            self.actuator.record_event("TFJob", job, "Suspended", plan.reason)
+
+    def _resume_suspended(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Resume every job this loop suspended once training-operator has deleted all its pods: it comes
+        back pending and waits in rank (after the fresh jobs of its PriorityClass)."""
+        if self.dry_run:
+            return
+        for job in snapshot.jobs.values():
+            if not job.suspended_by_extender or snapshot.job_members.get(job.key):
+                continue
+            try:
+                self.actuator.suspend_job(job.key, False, {RESUMED_AT_ANNOTATION: f"{max(now, job.suspended_at):.3f}"})
+            except Exception as error:  # tried again next tick
+                log.warning("could not resume %s: %s", job.key, error)
+
+    def _worth_suspending(self, snapshot: ClusterSnapshot, now: float) -> frozenset[str]:
+        """The running suspendable, rigid TFJobs expected to run on for longer than a fresh job runs in all."""
+        running = self._run_clock().running(snapshot.jobs, now)
+        candidates = {
+            key: ran
+            for key, ran in running.items()
+            if (job := snapshot.jobs.get(key)) is not None and job.suspendable and not job.elastic and not job.suspended
+        }
+        if not candidates:
+            return frozenset()
+        curve = RunTimes.estimate(self._run_clock().finished, running.values())
+        return worth_suspending(curve, candidates, self.settings.suspension_min_history)
+
+    def _run_clock(self) -> RunClock:
+        if self.run_clock is None:
+            self.run_clock = RunClock(self.settings.suspension_history_jobs)
+        return self.run_clock
 
     def _announce(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, change: LedgerChange | None) -> str:
         """Write the preemption and the plan of its gang's first PodGroup on that PodGroup, in one write,
@@ -331,7 +388,9 @@ class PreemptionLoop:
             self.actuator.record_event("TFJob", job, "PreemptionBlocked", reason)
 
     def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
-        for status in self._tracker.states(snapshot, now, self.settings):
+        statuses = self._tracker.states(snapshot, now, self.settings)
+        self._run_clock().observe(statuses, snapshot.jobs, now)
+        for status in statuses:
             if self.job_states.get(status.job) is status.state:
                 continue
             self.job_states[status.job] = status.state

@@ -65,6 +65,9 @@ class GangSummary:
     """What the gang's size is measured by (`weights.gang_demand`)."""
     size_class: int = 0
     """The size class of `demand` in the cluster (`weights.size_class`), before starvation."""
+    demoted: bool = False
+    """Its job ran before and was suspended (`JobView.attained_s`): it ranks after fresh jobs of its
+    PriorityClass, unless it starves."""
 
     @property
     def ages(self) -> bool:
@@ -77,8 +80,16 @@ class GangSummary:
         return self.ages and self.complete
 
     def static_key(self) -> RankKey:
-        """The rank order before aging: priority, size class, base weight, arrival (unknown last), key."""
-        return (-self.priority, self.size_class, -self.base_weight, self.arrival or math.inf, self.key)
+        """The rank order before aging: priority, fresh before demoted, size class, base weight, arrival
+        (unknown last), key."""
+        return (
+            -self.priority,
+            int(self.demoted),
+            self.size_class,
+            -self.base_weight,
+            self.arrival or math.inf,
+            self.key,
+        )
 
     def rank(self, now: float, settings: PolicySettings) -> JobRank:
         arrival = self.arrival or now
@@ -94,6 +105,7 @@ class GangSummary:
             self.job,
             waited,
             self.size_class - climbed,
+            self.demoted and not starving,
         )
 
 
@@ -126,6 +138,7 @@ def summarize(
         growable=job is not None and job.enable_dynamic_worker and job.max_workers > job.replicas.get(Role.WORKER, 0),
         demand=demand,
         size_class=size_class(dominant_share(demand, capacity), settings),
+        demoted=job is not None and job.attained_s > 0,
     )
 
 

@@ -233,6 +233,21 @@ class JobView:
     `tfjob-extender.io/worker-plan`), so an extender in another process steers them too."""
     worker_plan_expires: float = 0.0
     """When that plan lapses (seconds since the epoch)."""
+    suspendable: bool = False
+    """Its owner says it checkpoints and may be suspended and resumed (annotation
+    `tfjob-extender.io/suspendable: "true"`)."""
+    suspended: bool = False
+    """`spec.runPolicy.suspend`: training-operator keeps no pod of it while set."""
+    suspended_at: float = 0.0
+    """When the preemption loop last suspended it (annotation `tfjob-extender.io/suspended-at`, seconds
+    since the epoch; 0 if never): it queues afresh from then."""
+    resumed_at: float = 0.0
+    """When the preemption loop last resumed it (annotation `tfjob-extender.io/resumed-at`; 0 if never)."""
+    succeeded: bool = False
+    """training-operator says it succeeded (a `Succeeded` condition that is True)."""
+    attained_s: float = 0.0
+    """Seconds it ran before its last suspension by the extender (annotation `tfjob-extender.io/attained-s`;
+    0 if never suspended). A job with attained service ranks after fresh jobs of its PriorityClass."""
 
     @property
     def key(self) -> str:
@@ -241,6 +256,12 @@ class JobView:
     @property
     def elastic(self) -> bool:
         return self.max_workers > self.min_workers
+
+    @property
+    def suspended_by_extender(self) -> bool:
+        """Suspended, by the preemption loop, and not resumed since: the loop resumes it (never a job a
+        person suspended)."""
+        return self.suspended and self.suspended_at > self.resumed_at
 
     def minimum_demand(self) -> Resources:
         """What the job needs to run at its minimum: every non-worker replica plus `min_workers` workers."""

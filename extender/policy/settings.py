@@ -113,6 +113,13 @@ class PolicySettings:
     """How many higher-ranked waiting gangs a plan is checked against before it is admitted (bounds the
     cost of rank-ordered admission: each check is one dry-run plan)."""
 
+    suspension_min_history: int = 10
+    """Finished jobs whose run times the preemption loop must have seen before it suspends any job (a
+    count): with fewer, it cannot tell long jobs from short ones. See `policy.residual_life`."""
+
+    suspension_history_jobs: int = 1000
+    """The most recent finished run times kept to estimate expected remaining run time (a count)."""
+
     scale_out_step: int = 2
     """Workers one TFJob may gain in one scaler tick (KOD2's l_iw, a count): growth is gradual, so every
     step is checked against a fresh snapshot."""

@@ -50,8 +50,8 @@ _MIN_SHARE = 1e-9
 """Hard floor under the summed share, should `weight_min_share` be set to zero."""
 
 
-RankKey = tuple[int, int, float, float, str]
-"""(−priority, size class, −weight, arrival, key): ascending order is rank order."""
+RankKey = tuple[int, int, int, float, float, str]
+"""(−priority, demoted, size class, −weight, arrival, key): ascending order is rank order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +77,15 @@ class JobRank:
     size_class: int = 0
     """The gang's size class (see `size_class`), less the classes it climbed by starving: a lower class
     ranks higher within a PriorityClass."""
+    demoted: bool = False
+    """Its job has run before and was suspended (`JobView.attained_s`), and it does not starve: it ranks
+    after every fresh job of its PriorityClass (least attained service first, as Tiresias ranks)."""
 
     @property
     def sort_key(self) -> RankKey:
-        """Ascending order puts the highest rank first: priority, then size class, then weight, then
-        arrival, then key."""
-        return (-self.priority, self.size_class, -self.weight, self.arrival, self.subject)
+        """Ascending order puts the highest rank first: priority, then fresh before demoted, then size
+        class, then weight, then arrival, then key."""
+        return (-self.priority, int(self.demoted), self.size_class, -self.weight, self.arrival, self.subject)
 
     def outranks(self, other: JobRank) -> bool:
         """True when this rank comes strictly before `other`."""
@@ -196,6 +199,7 @@ def rank_of(
         job=job.key if job is not None else "",
         waited_s=waited,
         size_class=size_class(dominant_share(gang_demand(job, members), capacity), settings) - climbed,
+        demoted=job is not None and job.attained_s > 0 and not starving,
     )
 
 
@@ -211,8 +215,11 @@ def priority_of(snapshot: ClusterSnapshot, job: JobView | None, members: Sequenc
 
 
 def arrival_of(job: JobView | None, groups: Sequence[GroupView], members: Sequence[PodView], now: float) -> float:
-    """The first known (positive) creation time: the job's, the PodGroups' earliest, the members' earliest
-    (else `now`)."""
+    """When the gang joined the queue: the job's last suspension by the extender (a resumed job queues
+    afresh), else the first known (positive) creation time: the job's, the PodGroups' earliest, the
+    members' earliest (else `now`)."""
+    if job is not None and job.suspended_at > 0:
+        return job.suspended_at
     for created in (
         job.created if job is not None else 0.0,
         min((group.created for group in groups if group.created > 0), default=0.0),

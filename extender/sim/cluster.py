@@ -21,6 +21,7 @@ from extender.policy.resources import EMPTY, Resources
 from extender.sim.throughput import HardwareProfile
 from extender.sim.workload import JobSpec, NodeSpec
 from extender.state import convert
+from extender.state.gang_annotations import SUSPENDABLE_ANNOTATION
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.store import ClusterState
 
@@ -199,6 +200,7 @@ class SimCluster:
                 self.used[pod.node] = self.used[pod.node] - pod.requests
             pod.phase = "Succeeded"
             self._touch(pod, "DELETED")
+        self._feed(Kind.TFJOB, "MODIFIED", self._tfjob_object(job, 0.0))
 
     # -- internals --------------------------------------------------------------------------------------
 
@@ -256,8 +258,10 @@ class SimCluster:
         }
 
     def _tfjob_object(self, job: SimJob, now: float) -> dict[str, Any]:
+        """The TFJob as the model reads it. Every simulated job checkpoints (a restart keeps its progress,
+        as the Tiresias and KOD2 baselines assume), so it is marked suspendable."""
         spec = job.spec
-        annotations = dict(job.annotations)
+        annotations = {SUSPENDABLE_ANNOTATION: "true", **job.annotations}
         if job.elastic:
             annotations[convert.MIN_WORKERS_ANNOTATION] = str(spec.min_workers)
             annotations[convert.MAX_WORKERS_ANNOTATION] = str(spec.max_workers)
@@ -276,6 +280,7 @@ class SimCluster:
                 "annotations": annotations,
             },
             "spec": {"enableDynamicWorker": job.elastic, "tfReplicaSpecs": replica_specs},
+            "status": {"conditions": [{"type": "Succeeded", "status": "True"}] if job.finished else []},
         }
 
 

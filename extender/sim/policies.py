@@ -28,6 +28,7 @@ from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
 from extender.state.commits import decide_and_commit
+from extender.state.gang_annotations import RESUMED_AT_ANNOTATION, SUSPENDED_AT_ANNOTATION
 from extender.state.store import ClusterState
 
 
@@ -139,8 +140,9 @@ class ModelExtender:
 class SimActuator:
     """The `ScalingActuator` protocol on the simulated cluster: a replica patch goes through
     training-operator's reconcile (highest indices deleted, missing ones created pending), an eviction or
-    a restart deletes the pod (training-operator recreates it pending), annotations land on the TFJob the
-    model reads. Wall-clock times in annotations are the model's (`EPOCH` + virtual time)."""
+    a restart deletes the pod (training-operator recreates it pending), a suspension restarts the whole
+    job, annotations land on the TFJob the model reads. Wall-clock times in annotations are the model's
+    (`EPOCH` + virtual time)."""
 
     cluster: SimCluster
     now: float = 0.0
@@ -148,6 +150,7 @@ class SimActuator:
     """Worker-replica changes carried out (scale-in and scale-out)."""
     evicted: int = 0
     restarted: int = 0
+    suspended: int = 0
     events: list[tuple[str, str, str]] = field(default_factory=list)
 
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
@@ -185,6 +188,19 @@ class SimActuator:
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         self.cluster.annotate(job.split("/", 1)[1], dict(annotations), self.now)
+
+    def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
+        """A suspension restarts the job at once: training-operator deletes its pods, the loop resumes it
+        once they are gone, and it comes back pending (a restart from its checkpoint), resumed as soon
+        as it was suspended."""
+        if not suspend:
+            return
+        name = job.split("/", 1)[1]
+        self.suspended += 1
+        written = {key: value for key, value in annotations.items() if value is not None}
+        written[RESUMED_AT_ANNOTATION] = written.get(SUSPENDED_AT_ANNOTATION, f"{EPOCH + self.now:.3f}")
+        self.cluster.annotate(name, written, self.now)
+        self.cluster.restart_job(name, self.now)
 
 
 class Ours(Policy):

@@ -1,8 +1,9 @@
 """Raw TFJobs and ClusterNetworkTopologies → their views, every field checked as `convert` checks pods.
 
 A TFJob gives its replicas per role, each role's requests (from the replica templates), its PriorityClass,
-its elastic bounds and the scaler's annotations; a ClusterNetworkTopology gives the chain of network
-layers above the node layer. Anything unreadable raises `ConversionError` naming the object and field.
+its elastic bounds, the scaler's annotations, and whether it may be, or is, suspended; a
+ClusterNetworkTopology gives the chain of network layers above the node layer. Anything unreadable
+raises `ConversionError` naming the object and field.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from extender.policy.resources import Resources
 from extender.state import fields, gang_annotations
 from extender.state.fields import FieldError, Json
 from extender.state.gang_annotations import (
+    ATTAINED_ANNOTATION,
     CONSOLIDATED_AT_ANNOTATION,
     MAX_WORKERS_ANNOTATION,
     MIN_WORKERS_ANNOTATION,
+    RESUMED_AT_ANNOTATION,
     SCALED_AT_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
+    SUSPENDED_AT_ANNOTATION,
     WORKER_PLAN_ANNOTATION,
 )
 from extender.state.objects import NON_NEGATIVE, annotation_of, converted, created_at, key_of, requests_of, role_of
@@ -34,7 +39,8 @@ def _job(obj: Json) -> JobView:
     namespace, name = key.split("/", 1)
     replicas: dict[Role, int] = {}
     role_requests: dict[Role, Resources] = {}
-    policy = fields.mapping(fields.mapping(spec, "runPolicy", "spec.runPolicy"), "schedulingPolicy", "spec.runPolicy")
+    run_policy = fields.mapping(spec, "runPolicy", "spec.runPolicy")
+    policy = fields.mapping(run_policy, "schedulingPolicy", "spec.runPolicy")
     priority_class = _priority_class_name(policy, "priorityClass", "spec.runPolicy.schedulingPolicy.priorityClass")
     for replica_type, replica_spec in fields.mapping(spec, "tfReplicaSpecs", "spec.tfReplicaSpecs").items():
         path = f"spec.tfReplicaSpecs.{fields.checked_text(replica_type, 'spec.tfReplicaSpecs', max_chars=63)}"
@@ -68,6 +74,23 @@ def _job(obj: Json) -> JobView:
         **gang_annotations.worker_plan(
             annotation_of(meta, WORKER_PLAN_ANNOTATION), "worker_plan", "worker_plan_expires"
         ),
+        suspendable=str(annotation_of(meta, SUSPENDABLE_ANNOTATION) or "").strip().lower() == "true",
+        suspended=fields.flag(run_policy, "suspend", "spec.runPolicy.suspend"),
+        suspended_at=_seconds(meta, SUSPENDED_AT_ANNOTATION),
+        resumed_at=_seconds(meta, RESUMED_AT_ANNOTATION),
+        succeeded=_condition_true(obj, "Succeeded"),
+        attained_s=_seconds(meta, ATTAINED_ANNOTATION),
+    )
+
+
+def _condition_true(obj: Json, kind: str) -> bool:
+    """Whether `status.conditions` holds a condition of type `kind` whose status is True."""
+    conditions = fields.mapping(obj, "status", "status").get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(condition, dict) and condition.get("type") == kind and condition.get("status") == "True"
+        for condition in conditions
     )
 
 

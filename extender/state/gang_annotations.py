@@ -49,6 +49,17 @@ SCALED_AT_ANNOTATION = ANNOTATION_PREFIX + "scaled-at"
 """Written by the scaler with each worker-count change: seconds since the epoch."""
 CONSOLIDATED_AT_ANNOTATION = ANNOTATION_PREFIX + "consolidated-at"
 """Written by the scaler with each worker migration: seconds since the epoch."""
+SUSPENDABLE_ANNOTATION = ANNOTATION_PREFIX + "suspendable"
+"""On a TFJob, set by its owner: `"true"` when it checkpoints, so the preemption loop may suspend it
+(`spec.runPolicy.suspend`) and resume it later."""
+SUSPENDED_AT_ANNOTATION = ANNOTATION_PREFIX + "suspended-at"
+"""Written with each suspension the preemption loop makes (seconds since the epoch): the job queues afresh
+from then."""
+RESUMED_AT_ANNOTATION = ANNOTATION_PREFIX + "resumed-at"
+"""Written when the preemption loop resumes a job it suspended (seconds since the epoch). A suspended job
+whose suspension is not newer than its resumption was suspended by someone else: the loop leaves it."""
+ATTAINED_ANNOTATION = ANNOTATION_PREFIX + "attained-s"
+"""Written with each suspension the preemption loop makes: the seconds the job has run in all so far."""
 LAYER_NAME_MAX_CHARS = 253
 
 

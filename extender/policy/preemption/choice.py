@@ -49,6 +49,7 @@ def choose_preemption(
     max_gangs: int,
     max_checked: int,
     max_walked: int | None = None,
+    suspendable: frozenset[str] = frozenset(),
 ) -> PreemptionChoice:
     """Walk the waiting gangs in rank order (looking at most at `max_walked`, planning at most
     `max_checked`): the first that may start now is admitted; one that fits but yields is left to
@@ -56,7 +57,7 @@ def choose_preemption(
     scale-in (surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot
     admit the gang, job-level preemption. A gang refused at the same model generation and weight
     (`refused`) gives the same refusal and is skipped: running victims do not age, so nothing else could
-    change the answer."""
+    change the answer. `suspendable`: TFJobs that may be suspended for a fresh gang (`residual_life`)."""
     queue = queue_of(snapshot, settings)
     room = free_in_all(snapshot)
     walked = checked = 0
@@ -86,7 +87,9 @@ def choose_preemption(
         terminating = earlier.victims if earlier else frozenset()
         decision = plan_scale_in(snapshot, origin, settings, now, terminating_victims=terminating)
         if not isinstance(decision, PreemptionPlan):
-            decision = plan_preemption(snapshot, origin, settings, now, terminating_victims=terminating)
+            decision = plan_preemption(
+                snapshot, origin, settings, now, terminating_victims=terminating, suspendable=suspendable
+            )
         if isinstance(decision, PreemptionPlan):
             return PreemptionChoice(decision, refusals)
         refusals[key] = (snapshot.generation, rank.weight)
@@ -110,7 +113,7 @@ def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:
         plan.gang,
         frozenset(pod.key for pod in plan.victims),
         tuple(sorted(plan.scale_ins)),
-        plan.evicted,
+        plan.removed_whole,
         plan.reason,
         now,
         frozenset(pod.uid for pod in plan.victims),

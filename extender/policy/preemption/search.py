@@ -19,7 +19,7 @@ from typing import NamedTuple
 from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
 from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
-from extender.policy.queue import queue_of
+from extender.policy.queue import GangQueue, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
@@ -35,6 +35,8 @@ class VictimUnit:
     rank: JobRank
     scale_to: int | None = None
     """For a surplus unit: the job's Worker replicas once this unit (and those before it) are taken."""
+    suspend: bool = False
+    """The whole gang goes by suspending its TFJob (it resumes later from its checkpoint), not by eviction."""
 
     @property
     def is_surplus(self) -> bool:
@@ -47,8 +49,9 @@ class PreemptionRefusal:
     reason: str
 
 
-SURPLUS, WHOLE_GANG, LOOSE_POD = 0, 1, 2
-"""The kinds of subject, cheapest first."""
+SURPLUS, SUSPENSION, WHOLE_GANG, LOOSE_POD = 0, 1, 2, 3
+"""The kinds of subject, cheapest first: a suspended job resumes from its checkpoint, an evicted one is
+lost (training-operator fails a TFJob whose pod is deleted)."""
 
 
 class Subject(NamedTuple):
@@ -56,9 +59,9 @@ class Subject(NamedTuple):
     without a gang. Its totals come from the gang queue, so the search can rule it out without its pods;
     its rank is only worked out once the search takes it (a plain tuple: thousands are listed per search)."""
 
-    order: tuple[int, int, int, float, float, str]
+    order: tuple[int, int, int, int, float, float, str]
     """Cheapest first: surplus, whole gangs, pods without a gang; then lowest rank first (`ascending`:
-    PriorityClass, larger size class, aged weight, later arrival first, key)."""
+    PriorityClass, demoted first, larger size class, aged weight, later arrival first, key)."""
     key: str
     """The gang key, or the pod key of a pod without a gang."""
     origin: str
@@ -72,6 +75,8 @@ class Subject(NamedTuple):
     pod: PodView | None = None
     rank: JobRank | None = None
     """Known up front for a pod without a gang; a gang's is read from `summary` when needed."""
+    suspend: bool = False
+    """A whole gang taken by suspending its TFJob."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +121,8 @@ class Search:
             if subject.surplus:
                 units = tuple(_surplus_units(self.snapshot, subject.key, bound, rank))
             else:
-                units = (VictimUnit(subject.key, bound[0].job if bound else "", bound, rank),)
+                job = bound[0].job if bound else ""
+                units = (VictimUnit(subject.key, job, bound, rank, suspend=subject.suspend),)
         self._units[(subject.key, subject.surplus)] = units
         return units
 
@@ -154,9 +160,11 @@ def open_search(
     terminating_victims: Iterable[str],
     *,
     doing: str,
+    suspendable: frozenset[str] = frozenset(),
 ) -> Search | PreemptionRefusal:
     """Everything a victim search for the gang of `group_key` starts from, or why there is nothing to
-    search: the gang may not preempt, fits already, or is larger than the whole cluster."""
+    search: the gang may not preempt, fits already, or is larger than the whole cluster. `suspendable`:
+    TFJobs that may be suspended for a fresh gang of their PriorityClass (`residual_life`)."""
     state = gang_state(snapshot, group_key)
     pending = [pod for members in state.members.values() for pod in members if pod.pending]
     refusal = ineligible_reason(snapshot, state, pending, terminating_victims)
@@ -169,9 +177,10 @@ def open_search(
         missing = describe(demand.shortfall(capacity))
         return PreemptionRefusal(state.key, f"gang {state.key}: larger than the whole cluster ({missing} missing)")
     preemptor = gang_rank(snapshot, group_key, now, settings, capacity)
-    table = snapshot.capacity
-    ceiling = table.resources(table.available[table.schedulable].sum(axis=0))
-    ceiling = ceiling + queue_of(snapshot, settings).freeable_below(preemptor.priority)
+    queue = queue_of(snapshot, settings)
+    suspensions = _suspensions(queue, preemptor, suspendable)
+    ceiling = snapshot.capacity.free_total() + queue.freeable_below(preemptor.priority)
+    ceiling = ceiling + total(summary.bound for summary in suspensions if summary.priority == preemptor.priority)
     if not demand.fits_in(ceiling):
         missing = describe(demand.shortfall(ceiling))
         return PreemptionRefusal(
@@ -183,7 +192,7 @@ def open_search(
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    subjects = candidate_subjects(snapshot, state, preemptor, settings, now)
+    subjects = candidate_subjects(snapshot, state, preemptor, settings, now, suspensions)
     deficit = demand.shortfall(room)
     return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
 
@@ -194,16 +203,51 @@ def _room(snapshot: ClusterSnapshot, nodes: frozenset[str]) -> Resources:
     return table.resources(table.available[rows[rows >= 0]].sum(axis=0))
 
 
+def _suspensions(queue: GangQueue, preemptor: JobRank, suspendable: frozenset[str]) -> list[GangSummary]:
+    """The running gangs of `suspendable` TFJobs the preemptor may suspend: of its PriorityClass or a lower
+    one, when the preemptor itself is fresh (a demoted gang suspends nobody)."""
+    if not suspendable or preemptor.demoted:
+        return []
+    return [
+        summary
+        for summary in queue.summaries.values()
+        if summary.job in suspendable and summary.priority <= preemptor.priority and summary.bound and not summary.ages
+    ]
+
+
 def candidate_subjects(
-    snapshot: ClusterSnapshot, state: GangState, preemptor: JobRank, settings: PolicySettings, now: float
+    snapshot: ClusterSnapshot,
+    state: GangState,
+    preemptor: JobRank,
+    settings: PolicySettings,
+    now: float,
+    suspensions: Iterable[GangSummary] = (),
 ) -> tuple[Subject, ...]:
-    """Every subject the preemptor may take, in no order: surplus workers, whole gangs of a lower
-    PriorityClass, lower-priority pods without a gang. A gang at rest (running, not waiting) ranks by its
-    size class, base weight and arrival, read straight from its summary: no rank is built per candidate.
-    Within the preemptor's PriorityClass only a lower rank on size and weight is taken (`may_preempt`)."""
+    """Every subject the preemptor may take, in no order: surplus workers, `suspensions` (whole gangs of
+    suspendable TFJobs), whole gangs of a lower PriorityClass, lower-priority pods without a gang. A gang at
+    rest (running, not waiting) ranks by its size class, base weight and arrival, read straight from its
+    summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower rank on size
+    and weight is taken (`may_preempt`), or a suspension."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
     subjects: list[Subject] = []
+    suspended = set()
+    for summary in suspensions:
+        if summary.origin in own or own.intersection(GangKey(summary.key).groups):
+            continue
+        suspended.add(summary.key)
+        order = (
+            SUSPENSION,
+            summary.priority,
+            -int(summary.demoted),
+            -summary.size_class,
+            summary.base_weight,
+            -(summary.arrival or now),
+            summary.key,
+        )
+        subjects.append(
+            Subject(order, summary.key, summary.origin, False, summary.bound, summary.bound_pods, summary, suspend=True)
+        )
     for summary in queue.summaries.values():
         if summary.priority > preemptor.priority or not summary.bound:
             continue
@@ -220,10 +264,10 @@ def candidate_subjects(
             continue
         key, origin, pods = summary.key, summary.origin, summary.bound_pods
         if summary.surplus:
-            order = (SURPLUS, summary.priority, -size, weight, -arrival, key)
+            order = (SURPLUS, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
-        if summary.priority < preemptor.priority:
-            order = (WHOLE_GANG, summary.priority, -size, weight, -arrival, key)
+        if summary.priority < preemptor.priority and key not in suspended:
+            order = (WHOLE_GANG, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary))
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
         rank = _pod_rank(pod, settings)
@@ -250,9 +294,9 @@ def _lower_in_class(size_class: int, weight: float, preemptor: JobRank) -> bool:
     return weight < preemptor.weight
 
 
-def ascending(rank: JobRank) -> tuple[int, int, float, float, str]:
+def ascending(rank: JobRank) -> tuple[int, int, int, float, float, str]:
     """Lowest rank first: the rank order's numeric parts reversed, ties still by key."""
-    return (rank.priority, -rank.size_class, rank.weight, -rank.arrival, rank.subject)
+    return (rank.priority, -int(rank.demoted), -rank.size_class, rank.weight, -rank.arrival, rank.subject)
 
 
 def _pod_rank(pod: PodView, settings: PolicySettings) -> JobRank:

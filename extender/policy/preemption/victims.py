@@ -4,6 +4,11 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
 - the surplus workers of an elastic TFJob (`enableDynamicWorker` and more workers than its minimum), one
   worker per unit, highest index first — training-operator deletes exactly the highest indices when
   `Worker.replicas` is lowered, so a job is only ever scaled in by a suffix of its indices;
+- the whole gang of a running TFJob its owner marked suspendable (it checkpoints), of the preemptor's
+  PriorityClass or a lower one, when the preemptor is fresh and the job is expected to run on for longer
+  than a fresh job runs in all (`residual_life`): the job is suspended (`spec.runPolicy.suspend`) rather
+  than evicted, and resumes later from its checkpoint, ranked after the fresh jobs (least attained
+  service first, as Tiresias ranks);
 - a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one. Within one
   PriorityClass weight never evicts: training-operator marks a TFJob Failed, for good, once it sees one
   of its pods deleted without `enableDynamicWorker`, so a weight-based eviction would kill a running job
@@ -20,7 +25,7 @@ weight, whatever their arrival. The search:
    gang is refused without looking at a single victim — or no node could hold a member even empty;
 2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
    feasible one with the fewest pods, then the lowest rank;
-3. otherwise add units cheapest first (surplus before evictions, lowest rank first) until the dry run
+3. otherwise add units cheapest first (surplus, then suspensions, then evictions, lowest rank first) until the dry run
    plans the whole gang, then hand back every unit the plan can do without.
 Each feasibility test is the gang planner itself, run with the victims' requests handed back. Candidates
 are listed as subjects with their totals (from the gang queue); a subject's pods are only looked up when
@@ -56,14 +61,22 @@ class PreemptionPlan:
     scale_ins: Mapping[str, int]
     """TFJob key → the Worker replicas to set (its surplus workers go)."""
     evicted: tuple[str, ...]
-    """Subjects removed whole (gang keys, or pod keys of pods without a gang)."""
+    """Subjects removed whole through the Eviction API (gang keys, or pod keys of pods without a gang)."""
     verdict: GangVerdict
     """The preemptor gang's plan with the victims gone."""
     reason: str
+    suspended: tuple[tuple[str, str], ...] = ()
+    """(TFJob key, gang key) of the jobs suspended whole (`spec.runPolicy.suspend`): training-operator
+    deletes their pods, and the loop resumes them once they are gone."""
 
     @property
     def disrupted(self) -> int:
-        return len(self.scale_ins) + len(self.evicted)
+        return len(self.scale_ins) + len(self.evicted) + len(self.suspended)
+
+    @property
+    def removed_whole(self) -> tuple[str, ...]:
+        """Every subject removed whole: evicted, or suspended."""
+        return self.evicted + tuple(gang for _, gang in self.suspended)
 
 
 Decision = PreemptionPlan | PreemptionRefusal
@@ -76,9 +89,13 @@ def plan_preemption(
     now: float,
     *,
     terminating_victims: Iterable[str] = (),
+    suspendable: frozenset[str] = frozenset(),
 ) -> Decision:
-    """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none."""
-    search = open_search(snapshot, group_key, settings, now, terminating_victims, doing="preemption")
+    """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none.
+    `suspendable`: TFJobs that may be suspended (and resumed later) for it (`residual_life`)."""
+    search = open_search(
+        snapshot, group_key, settings, now, terminating_victims, doing="preemption", suspendable=suspendable
+    )
     if isinstance(search, PreemptionRefusal):
         return search
     state = search.state
@@ -189,16 +206,20 @@ def _hand_back(chosen: list[VictimUnit], dry_run: DryRun) -> list[VictimUnit]:
 def _plan(gang: str, chosen: Sequence[VictimUnit], verdict: GangVerdict) -> PreemptionPlan:
     scale_ins: dict[str, int] = {}
     evicted: list[str] = []
+    suspended: dict[str, str] = {}
     for unit in chosen:
         if unit.scale_to is not None:
             scale_ins[unit.job] = min(scale_ins.get(unit.job, unit.scale_to), unit.scale_to)
+        elif unit.suspend:
+            suspended[unit.job] = unit.subject
         elif unit.subject not in evicted:
             evicted.append(unit.subject)
-    for subject in evicted:
+    for subject in [*evicted, *suspended.values()]:
         for job in {unit.job for unit in chosen if unit.subject == subject and unit.job}:
             scale_ins.pop(job, None)
     victims = victims_of(chosen)
     parts = [f"scale {job} in to {count} workers" for job, count in sorted(scale_ins.items())]
+    parts += [f"suspend {job}" for job in sorted(suspended)]
     parts += [f"evict {subject}" for subject in evicted]
     reason = f"preempting for gang {gang}: {'; '.join(parts)} ({len(victims)} pods)"
-    return PreemptionPlan(gang, victims, scale_ins, tuple(evicted), verdict, reason)
+    return PreemptionPlan(gang, victims, scale_ins, tuple(evicted), verdict, reason, tuple(sorted(suspended.items())))

@@ -1,0 +1,57 @@
+"""How long each TFJob has run, and how long the finished ones ran: the loop's memory for suspensions.
+
+Fed with the job states the preemption loop derives every tick (`policy.jobstates`): a job's current run
+starts when it is first seen RUNNING and ends when it leaves that state; a job seen COMPLETED adds its
+run time (with what it ran before its last suspension, `JobView.attained_s`) to the history, of which
+the most recent `limit` are kept. The clock reads ticks, so times are as fine as the loop's interval. It
+lives in the loop's process only: after a restart it learns the history afresh, and a job running at
+the time counts from then (it never overstates how long a job has run).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from extender.policy.jobstates import JobState, JobStatus
+from extender.policy.model import JobView
+
+
+class RunClock:
+    def __init__(self, limit: int) -> None:
+        self.finished: deque[float] = deque(maxlen=max(1, limit))
+        """Run times (seconds) of the jobs seen finish, oldest first."""
+        self._started: dict[str, float] = {}
+        """Job → when its current run was first seen."""
+        self._counted: set[str] = set()
+        """Jobs whose run time is already in `finished`."""
+
+    def observe(self, statuses: Iterable[JobStatus], jobs: Mapping[str, JobView], now: float) -> None:
+        """Advance the clock with the states of every job at `now`."""
+        seen = set()
+        for status in statuses:
+            seen.add(status.job)
+            view = jobs.get(status.job)
+            if status.state is JobState.COMPLETED or (view is not None and view.succeeded):
+                started = self._started.pop(status.job, None)
+                if started is not None and status.job not in self._counted:
+                    self.finished.append((view.attained_s if view is not None else 0.0) + now - started)
+                    self._counted.add(status.job)
+            elif status.state is JobState.RUNNING:
+                self._started.setdefault(status.job, now)
+            else:
+                self._started.pop(status.job, None)
+        for gone in set(self._started) - seen:
+            del self._started[gone]
+        self._counted &= seen
+
+    def running(self, jobs: Mapping[str, JobView], now: float) -> dict[str, float]:
+        """Job → seconds it has run in all (before its last suspension, and in its current run)."""
+        return {
+            key: (job.attained_s if (job := jobs.get(key)) is not None else 0.0) + now - started
+            for key, started in self._started.items()
+        }
+
+    def stop(self, job: str) -> None:
+        """The job's run ends now (it is being suspended)."""
+        self._started.pop(job, None)

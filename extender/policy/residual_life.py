@@ -1,0 +1,82 @@
+"""Expected remaining run time of a running job, from the run times of the jobs seen finish (pure).
+
+Run times of training jobs are heavy-tailed (Philly, Helios): most jobs are short, a few run for hours,
+and a job that has already run long is likely to run much longer. Tiresias exploits this by ranking on
+attained service and suspending jobs that have had most. Whether it pays depends on the distribution:
+with light-tailed run times a job that has run long is nearly done, and suspending it only delays it.
+So the loop asks the data: the Kaplan–Meier estimate of the run-time distribution, from the run times
+of the jobs that finished and the time the running ones have run so far (censored), gives each running
+job's mean residual life — its expected remaining run time given what it has run. A job is worth
+suspending for a newcomer only when that exceeds the mean run time of a job that has just started.
+With increasing mean residual life (heavy tails) long runners qualify; with decreasing (light tails)
+none ever does. The estimate is restricted to the longest run time seen, so it never extrapolates.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RunTimes:
+    """The Kaplan–Meier survival curve of run times, with the area under it from each step to the end."""
+
+    times: tuple[float, ...]
+    """Distinct observed run times, ascending."""
+    survival: tuple[float, ...]
+    """The estimated share of jobs running longer than each of `times`."""
+    area_after: tuple[float, ...]
+    """∫ survival from each of `times` to the last one."""
+    finished: int
+    """How many finished run times the curve is built from."""
+
+    @classmethod
+    def estimate(cls, finished: Iterable[float], running: Iterable[float]) -> RunTimes:
+        """The curve from the run times of finished jobs (events) and the time running jobs have run so
+        far (censored: they run at least that long)."""
+        observed = sorted([(max(0.0, t), True) for t in finished] + [(max(0.0, t), False) for t in running])
+        events = sum(1 for _, ended in observed if ended)
+        times: list[float] = []
+        survival: list[float] = []
+        alive = 1.0
+        at_risk = len(observed)
+        index = 0
+        while index < len(observed):
+            time = observed[index][0]
+            ended = left = 0
+            while index < len(observed) and observed[index][0] == time:
+                ended += observed[index][1]
+                left += 1
+                index += 1
+            if ended:
+                alive *= 1.0 - ended / at_risk
+            at_risk -= left
+            times.append(time)
+            survival.append(alive)
+        area = [0.0] * len(times)
+        for step in range(len(times) - 2, -1, -1):
+            area[step] = area[step + 1] + survival[step] * (times[step + 1] - times[step])
+        return cls(tuple(times), tuple(survival), tuple(area), events)
+
+    def residual(self, attained: float) -> float:
+        """Expected further run time of a job that has run `attained` seconds: ∫ S from `attained` to the
+        last observed time, over S(attained); 0 past the last observed time or when no job is seen."""
+        if not self.times or attained >= self.times[-1]:
+            return 0.0
+        step = bisect.bisect_right(self.times, attained)
+        alive = self.survival[step - 1] if step > 0 else 1.0
+        if alive <= 0.0:
+            return 0.0
+        area = alive * (self.times[step] - attained) + self.area_after[step]
+        return area / alive
+
+
+def worth_suspending(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> frozenset[str]:
+    """The jobs (of `attained`: job → seconds run) expected to run on for longer than a job that has just
+    started runs in all; none until `min_history` finished run times are known."""
+    if curve.finished < min_history:
+        return frozenset()
+    fresh = curve.residual(0.0)
+    return frozenset(job for job, ran in attained.items() if ran > 0 and curve.residual(ran) > fresh)

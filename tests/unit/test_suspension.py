@@ -1,0 +1,150 @@
+"""Suspending long-running checkpointing jobs for fresh gangs (Tiresias-style, through TFJob suspend):
+who may be suspended, how the loop suspends and resumes, and where a resumed job ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.loops.actuator import RecordingActuator
+from extender.loops.preemption import PreemptionLoop
+from extender.loops.run_clock import RunClock
+from extender.policy.jobstates import JobState, JobStatus
+from extender.policy.model import JobView
+from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
+from extender.policy.ranking import gang_rank
+from extender.policy.settings import PolicySettings
+from extender.state import crds
+from extender.state.gang_annotations import (
+    ATTAINED_ANNOTATION,
+    RESUMED_AT_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
+    SUSPENDED_AT_ANNOTATION,
+)
+from extender.state.kinds import Kind
+from tests.builders import cluster, cpu_nodes, running_gang, snapshot, waiting_job
+
+NOW = 1_800_000_000.0
+NAMES = ["node-0", "node-1", "node-2"]
+SETTINGS = PolicySettings(suspension_min_history=3)
+
+
+def suspendable(objects: list[dict[str, Any]], **annotations: str) -> list[dict[str, Any]]:
+    """`objects` with their TFJob marked suspendable (and carrying `annotations`)."""
+    for obj in objects:
+        if obj["kind"] == "TFJob":
+            obj["metadata"].setdefault("annotations", {})[SUSPENDABLE_ANNOTATION] = "true"
+            obj["metadata"]["annotations"].update(annotations)
+    return objects
+
+
+def long_runner() -> list[dict[str, Any]]:
+    """A rigid, suspendable job of 1 PS + 11 workers taking all 12 CPUs, of the fresh gang's PriorityClass."""
+    return suspendable(running_gang("long", workers=11, nodes=NAMES, priority=100, dynamic=False))
+
+
+def test_the_tfjob_says_whether_it_may_be_suspended_and_when_it_was() -> None:
+    obj = suspendable(
+        running_gang("long", workers=1, nodes=NAMES, dynamic=False),
+        **{ATTAINED_ANNOTATION: "120.5", SUSPENDED_AT_ANNOTATION: "1800000000", RESUMED_AT_ANNOTATION: "1"},
+    )[-1]
+    obj["spec"]["runPolicy"] = {"suspend": True}
+    obj["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    job = crds.job_view(obj)
+    assert (job.suspendable, job.suspended, job.succeeded) == (True, True, True)
+    assert (job.attained_s, job.suspended_at, job.resumed_at) == (120.5, 1_800_000_000.0, 1.0)
+    assert job.suspended_by_extender
+    plain = crds.job_view(running_gang("plain", workers=1, nodes=NAMES, dynamic=False)[-1])
+    assert (plain.suspendable, plain.suspended, plain.succeeded, plain.attained_s) == (False, False, False, 0.0)
+
+
+def test_a_suspendable_job_of_the_same_priorityclass_is_suspended_for_a_fresh_gang() -> None:
+    snap = snapshot(*cpu_nodes(3), *long_runner(), *waiting_job("fresh", pods=4))
+    assert not isinstance(plan_preemption(snap, "default/fresh", SETTINGS, NOW), PreemptionPlan), "not suspendable"
+    plan = plan_preemption(snap, "default/fresh", SETTINGS, NOW, suspendable=frozenset({"default/long"}))
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.suspended == (("default/long", "default/long"),)
+    assert plan.evicted == () and plan.scale_ins == {}
+    assert plan.removed_whole == ("default/long",)
+    assert "suspend default/long" in plan.reason and plan.verdict.admitted
+
+
+def test_a_job_that_was_suspended_before_suspends_nobody() -> None:
+    fresh = suspendable(waiting_job("again", pods=4), **{ATTAINED_ANNOTATION: "50", SUSPENDED_AT_ANNOTATION: str(NOW)})
+    snap = snapshot(*cpu_nodes(3), *long_runner(), *fresh)
+    decision = plan_preemption(snap, "default/again", SETTINGS, NOW + 1, suspendable=frozenset({"default/long"}))
+    assert not isinstance(decision, PreemptionPlan)
+
+
+def test_a_resumed_job_ranks_after_fresh_ones_and_queues_from_its_suspension() -> None:
+    resumed = suspendable(
+        waiting_job("resumed", pods=2), **{ATTAINED_ANNOTATION: "50", SUSPENDED_AT_ANNOTATION: str(NOW)}
+    )
+    late = waiting_job("late", pods=8, created="2026-03-01T10:05:00Z")
+    snap = snapshot(*cpu_nodes(3), *resumed, *late)
+    demoted = gang_rank(snap, "default/resumed", NOW + 10, SETTINGS)
+    fresh = gang_rank(snap, "default/late", NOW + 10, SETTINGS)
+    assert demoted.demoted and not fresh.demoted
+    assert fresh.outranks(demoted), "a smaller size class does not lift a demoted job above a fresh one"
+    assert demoted.arrival == NOW and not demoted.starving
+    starving = gang_rank(snap, "default/resumed", NOW + SETTINGS.starvation_limit_s + 60, SETTINGS)
+    assert starving.starving and not starving.demoted, "starving lifts the demotion: waiting stays bounded"
+
+
+def status(job: str, state: JobState) -> JobStatus:
+    return JobStatus(job, state, "", 1, 1)
+
+
+def test_the_run_clock_counts_runs_across_suspensions_and_remembers_finished_ones() -> None:
+    clock = RunClock(limit=2)
+    jobs = {"a/j": JobView("a", "j", attained_s=30.0)}
+    clock.observe([status("a/j", JobState.RUNNING)], jobs, 100.0)
+    assert clock.running(jobs, 160.0) == {"a/j": 90.0}, "30 s before its suspension, 60 s since"
+    clock.observe([status("a/j", JobState.WAITING)], jobs, 170.0)
+    assert clock.running(jobs, 180.0) == {}
+    clock.observe([status("a/j", JobState.RUNNING)], jobs, 200.0)
+    clock.observe([status("a/j", JobState.COMPLETED)], jobs, 250.0)
+    clock.observe([status("a/j", JobState.COMPLETED)], jobs, 260.0)
+    assert list(clock.finished) == [80.0], "counted once"
+    succeeded = {"a/k": JobView("a", "k", succeeded=True)}
+    clock.observe([status("a/k", JobState.RUNNING)], {"a/k": JobView("a", "k")}, 300.0)
+    clock.observe([status("a/k", JobState.WAITING)], succeeded, 340.0)
+    assert list(clock.finished) == [80.0, 40.0], "a job whose pods went with its success still counts"
+
+
+def loop_with_history(objects: list[dict[str, Any]]) -> tuple[PreemptionLoop, RecordingActuator]:
+    clock = RunClock(limit=100)
+    clock.finished.extend([10.0, 10.0, 10.0, 10_000.0])
+    actuator = RecordingActuator()
+    return PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW, run_clock=clock), actuator
+
+
+def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for_it() -> None:
+    loop, actuator = loop_with_history([*cpu_nodes(3), *long_runner(), *waiting_job("fresh", pods=4)])
+    assert loop.tick(NOW) is None, "the runner has not run long enough to tell yet"
+    plan = loop.tick(NOW + 100)
+    assert plan is not None and plan.suspended == (("default/long", "default/long"),)
+    [(job, suspend, annotations)] = actuator.suspended
+    assert (job, suspend) == ("default/long", True)
+    assert annotations == {ATTAINED_ANNOTATION: "100.000", SUSPENDED_AT_ANNOTATION: f"{NOW + 100:.3f}"}
+    assert actuator.evicted == [], "a suspended job is not evicted: training-operator deletes its pods"
+    assert ("TFJob", "default/long", "Suspended", plan.reason) in actuator.events
+    held = {r.pod for r in loop.state.snapshot().reservations.values()}
+    assert held == {f"default/fresh-worker-{i}" for i in range(4)}
+
+
+def test_a_job_the_loop_suspended_is_resumed_once_its_pods_are_gone_and_one_a_person_suspended_is_not() -> None:
+    ours = suspendable(
+        running_gang("ours", workers=1, nodes=NAMES, dynamic=False), **{SUSPENDED_AT_ANNOTATION: str(NOW)}
+    )
+    theirs = suspendable(running_gang("theirs", workers=1, nodes=NAMES, dynamic=False))
+    jobs = [obj for obj in [*ours, *theirs] if obj["kind"] == "TFJob"]
+    for job in jobs:
+        job["spec"]["runPolicy"] = {"suspend": True}
+    loop, actuator = loop_with_history([*cpu_nodes(3), *[obj for obj in [*ours, *theirs] if obj["kind"] != "Pod"]])
+    loop.tick(NOW + 5)
+    assert actuator.suspended == [("default/ours", False, {RESUMED_AT_ANNOTATION: f"{NOW + 5:.3f}"})]
+    still_running = next(obj for obj in ours if obj["kind"] == "Pod")
+    loop.state.apply(Kind.POD, "ADDED", still_running)
+    actuator.suspended.clear()
+    loop.tick(NOW + 7)
+    assert actuator.suspended == [], "not while a pod of it is left"
