@@ -89,6 +89,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
     )
     add_starving_holds_argument(serve)
+    add_suspension_argument(serve)
     serve.add_argument(
         "--network-topology",
         type=network_layers,
@@ -151,6 +152,7 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
     parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
     parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
     add_starving_holds_argument(parser)
+    add_suspension_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_scaler_arguments(parser)
@@ -166,6 +168,17 @@ def add_starving_holds_argument(parser: argparse.ArgumentParser) -> None:
         help="which gangs that fit only in room held for a starving gang are kept out of it: the ones that "
         "arrived after it began to starve, until they starve (newcomers), all (block) or none (steer) "
         "(default %(default)s)",
+    )
+
+
+def add_suspension_argument(parser: argparse.ArgumentParser) -> None:
+    """How much run-time history the preemption loop needs before it suspends a job."""
+    parser.add_argument(
+        "--suspension-min-history",
+        type=int,
+        default=DEFAULTS.policy.suspension_min_history,
+        help="finished jobs whose run times must be known before a suspendable job is suspended for a fresh "
+        "gang (default %(default)s)",
     )
 
 
@@ -234,6 +247,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             scheduler_name=args.scheduler_name,
             starvation_limit_s=args.starvation_limit_s,
             starving_hold=args.starving_hold,
+            suspension_min_history=args.suspension_min_history,
             scale_out_step=args.scale_out_step,
             scale_in_step=args.scale_in_step,
             scale_cooldown_s=args.scale_cooldown_s,

@@ -1,0 +1,74 @@
+"""End to end: a long-running checkpointing TFJob is suspended for a fresh gang, through training-operator.
+
+Three kwok nodes of 4 CPU. Five jobs finish first, one of them six times later than the others, so the
+loop has seen run times with a long tail; then a suspendable job starts, and a fresh gang arrives that
+only fits without it. Once the runner has run longer than the short jobs did, the run times seen say it
+will likely run on for longer than a fresh job runs in all. The loop suspends the runner
+(`spec.runPolicy.suspend`): training-operator deletes its pods, the loop resumes it once they are gone,
+and it waits, pending, while the fresh gang runs. The job is never failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.devcluster import LocalControlPlane
+from tests.e2e.conftest import Scene, extender_run_with
+from tests.e2e.waits import OBSERVE_S, stays, wait_until
+from tests.e2e.workloads import JOB, bound, job_pods, tfjob, wait_bound
+
+pytestmark = pytest.mark.e2e
+
+SUSPENDABLE = "tfjob-extender.io/suspendable"
+
+
+def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
+    return result
+
+
+def succeeded(plane: LocalControlPlane, namespace: str, name: str) -> bool:
+    conditions = (tfjob_object(plane, namespace, name).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+
+
+def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_turn(
+    plane: LocalControlPlane, scene: Scene
+) -> None:
+    scene.add_nodes(3)
+    ns = scene.namespace
+    with extender_run_with(plane, "--suspension-min-history", "5"):
+        finished = [(f"short-{i}", "5s") for i in range(4)] + [("medium", "30s")]
+        for name, run_for in finished:
+            plane.create_tfjob(ns, tfjob(name, scene=ns, ps=0, workers=1, run_for=run_for))
+        wait_until("the first jobs succeeded", lambda: all(succeeded(plane, ns, n) for n, _ in finished), 90)
+        runner = tfjob("runner", scene=ns, workers=3)
+        runner["metadata"]["annotations"][SUSPENDABLE] = "true"
+        plane.create_tfjob(ns, runner)
+        wait_bound(plane, ns, f"{JOB}=runner", 4)
+        # 1 PS + 8 workers: 9 of the 12 CPU, and the runner holds 4
+        plane.create_tfjob(ns, tfjob("fresh", scene=ns, workers=8))
+        wait_bound(plane, ns, f"{JOB}=fresh", 9, timeout_s=120)
+
+        def resumed() -> dict[str, Any] | None:
+            job = tfjob_object(plane, ns, "runner")
+            annotations = job["metadata"].get("annotations") or {}
+            suspended = (job["spec"].get("runPolicy") or {}).get("suspend")
+            return job if "tfjob-extender.io/resumed-at" in annotations and not suspended else None
+
+        job = wait_until("the runner suspended and resumed", resumed, 60, interval_s=0.5)
+        annotations = job["metadata"]["annotations"]
+        assert float(annotations["tfjob-extender.io/attained-s"]) > 0, annotations
+        assert float(annotations["tfjob-extender.io/suspended-at"]) <= float(
+            annotations["tfjob-extender.io/resumed-at"]
+        )
+        wait_until("the runner's pods recreated", lambda: len(job_pods(plane, ns, "runner")) == 4, 60)
+        stays(
+            "the resumed runner waits while the fresh gang runs",
+            lambda: not bound(job_pods(plane, ns, "runner")),
+            OBSERVE_S,
+        )
+        conditions = (tfjob_object(plane, ns, "runner").get("status") or {}).get("conditions") or []
+        assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
