@@ -88,8 +88,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         default=DEFAULTS.policy.starvation_limit_s,
         help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
     )
-    add_starving_holds_argument(serve)
-    add_suspension_argument(serve)
+    add_policy_arguments(serve)
     serve.add_argument(
         "--network-topology",
         type=network_layers,
@@ -151,16 +150,17 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
     parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
     parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
     parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
-    add_starving_holds_argument(parser)
-    add_suspension_argument(parser)
+    add_policy_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_scaler_arguments(parser)
     add_auth_arguments(parser)
 
 
-def add_starving_holds_argument(parser: argparse.ArgumentParser) -> None:
-    """What the room held for the starving gang at the head of its PriorityClass does to other gangs."""
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """Policy settings `serve` and `loops` must be given alike: what the room held for the starving gang at
+    the head of its PriorityClass does to other gangs, and how much run-time history the preemption loop
+    needs before it suspends a job."""
     parser.add_argument(
         "--starving-hold",
         choices=STARVING_HOLDS,
@@ -169,10 +169,6 @@ def add_starving_holds_argument(parser: argparse.ArgumentParser) -> None:
         "arrived after it began to starve, until they starve (newcomers), all (block) or none (steer) "
         "(default %(default)s)",
     )
-
-
-def add_suspension_argument(parser: argparse.ArgumentParser) -> None:
-    """How much run-time history the preemption loop needs before it suspends a job."""
     parser.add_argument(
         "--suspension-min-history",
         type=int,

@@ -12,6 +12,7 @@ from extender.policy.model import ClusterSnapshot, FailedPlan, PreemptionRecord,
 from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
 from extender.state.convert import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION, plan_annotation, preemption_annotation
+from extender.state.feed import EventType
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster, hold, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
@@ -576,18 +577,15 @@ def test_a_preemption_announced_on_a_podgroup_is_remembered_with_its_victims_sti
     assert not state.snapshot().leaving
 
 
-def test_a_withdrawn_announcement_forgets_the_preemption() -> None:
+@pytest.mark.parametrize(
+    ("event", "group"),
+    [("MODIFIED", announcing(None)), ("DELETED", announcing(PREEMPTION))],
+    ids=["the announcement withdrawn", "the preemptor's PodGroup gone"],
+)
+def test_a_preemption_is_forgotten_when(event: EventType, group: Obj) -> None:
     victims = [make_pod(f"v-{i}", group="victim", node="node-0", phase="Running") for i in range(2)]
     state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), *victims, announcing(PREEMPTION))
-    state.apply(Kind.PODGROUP, "MODIFIED", announcing(None))
-    snapshot = state.snapshot()
-    assert not snapshot.preemptions and not snapshot.leaving
-
-
-def test_a_preemption_is_forgotten_once_the_podgroup_of_its_gang_is_gone() -> None:
-    victims = [make_pod(f"v-{i}", group="victim", node="node-0", phase="Running") for i in range(2)]
-    state = cluster(make_node("node-0"), make_podgroup("victim", min_member=2), *victims, announcing(PREEMPTION))
-    state.apply(Kind.PODGROUP, "DELETED", announcing(PREEMPTION))
+    state.apply(Kind.PODGROUP, event, group)
     snapshot = state.snapshot()
     assert not snapshot.preemptions and not snapshot.leaving
 
