@@ -115,6 +115,9 @@ class PreemptionLoop:
     run_clock: RunClock | None = None
     """How long jobs ran and run (made on first use, keeping `suspension_history_jobs` run times)."""
     _suspendable: frozenset[str] = frozenset()
+    _to_resume: dict[str, float] | None = None
+    """TFJob → when this loop suspended it, until the model shows it resumed (None until the first pass has
+    looked for jobs a loop suspended before a restart)."""
     """The TFJobs worth suspending for a fresh gang, as of the last pass (`residual_life`)."""
     _waits: WaitEventReporter | None = None
     _quiet: tuple[int, tuple[str, ...]] | None = None
@@ -308,8 +311,11 @@ class PreemptionLoop:
         if not plan.suspended:
             return
         ran = self._run_clock().running(self.state.snapshot().jobs, now)
+        stamp = f"{now:.3f}"
         for job, _ in plan.suspended:
-            annotations = {ATTAINED_ANNOTATION: f"{ran.get(job, 0.0):.3f}", SUSPENDED_AT_ANNOTATION: f"{now:.3f}"}
+            if self._to_resume is not None:
+                self._to_resume[job] = float(stamp)
+            annotations = {ATTAINED_ANNOTATION: f"{ran.get(job, 0.0):.3f}", SUSPENDED_AT_ANNOTATION: stamp}
             self.actuator.suspend_job(job, True, annotations)
             self._run_clock().stop(job)
             self.actuator.record_event("TFJob", job, "Suspended", plan.reason)
@@ -319,16 +325,24 @@ class PreemptionLoop:
         back pending and waits in rank (after the fresh jobs of its PriorityClass)."""
         if self.dry_run:
             return
-        for job in snapshot.jobs.values():
-            if not job.suspended_by_extender or snapshot.job_members.get(job.key):
+        if self._to_resume is None:
+            self._to_resume = {key: job.suspended_at for key, job in snapshot.jobs.items() if job.suspended_by_extender}
+        for key, suspended_at in sorted(self._to_resume.items()):
+            job = snapshot.jobs.get(key)
+            if job is None or (job.suspended_at >= suspended_at and not job.suspended):
+                del self._to_resume[key]  # gone, or resumed (by this loop or by someone else)
+                continue
+            if not job.suspended_by_extender or snapshot.job_members.get(key):
                 continue
             try:
-                self.actuator.suspend_job(job.key, False, {RESUMED_AT_ANNOTATION: f"{max(now, job.suspended_at):.3f}"})
+                self.actuator.suspend_job(key, False, {RESUMED_AT_ANNOTATION: f"{max(now, job.suspended_at):.3f}"})
             except Exception as error:  # tried again next tick
-                log.warning("could not resume %s: %s", job.key, error)
+                log.warning("could not resume %s: %s", key, error)
 
     def _worth_suspending(self, snapshot: ClusterSnapshot, now: float) -> frozenset[str]:
         """The running suspendable, rigid TFJobs expected to run on for longer than a fresh job runs in all."""
+        if next(queue_of(snapshot, self.settings).waiting(now, self.settings), None) is None:
+            return frozenset()
         running = self._run_clock().running(snapshot.jobs, now)
         candidates = {
             key: ran
