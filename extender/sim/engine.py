@@ -7,10 +7,11 @@ progress, attained service and busy cores are integrated exactly. A job trains o
 (every PS bound, and all its workers — or, for an elastic job, at least its minimum) and `startup_s` has
 passed since it became so; losing a PS or falling below its worker minimum stops it, and the next start
 pays `startup_s` again (a restart from the latest checkpoint; progress is kept).
-When nothing can happen any more (no job trains, no event is due, the policy's steps change nothing) the
-run is stalled: if some job holds nodes without being runnable (a partial placement) the youngest such job
-is declared deadlocked after `stall_timeout_s` and terminated, as tf-operator's deadlocked jobs were in the
-KOD2 experiment; if none does, the jobs still waiting can never be placed and are declared deadlocked too.
+When nothing can happen any more (no job trains, no event is due, the policy's steps have changed nothing
+for `stall_quiet_s`, long enough for kube-scheduler to retry every unschedulable pod) the run is stalled:
+if some job holds nodes without being runnable (a partial placement) the youngest such job is declared
+deadlocked after `stall_timeout_s` and terminated, as tf-operator's deadlocked jobs were in the KOD2
+experiment; if none does, the jobs still waiting can never be placed and are declared deadlocked too.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Simulation:
         hw: HardwareProfile | None = None,
         startup_s: float = 20.0,
         stall_timeout_s: float = 600.0,
+        stall_quiet_s: float = 60.0,
         on_progress: Callable[[float], None] | None = None,
     ) -> None:
         self.workload = workload
@@ -69,6 +71,10 @@ class Simulation:
         self.startup_s = startup_s
         """Seconds from a job becoming runnable to its first training step (pull, start, TF session)."""
         self.stall_timeout_s = stall_timeout_s
+        self.stall_quiet_s = stall_quiet_s
+        """Virtual seconds of steps that change nothing before the run counts as stalled: kube-scheduler
+        retries an unschedulable pod without any cluster event after its flush interval (60 s), so a gang
+        whose plan was reserved meanwhile is bound by then."""
         self.cluster = SimCluster(workload.nodes, feed_model=policy.feed_model, hardware=self.hw)
         self.progress = {job.name: JobProgress(job) for job in workload.jobs}
         policy.attach(self.cluster, random.Random(seed), self.progress)
@@ -89,6 +95,7 @@ class Simulation:
         now = 0.0
         last_step = -INF
         quiet = 0
+        quiet_since = 0.0
         while next_arrival < len(arrivals) or self._unfinished():
             rates = self._rates(now)
             t_natural = min(
@@ -105,7 +112,7 @@ class Simulation:
             pending = any(True for _ in self.cluster.pending_pods())
             growing = self.policy.steps_while_running and bool(rates)
             t_tick = max(last_step + self.policy.tick_s, now) if pending or growing else INF
-            if t_natural == INF and (t_tick == INF or quiet >= 3):
+            if t_natural == INF and (t_tick == INF or (quiet >= 3 and now - quiet_since >= self.stall_quiet_s)):
                 now = self._resolve_stall(now)
                 last_step = now
                 quiet = 0
@@ -122,6 +129,8 @@ class Simulation:
             self.steps += 1
             last_step = now
             quiet = quiet + 1 if self.cluster.version == before and t_natural > now else 0
+            if quiet <= 1:
+                quiet_since = now
             self._update_runnable(now)
             self._note_fits(now)
         makespan = max((p.finished or 0.0 for p in self.progress.values()), default=0.0)

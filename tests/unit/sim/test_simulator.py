@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from extender.policy.settings import PolicySettings
 from extender.sim import cli, report
 from extender.sim.engine import RunResult, Simulation
 from extender.sim.gpu_traces import gpu_gangs, heavy_tail, mixed
 from extender.sim.policies import Ours
+from extender.sim.throughput import HardwareProfile
 from extender.sim.workload import (
     JobSpec,
     NodeSpec,
@@ -22,6 +24,7 @@ from extender.sim.workload import (
     pai_like,
     save_trace,
     with_load,
+    with_run_time,
 )
 from extender.state.manifests import dump_state
 from tests.builders import sim_job
@@ -156,6 +159,39 @@ def test_ours_beats_gang_fifo_on_a_small_contended_rigid_trace() -> None:
     assert ours["avg_jct_s"] < 0.85 * fifo["avg_jct_s"]  # type: ignore[operator]
     started = {name: job["started_s"] for name, job in ours["jobs"].items()}  # type: ignore[attr-defined]
     assert all(started[f"small-{i}"] < started["wide"] for i in range(4))
+
+
+def timed_gpu_job(name: str, arrival: float, *, gpus: int, run_s: float) -> JobSpec:
+    """A rigid GPU job that trains for about `run_s` seconds at its size."""
+    return with_run_time(gpu_job(name, arrival, gpus=gpus, epochs=1.0), run_s, HardwareProfile(nic_bytes_s=25e9 / 8))
+
+
+def test_ours_suspends_a_long_runner_for_fresh_jobs_once_run_times_show_a_long_tail() -> None:
+    """One 4-GPU node. Nine 1-GPU jobs of a minute and one of twenty minutes finish first: a long tail.
+    Then `runner` takes the whole node for an hour, and four 1-minute jobs arrive once it has run longer
+    than the short ones did. Ours suspends `runner` (it resumes from its checkpoint afterwards), so the
+    four do not wait an hour; with too little history to judge (the same run with a higher
+    `suspension_min_history`), they do."""
+    node = NodeSpec("node-0", "32", "192Gi", 4)
+    jobs = (
+        *(timed_gpu_job(f"short-{i}", float(i), gpus=1, run_s=60.0) for i in range(9)),
+        timed_gpu_job("tail", 9.0, gpus=1, run_s=1200.0),
+        timed_gpu_job("runner", 1300.0, gpus=4, run_s=3600.0),
+        *(timed_gpu_job(f"fresh-{i}", 1600.0 + i, gpus=1, run_s=60.0) for i in range(4)),
+    )
+    trace = Workload("long-tail", (node,), jobs, nic_gbps=25.0)
+
+    def fresh_jct(policy: Ours) -> float:
+        result = report.metrics(Simulation(trace, policy, seed=1).run())
+        assert result["censored_jobs"] == 0
+        times = result["jobs"]  # type: ignore[index]
+        return max(times[f"fresh-{i}"]["finished_s"] - times[f"fresh-{i}"]["arrival_s"] for i in range(4))  # type: ignore[index]
+
+    suspending = Ours()
+    assert fresh_jct(suspending) < 600.0
+    assert suspending.actuator.suspended >= 1
+    waiting = Ours(PolicySettings(suspension_min_history=11))
+    assert fresh_jct(waiting) > 3000.0 and waiting.actuator.suspended == 0
 
 
 def test_the_gpu_scenarios_have_their_shapes() -> None:
