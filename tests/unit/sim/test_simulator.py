@@ -184,8 +184,8 @@ def test_ours_suspends_a_long_runner_for_fresh_jobs_once_run_times_show_a_long_t
     def fresh_jct(policy: Ours) -> float:
         result = report.metrics(Simulation(trace, policy, seed=1).run())
         assert result["censored_jobs"] == 0
-        times = result["jobs"]  # type: ignore[index]
-        return max(times[f"fresh-{i}"]["finished_s"] - times[f"fresh-{i}"]["arrival_s"] for i in range(4))  # type: ignore[index]
+        times = result["jobs"]
+        return float(max(times[f"fresh-{i}"]["finished_s"] - times[f"fresh-{i}"]["arrival_s"] for i in range(4)))
 
     suspending = Ours()
     assert fresh_jct(suspending) < 600.0
