@@ -343,15 +343,11 @@ class PreemptionLoop:
         """The running suspendable, rigid TFJobs expected to run on for longer than a fresh job runs in all."""
         if next(queue_of(snapshot, self.settings).waiting(now, self.settings), None) is None:
             return frozenset()
-        running = self._run_clock().running(snapshot.jobs, now)
-        candidates = {
-            key: ran
-            for key, ran in running.items()
-            if (job := snapshot.jobs.get(key)) is not None and job.suspendable and not job.elastic and not job.suspended
-        }
+        clock = self._run_clock()
+        candidates = clock.suspendable(snapshot.jobs, now)
         if not candidates:
             return frozenset()
-        curve = RunTimes.estimate(self._run_clock().finished, running.values())
+        curve = RunTimes.estimate(clock.finished, clock.running(snapshot.jobs, now).values())
         return worth_suspending(curve, candidates, self.settings.suspension_min_history)
 
     def _run_clock(self) -> RunClock:

@@ -25,6 +25,8 @@ class RunClock:
         """Job → when its current run was first seen."""
         self._counted: set[str] = set()
         """Jobs whose run time is already in `finished`."""
+        self._suspendable: set[str] = set()
+        """Running jobs marked suspendable and rigid (the only ones a suspension may take)."""
 
     def observe(self, statuses: Iterable[JobStatus], jobs: Mapping[str, JobView], now: float) -> None:
         """Advance the clock with the states of every job at `now`."""
@@ -39,17 +41,28 @@ class RunClock:
                     self._counted.add(status.job)
             elif status.state is JobState.RUNNING:
                 self._started.setdefault(status.job, now)
+                if view is not None and view.suspendable and not view.elastic:
+                    self._suspendable.add(status.job)
             else:
                 self._started.pop(status.job, None)
         for gone in set(self._started) - seen:
             del self._started[gone]
         self._counted &= seen
+        self._suspendable &= self._started.keys()
 
     def running(self, jobs: Mapping[str, JobView], now: float) -> dict[str, float]:
         """Job → seconds it has run in all (before its last suspension, and in its current run)."""
         return {
             key: (job.attained_s if (job := jobs.get(key)) is not None else 0.0) + now - started
             for key, started in self._started.items()
+        }
+
+    def suspendable(self, jobs: Mapping[str, JobView], now: float) -> dict[str, float]:
+        """`running`, for the running jobs marked suspendable and rigid, not suspended already."""
+        return {
+            key: job.attained_s + now - self._started[key]
+            for key in self._suspendable
+            if (job := jobs.get(key)) is not None and job.suspendable and not job.elastic and not job.suspended
         }
 
     def stop(self, job: str) -> None:

@@ -18,6 +18,8 @@ import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True, slots=True)
 class RunTimes:
@@ -35,30 +37,22 @@ class RunTimes:
     @classmethod
     def estimate(cls, finished: Iterable[float], running: Iterable[float]) -> RunTimes:
         """The curve from the run times of finished jobs (events) and the time running jobs have run so
-        far (censored: they run at least that long)."""
-        observed = sorted([(max(0.0, t), True) for t in finished] + [(max(0.0, t), False) for t in running])
-        events = sum(1 for _, ended in observed if ended)
-        times: list[float] = []
-        survival: list[float] = []
-        alive = 1.0
-        at_risk = len(observed)
-        index = 0
-        while index < len(observed):
-            time = observed[index][0]
-            ended = left = 0
-            while index < len(observed) and observed[index][0] == time:
-                ended += observed[index][1]
-                left += 1
-                index += 1
-            if ended:
-                alive *= 1.0 - ended / at_risk
-            at_risk -= left
-            times.append(time)
-            survival.append(alive)
-        area = [0.0] * len(times)
-        for step in range(len(times) - 2, -1, -1):
-            area[step] = area[step + 1] + survival[step] * (times[step + 1] - times[step])
-        return cls(tuple(times), tuple(survival), tuple(area), events)
+        far (censored: they run at least that long). Vectorised: a pass costs a sort of the observations."""
+        ended = np.fromiter(finished, dtype=np.float64)
+        censored = np.fromiter(running, dtype=np.float64)
+        observed = np.maximum(np.concatenate([ended, censored]), 0.0)
+        if not len(observed):
+            return cls((), (), (), 0)
+        is_event = np.concatenate([np.ones(len(ended)), np.zeros(len(censored))])
+        order = np.argsort(observed, kind="stable")
+        times, first = np.unique(observed[order], return_index=True)
+        events = np.add.reduceat(is_event[order], first)
+        at_risk = len(observed) - first
+        survival = np.cumprod(1.0 - events / at_risk)
+        widths = np.diff(times)
+        area = np.zeros(len(times))
+        area[:-1] = np.cumsum((survival[:-1] * widths)[::-1])[::-1]
+        return cls(tuple(times.tolist()), tuple(survival.tolist()), tuple(area.tolist()), len(ended))
 
     def residual(self, attained: float) -> float:
         """Expected further run time of a job that has run `attained` seconds: ∫ S from `attained` to the
