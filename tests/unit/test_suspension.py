@@ -68,6 +68,14 @@ def test_a_suspendable_job_of_the_same_priorityclass_is_suspended_for_a_fresh_ga
     assert "suspend default/long" in plan.reason and plan.verdict.admitted
 
 
+def test_a_lower_priorityclass_job_that_checkpoints_is_suspended_rather_than_evicted() -> None:
+    lower = suspendable(running_gang("batch", workers=11, nodes=NAMES, priority=0, dynamic=False))
+    snap = snapshot(*cpu_nodes(3), *lower, *waiting_job("urgent", pods=4, priority=100))
+    plan = plan_preemption(snap, "default/urgent", SETTINGS, NOW)
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.suspended == (("default/batch", "default/batch"),) and plan.evicted == ()
+
+
 def test_a_job_that_was_suspended_before_suspends_nobody() -> None:
     fresh = suspendable(waiting_job("again", pods=4), **{ATTAINED_ANNOTATION: "50", SUSPENDED_AT_ANNOTATION: str(NOW)})
     snap = snapshot(*cpu_nodes(3), *long_runner(), *fresh)

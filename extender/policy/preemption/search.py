@@ -215,6 +215,13 @@ def _suspensions(queue: GangQueue, preemptor: JobRank, suspendable: frozenset[st
     ]
 
 
+def _may_suspend(snapshot: ClusterSnapshot, job_key: str) -> bool:
+    """Whether the TFJob says it checkpoints and can be suspended whole (rigid, not suspended already): a
+    gang of a lower PriorityClass that can is suspended rather than evicted, which would fail it for good."""
+    job = snapshot.jobs.get(job_key) if job_key else None
+    return job is not None and job.suspendable and not job.elastic and not job.suspended
+
+
 def candidate_subjects(
     snapshot: ClusterSnapshot,
     state: GangState,
@@ -224,7 +231,8 @@ def candidate_subjects(
     suspensions: Iterable[GangSummary] = (),
 ) -> tuple[Subject, ...]:
     """Every subject the preemptor may take, in no order: surplus workers, `suspensions` (whole gangs of
-    suspendable TFJobs), whole gangs of a lower PriorityClass, lower-priority pods without a gang. A gang at
+    suspendable TFJobs), whole gangs of a lower PriorityClass (suspended when their TFJob may be, else
+    evicted), lower-priority pods without a gang. A gang at
     rest (running, not waiting) ranks by its size class, base weight and arrival, read straight from its
     summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower rank on size
     and weight is taken (`may_preempt`), or a suspension."""
@@ -267,8 +275,10 @@ def candidate_subjects(
             order = (SURPLUS, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
         if summary.priority < preemptor.priority and key not in suspended:
-            order = (WHOLE_GANG, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
-            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary))
+            gentle = _may_suspend(snapshot, summary.job)
+            kind = SUSPENSION if gentle else WHOLE_GANG
+            order = (kind, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
+            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=gentle))
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
         rank = _pod_rank(pod, settings)
         order = (LOOSE_POD, *ascending(rank))

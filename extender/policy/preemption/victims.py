@@ -9,7 +9,8 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
   than a fresh job runs in all (`residual_life`): the job is suspended (`spec.runPolicy.suspend`) rather
   than evicted, and resumes later from its checkpoint, ranked after the fresh jobs (least attained
   service first, as Tiresias ranks);
-- a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one. Within one
+- a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one; suspended
+  rather than evicted when its TFJob is marked suspendable. Within one
   PriorityClass weight never evicts: training-operator marks a TFJob Failed, for good, once it sees one
   of its pods deleted without `enableDynamicWorker`, so a weight-based eviction would kill a running job
   only to start a slightly heavier one sooner. Rank within a PriorityClass (size class,
