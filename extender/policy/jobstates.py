@@ -64,7 +64,7 @@ def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySet
     if running:
         return JobStatus(key, JobState.RUNNING, f"{bound} pods bound", len(pods), bound)
     if not pods:
-        return JobStatus(key, JobState.WAITING, "no pods created yet", 0, 0)
+        return JobStatus(key, JobState.WAITING, _podless_reason(snapshot, key), 0, 0)
     if group:
         rank = gang_rank(snapshot, group, now, settings)
         state = gang_state(snapshot, group)
@@ -74,6 +74,15 @@ def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySet
             return JobStatus(key, JobState.STARVING, f"waiting {rank.waited_s:.0f}s: {why}", len(pods), bound)
         return JobStatus(key, JobState.WAITING, why, len(pods), bound)
     return JobStatus(key, JobState.WAITING, f"{bound}/{len(pods)} pods bound", len(pods), bound)
+
+
+def _podless_reason(snapshot: ClusterSnapshot, key: str) -> str:
+    job = snapshot.jobs.get(key)
+    if job is None or not job.suspended:
+        return "no pods created yet"
+    if job.suspended_by_extender:
+        return "suspended by the preemption loop for a fresh gang; resumed once its pods are gone"
+    return "suspended (spec.runPolicy.suspend), not by the extender: it stays so until its owner resumes it"
 
 
 def _running(snapshot: ClusterSnapshot, group: str, pods: list[PodView]) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.run_clock import RunClock
-from extender.policy.jobstates import JobState, JobStatus
+from extender.policy.jobstates import JobState, JobStatus, job_states
 from extender.policy.model import JobView
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.ranking import gang_rank
@@ -149,6 +149,9 @@ def test_a_job_the_loop_suspended_is_resumed_once_its_pods_are_gone_and_one_a_pe
     for job in jobs:
         job["spec"]["runPolicy"] = {"suspend": True}
     loop, actuator = loop_with_history([*cpu_nodes(3), *[obj for obj in [*ours, *theirs] if obj["kind"] != "Pod"]])
+    reasons = {status.job: status.reason for status in job_states(loop.state.snapshot(), NOW, SETTINGS)}
+    assert reasons["default/ours"].startswith("suspended by the preemption loop")
+    assert reasons["default/theirs"].startswith("suspended (spec.runPolicy.suspend), not by the extender")
     loop.tick(NOW + 5)
     assert actuator.suspended == [("default/ours", False, {RESUMED_AT_ANNOTATION: f"{NOW + 5:.3f}"})]
     still_running = next(obj for obj in ours if obj["kind"] == "Pod")
