@@ -4,7 +4,10 @@ kube-scheduler's own preemption is per pod, and it never picks victims of equal 
 weight-based scale-in would never happen through it. This loop works on the model instead. Each tick,
 level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
-   and not placed yet, so a scaler running in another process steers them too;
+   and not placed yet, so a scaler running in another process steers them too; resume the TFJobs this
+   loop suspended whose pods training-operator has deleted; while some gang waits, weigh which running
+   suspendable TFJobs are worth suspending for a fresh gang (`policy.residual_life`, from the run times
+   `RunClock` has seen);
 2. walk the waiting gangs in rank order (planning at most `max_gangs_checked_per_tick` of them, passing
    over without a plan those that need more than is free in all, up to `max_gangs_walked_per_tick`
    looked at). The first that may start now without delaying a gang that goes before it has its plan
@@ -22,7 +25,8 @@ level-triggered on a fresh snapshot:
    (`tfjob-extender.io/preemption`, with that PodGroup's plan, in one write: a process serving `filter`
    apart from this loop must know the victims before training-operator recreates the first one evicted,
    or it would top the victim gang up, and must hold the room they free), evict whole victim gangs
-   through the Eviction API, lower the Worker replicas of scaled-in jobs (training-operator deletes
+   through the Eviction API, suspend the TFJobs taken whole by suspension (`spec.runPolicy.suspend`, with
+   the seconds each has run), lower the Worker replicas of scaled-in jobs (training-operator deletes
    exactly the surplus pods), and publish the plan of every other PodGroup; then admit, as in 2, the
    gangs that may start in room the preemption freed beyond its gang's need (victims already gone count
    as gone). When a PodDisruptionBudget refuses an eviction — in the dry run, or for real because
@@ -115,10 +119,10 @@ class PreemptionLoop:
     run_clock: RunClock | None = None
     """How long jobs ran and run (made on first use, keeping `suspension_history_jobs` run times)."""
     _suspendable: frozenset[str] = frozenset()
+    """The TFJobs worth suspending for a fresh gang, as of the last pass (`residual_life`)."""
     _to_resume: dict[str, float] | None = None
     """TFJob → when this loop suspended it, until the model shows it resumed (None until the first pass has
     looked for jobs a loop suspended before a restart)."""
-    """The TFJobs worth suspending for a fresh gang, as of the last pass (`residual_life`)."""
     _waits: WaitEventReporter | None = None
     _quiet: tuple[int, tuple[str, ...]] | None = None
     """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
