@@ -314,14 +314,14 @@ class PreemptionLoop:
         """Suspend the plan's suspended jobs, each with the seconds it has run in all."""
         if not plan.suspended:
             return
-        ran = self._run_clock().running(self.state.snapshot().jobs, now)
+        clock, jobs = self._run_clock(), self.state.snapshot().jobs
         stamp = f"{now:.3f}"
         for job, _ in plan.suspended:
             if self._to_resume is not None:
                 self._to_resume[job] = float(stamp)
-            annotations = {ATTAINED_ANNOTATION: f"{ran.get(job, 0.0):.3f}", SUSPENDED_AT_ANNOTATION: stamp}
+            annotations = {ATTAINED_ANNOTATION: f"{clock.ran(job, jobs, now):.3f}", SUSPENDED_AT_ANNOTATION: stamp}
             self.actuator.suspend_job(job, True, annotations)
-            self._run_clock().stop(job)
+            clock.stop(job)
             self.actuator.record_event("TFJob", job, "Suspended", plan.reason)
 
     def _resume_suspended(self, snapshot: ClusterSnapshot, now: float) -> None:

@@ -41,7 +41,7 @@ class RunClock:
                     self._counted.add(status.job)
             elif status.state is JobState.RUNNING:
                 self._started.setdefault(status.job, now)
-                if view is not None and view.suspendable and not view.elastic:
+                if view is not None and view.may_be_suspended:
                     self._suspendable.add(status.job)
             else:
                 self._started.pop(status.job, None)
@@ -50,19 +50,22 @@ class RunClock:
         self._counted &= seen
         self._suspendable &= self._started.keys()
 
+    def ran(self, key: str, jobs: Mapping[str, JobView], now: float) -> float:
+        """Seconds the job has run in all: before its last suspension, and in its current run (if any)."""
+        job = jobs.get(key)
+        started = self._started.get(key)
+        return (job.attained_s if job is not None else 0.0) + (now - started if started is not None else 0.0)
+
     def running(self, jobs: Mapping[str, JobView], now: float) -> dict[str, float]:
-        """Job → seconds it has run in all (before its last suspension, and in its current run)."""
-        return {
-            key: (job.attained_s if (job := jobs.get(key)) is not None else 0.0) + now - started
-            for key, started in self._started.items()
-        }
+        """Job → `ran`, for every running job."""
+        return {key: self.ran(key, jobs, now) for key in self._started}
 
     def suspendable(self, jobs: Mapping[str, JobView], now: float) -> dict[str, float]:
-        """`running`, for the running jobs marked suspendable and rigid, not suspended already."""
+        """`running`, for the running jobs that may be suspended (`JobView.may_be_suspended`)."""
         return {
-            key: job.attained_s + now - self._started[key]
+            key: self.ran(key, jobs, now)
             for key in self._suspendable
-            if (job := jobs.get(key)) is not None and job.suspendable and not job.elastic and not job.suspended
+            if (job := jobs.get(key)) is not None and job.may_be_suspended
         }
 
     def stop(self, job: str) -> None:

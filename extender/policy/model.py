@@ -258,6 +258,11 @@ class JobView:
         return self.max_workers > self.min_workers
 
     @property
+    def may_be_suspended(self) -> bool:
+        """Marked suspendable, rigid (an elastic job is scaled in instead), and not suspended already."""
+        return self.suspendable and not self.elastic and not self.suspended
+
+    @property
     def suspended_by_extender(self) -> bool:
         """Suspended, by the preemption loop, and not resumed since: the loop resumes it (never a job a
         person suspended)."""

@@ -192,7 +192,8 @@ def open_search(
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    subjects = candidate_subjects(snapshot, state, preemptor, settings, now, suspensions)
+    keys = frozenset(summary.key for summary in suspensions)
+    subjects = candidate_subjects(snapshot, state, preemptor, settings, now, keys)
     deficit = demand.shortfall(room)
     return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
 
@@ -219,7 +220,7 @@ def _may_suspend(snapshot: ClusterSnapshot, job_key: str) -> bool:
     """Whether the TFJob says it checkpoints and can be suspended whole (rigid, not suspended already): a
     gang of a lower PriorityClass that can is suspended rather than evicted, which would fail it for good."""
     job = snapshot.jobs.get(job_key) if job_key else None
-    return job is not None and job.suspendable and not job.elastic and not job.suspended
+    return job is not None and job.may_be_suspended
 
 
 def candidate_subjects(
@@ -228,38 +229,23 @@ def candidate_subjects(
     preemptor: JobRank,
     settings: PolicySettings,
     now: float,
-    suspensions: Iterable[GangSummary] = (),
+    suspensions: frozenset[str] = frozenset(),
 ) -> tuple[Subject, ...]:
-    """Every subject the preemptor may take, in no order: surplus workers, `suspensions` (whole gangs of
-    suspendable TFJobs), whole gangs of a lower PriorityClass (suspended when their TFJob may be, else
-    evicted), lower-priority pods without a gang. A gang at
-    rest (running, not waiting) ranks by its size class, base weight and arrival, read straight from its
-    summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower rank on size
-    and weight is taken (`may_preempt`), or a suspension."""
+    """Every subject the preemptor may take, in no order: surplus workers, the gangs of `suspensions`
+    (suspended whole, whatever their PriorityClass up to the preemptor's), whole gangs of a lower
+    PriorityClass (suspended when their TFJob may be, else evicted), lower-priority pods without a gang.
+    A gang at rest (running, not waiting) ranks by its size class, base weight and arrival, read straight
+    from its summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower
+    rank on size and weight is taken (`may_preempt`), or a suspension."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
     subjects: list[Subject] = []
-    suspended = set()
-    for summary in suspensions:
-        if summary.origin in own or own.intersection(GangKey(summary.key).groups):
-            continue
-        suspended.add(summary.key)
-        order = (
-            SUSPENSION,
-            summary.priority,
-            -int(summary.demoted),
-            -summary.size_class,
-            summary.base_weight,
-            -(summary.arrival or now),
-            summary.key,
-        )
-        subjects.append(
-            Subject(order, summary.key, summary.origin, False, summary.bound, summary.bound_pods, summary, suspend=True)
-        )
     for summary in queue.summaries.values():
         if summary.priority > preemptor.priority or not summary.bound:
             continue
-        if summary.priority == preemptor.priority and not summary.surplus:
+        lower = summary.priority < preemptor.priority
+        suspend = summary.key in suspensions or (lower and _may_suspend(snapshot, summary.job))
+        if not (lower or summary.surplus or suspend):
             continue
         if summary.origin in own or own.intersection(GangKey(summary.key).groups):
             continue
@@ -268,17 +254,14 @@ def candidate_subjects(
             size, weight, arrival = aged.size_class, aged.weight, summary.arrival or now
         else:
             size, weight, arrival = summary.size_class, summary.base_weight, summary.arrival or now
-        if summary.priority == preemptor.priority and not _lower_in_class(size, weight, preemptor):
-            continue
         key, origin, pods = summary.key, summary.origin, summary.bound_pods
-        if summary.surplus:
+        if summary.surplus and (lower or _lower_in_class(size, weight, preemptor)):
             order = (SURPLUS, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
-        if summary.priority < preemptor.priority and key not in suspended:
-            gentle = _may_suspend(snapshot, summary.job)
-            kind = SUSPENSION if gentle else WHOLE_GANG
+        if lower or suspend:
+            kind = SUSPENSION if suspend else WHOLE_GANG
             order = (kind, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
-            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=gentle))
+            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend))
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
         rank = _pod_rank(pod, settings)
         order = (LOOSE_POD, *ascending(rank))
