@@ -51,6 +51,9 @@ class Actuator(Protocol):
     def annotate_group(self, group: GroupView, annotations: Mapping[str, str | None]) -> None:
         """Merge `annotations` into the PodGroup's (a None value removes that annotation)."""
 
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        """Add `annotations` to the TFJob `namespace/name`."""
+
     def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
         """Set `spec.runPolicy.suspend` of the TFJob `namespace/name` and merge `annotations` into its own,
         in one write: training-operator deletes the pods of a suspended job (and its PodGroup) and recreates
@@ -61,9 +64,6 @@ class ScalingActuator(Actuator, Protocol):
     def restart_pod(self, pod: PodView, reason: str) -> bool:
         """Evict the pod (graceful, only this UID) so its controller recreates it; False if already gone.
         Raises `EvictionRefused` when a PodDisruptionBudget forbids it."""
-
-    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
-        """Add `annotations` to the TFJob `namespace/name`."""
 
 
 @dataclass

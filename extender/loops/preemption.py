@@ -36,7 +36,9 @@ level-triggered on a fresh snapshot:
    preemptor's TFJob (and kept in `blocked`), and the gang's preemption is tried again after
    `pdb_retry_s`;
 4. write an Event on each TFJob whose state changed (WAITING, RUNNING, STARVING, PREEMPTED, COMPLETED),
-   and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`).
+   and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`); write
+   on each TFJob seen finish the seconds it ran (`tfjob-extender.io/run-s`), from which a loop that
+   starts later recalls the run-time history.
 At most one preemption per tick: the next tick sees its effect before deciding again.
 """
 
@@ -69,6 +71,7 @@ from extender.state.gang_annotations import (
     GANG_PLAN_ANNOTATION,
     PREEMPTION_ANNOTATION,
     RESUMED_AT_ANNOTATION,
+    RUN_TIME_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
     group_plans,
     preemption_annotation,
@@ -354,6 +357,16 @@ class PreemptionLoop:
         curve = RunTimes.estimate(clock.finished, clock.running(snapshot.jobs, now).values())
         return worth_suspending(curve, candidates, self.settings.suspension_min_history)
 
+    def _record_run_time(self, job: str, ran: float) -> None:
+        """Write a finished job's run time on its TFJob, so a loop that starts later learns it back (not in
+        a dry run; a job already deleted is simply not recorded)."""
+        if self.dry_run:
+            return
+        try:
+            self.actuator.annotate_job(job, {RUN_TIME_ANNOTATION: f"{ran:.3f}"})
+        except Exception as error:  # the history of this process keeps it all the same
+            log.warning("could not record the run time of %s: %s", job, error)
+
     def _run_clock(self) -> RunClock:
         if self.run_clock is None:
             self.run_clock = RunClock(self.settings.suspension_history_jobs)
@@ -403,7 +416,8 @@ class PreemptionLoop:
 
     def _report_states(self, snapshot: ClusterSnapshot, now: float) -> None:
         statuses = self._tracker.states(snapshot, now, self.settings)
-        self._run_clock().observe(statuses, snapshot.jobs, now)
+        for job, ran in self._run_clock().observe(statuses, snapshot.jobs, now):
+            self._record_run_time(job, ran)
         for status in statuses:
             if self.job_states.get(status.job) is status.state:
                 continue

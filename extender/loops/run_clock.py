@@ -4,8 +4,10 @@ Fed with the job states the preemption loop derives every tick (`policy.jobstate
 starts when it is first seen RUNNING and ends when it leaves that state; a job seen COMPLETED adds its
 run time (with what it ran before its last suspension, `JobView.attained_s`) to the history, of which
 the most recent `limit` are kept. The clock reads ticks, so times are as fine as the loop's interval. It
-lives in the loop's process only: after a restart it learns the history afresh, and a job running at
-the time counts from then (it never overstates how long a job has run).
+lives in the loop's process; the loop writes each finished job's run time on the TFJob
+(`JobView.run_s`), and a clock's first observation starts its history from those still in the cluster,
+so a restarted loop or a new leader does not start from nothing. A job running at the time counts from
+then (the clock never overstates how long a job has run).
 """
 
 from __future__ import annotations
@@ -27,9 +29,17 @@ class RunClock:
         """Jobs whose run time is already in `finished`."""
         self._suspendable: set[str] = set()
         """Running jobs marked suspendable and rigid (the only ones a suspension may take)."""
+        self._recalled = False
+        """Whether the run times recorded on the TFJobs were read into `finished`."""
 
-    def observe(self, statuses: Iterable[JobStatus], jobs: Mapping[str, JobView], now: float) -> None:
-        """Advance the clock with the states of every job at `now`."""
+    def observe(
+        self, statuses: Iterable[JobStatus], jobs: Mapping[str, JobView], now: float
+    ) -> list[tuple[str, float]]:
+        """Advance the clock with the states of every job at `now`; returns the jobs seen finish now, each
+        with the seconds it ran in all (for the loop to record on the TFJob)."""
+        if not self._recalled:
+            self._recall(jobs)
+        finished: list[tuple[str, float]] = []
         seen = set()
         for status in statuses:
             seen.add(status.job)
@@ -37,8 +47,10 @@ class RunClock:
             if status.state is JobState.COMPLETED or (view is not None and view.succeeded):
                 started = self._started.pop(status.job, None)
                 if started is not None and status.job not in self._counted:
-                    self.finished.append((view.attained_s if view is not None else 0.0) + now - started)
+                    ran = (view.attained_s if view is not None else 0.0) + now - started
+                    self.finished.append(ran)
                     self._counted.add(status.job)
+                    finished.append((status.job, ran))
             elif status.state is JobState.RUNNING:
                 self._started.setdefault(status.job, now)
                 if view is not None and view.may_be_suspended:
@@ -49,6 +61,14 @@ class RunClock:
             del self._started[gone]
         self._counted &= seen
         self._suspendable &= self._started.keys()
+        return finished
+
+    def _recall(self, jobs: Mapping[str, JobView]) -> None:
+        """Start the history from the run times recorded on the TFJobs (`JobView.run_s`), the oldest job
+        first: what the loops before this one saw finish, as far as those jobs are still kept."""
+        self._recalled = True
+        recorded = sorted((job.created, key, job.run_s) for key, job in jobs.items() if job.run_s > 0)
+        self.finished.extend(ran for _, _, ran in recorded)
 
     def ran(self, key: str, jobs: Mapping[str, JobView], now: float) -> float:
         """Seconds the job has run in all: before its last suspension, and in its current run (if any)."""

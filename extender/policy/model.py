@@ -248,6 +248,9 @@ class JobView:
     attained_s: float = 0.0
     """Seconds it ran before its last suspension by the extender (annotation `tfjob-extender.io/attained-s`;
     0 if never suspended). A job with attained service ranks after fresh jobs of its PriorityClass."""
+    run_s: float = 0.0
+    """The seconds it ran in all, written by the preemption loop when it saw it finish (annotation
+    `tfjob-extender.io/run-s`; 0 if not): the run-time history a restarted loop starts from."""
 
     @property
     def key(self) -> str:

@@ -20,6 +20,7 @@ from extender.state.gang_annotations import (
     MAX_WORKERS_ANNOTATION,
     MIN_WORKERS_ANNOTATION,
     RESUMED_AT_ANNOTATION,
+    RUN_TIME_ANNOTATION,
     SCALED_AT_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
@@ -80,6 +81,7 @@ def _job(obj: Json) -> JobView:
         resumed_at=_seconds(meta, RESUMED_AT_ANNOTATION),
         succeeded=_condition_true(obj, "Succeeded"),
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
+        run_s=_seconds(meta, RUN_TIME_ANNOTATION),
     )
 
 

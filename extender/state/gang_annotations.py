@@ -60,6 +60,9 @@ RESUMED_AT_ANNOTATION = ANNOTATION_PREFIX + "resumed-at"
 whose suspension is not newer than its resumption was suspended by someone else: the loop leaves it."""
 ATTAINED_ANNOTATION = ANNOTATION_PREFIX + "attained-s"
 """Written with each suspension the preemption loop makes: the seconds the job has run in all so far."""
+RUN_TIME_ANNOTATION = ANNOTATION_PREFIX + "run-s"
+"""Written by the preemption loop when it sees a TFJob finish: the seconds it ran in all. A loop that
+starts later (after a restart, or a new leader) reads its run-time history back from these."""
 LAYER_NAME_MAX_CHARS = 253
 
 

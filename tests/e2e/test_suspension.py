@@ -1,7 +1,9 @@
 """End to end: a long-running checkpointing TFJob is suspended for a fresh gang, through training-operator.
 
 Three kwok nodes of 4 CPU. Five jobs finish first, one of them six times later than the others, so the
-loop has seen run times with a long tail; then a suspendable job starts, and a fresh gang arrives that
+loop has seen run times with a long tail; it writes each on its TFJob (`tfjob-extender.io/run-s`), and
+the extender is restarted, so what it knows of them it has read back from the cluster. Then a
+suspendable job starts, and a fresh gang arrives that
 only fits without it. Once the runner has run longer than the short jobs did, the run times seen say it
 will likely run on for longer than a fresh job runs in all. The loop suspends the runner
 (`spec.runPolicy.suspend`): training-operator deletes its pods, the loop resumes it once they are gone,
@@ -22,6 +24,7 @@ from tests.e2e.workloads import JOB, bound, job_pods, tfjob, wait_bound
 pytestmark = pytest.mark.e2e
 
 SUSPENDABLE = "tfjob-extender.io/suspendable"
+RUN_TIME = "tfjob-extender.io/run-s"
 
 
 def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
@@ -44,6 +47,16 @@ def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_tur
         for name, run_for in finished:
             plane.create_tfjob(ns, tfjob(name, scene=ns, ps=0, workers=1, run_for=run_for))
         wait_until("the first jobs succeeded", lambda: all(succeeded(plane, ns, n) for n, _ in finished), 90)
+
+        def recorded() -> dict[str, float] | None:
+            annotations = {n: tfjob_object(plane, ns, n)["metadata"].get("annotations") or {} for n, _ in finished}
+            times = {n: float(a[RUN_TIME]) for n, a in annotations.items() if RUN_TIME in a}
+            return times if len(times) == len(finished) else None
+
+        times = wait_until("the run times recorded on the TFJobs", recorded, 30)
+        assert times["medium"] > max(times[f"short-{i}"] for i in range(4)), times
+        plane.stop_extender()
+        plane.start_extender()
         runner = tfjob("runner", scene=ns, workers=3)
         runner["metadata"]["annotations"][SUSPENDABLE] = "true"
         plane.create_tfjob(ns, runner)

@@ -3,6 +3,7 @@ who may be suspended, how the loop suspends and resumes, and where a resumed job
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from extender.loops.actuator import RecordingActuator
@@ -17,6 +18,7 @@ from extender.state import crds
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
     RESUMED_AT_ANNOTATION,
+    RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
 )
@@ -55,6 +57,8 @@ def test_the_tfjob_says_whether_it_may_be_suspended_and_when_it_was() -> None:
     assert job.suspended_by_extender
     plain = crds.job_view(running_gang("plain", workers=1, nodes=NAMES, dynamic=False)[-1])
     assert (plain.suspendable, plain.suspended, plain.succeeded, plain.attained_s) == (False, False, False, 0.0)
+    assert plain.run_s == 0.0
+    assert crds.job_view(finished_job("done", 61.5)).run_s == 61.5
 
 
 def test_a_suspendable_job_of_the_same_priorityclass_is_suspended_for_a_fresh_gang() -> None:
@@ -110,13 +114,72 @@ def test_the_run_clock_counts_runs_across_suspensions_and_remembers_finished_one
     clock.observe([status("a/j", JobState.WAITING)], jobs, 170.0)
     assert clock.running(jobs, 180.0) == {}
     clock.observe([status("a/j", JobState.RUNNING)], jobs, 200.0)
-    clock.observe([status("a/j", JobState.COMPLETED)], jobs, 250.0)
-    clock.observe([status("a/j", JobState.COMPLETED)], jobs, 260.0)
+    assert clock.observe([status("a/j", JobState.COMPLETED)], jobs, 250.0) == [("a/j", 80.0)]
+    assert clock.observe([status("a/j", JobState.COMPLETED)], jobs, 260.0) == []
     assert list(clock.finished) == [80.0], "counted once"
     succeeded = {"a/k": JobView("a", "k", succeeded=True)}
     clock.observe([status("a/k", JobState.RUNNING)], {"a/k": JobView("a", "k")}, 300.0)
     clock.observe([status("a/k", JobState.WAITING)], succeeded, 340.0)
     assert list(clock.finished) == [80.0, 40.0], "a job whose pods went with its success still counts"
+
+
+def test_a_new_clock_recalls_the_run_times_recorded_on_the_tfjobs_oldest_job_first() -> None:
+    clock = RunClock(limit=2)
+    jobs = {
+        "a/new": JobView("a", "new", created=300.0, run_s=30.0),
+        "a/old": JobView("a", "old", created=100.0, run_s=10.0),
+        "a/mid": JobView("a", "mid", created=200.0, run_s=20.0),
+        "a/unknown": JobView("a", "unknown", created=50.0),
+    }
+    assert clock.observe([], jobs, 1000.0) == []
+    assert list(clock.finished) == [20.0, 30.0], "the most recent `limit` of them"
+    clock.observe([], {"a/later": JobView("a", "later", run_s=99.0)}, 1010.0)
+    assert list(clock.finished) == [20.0, 30.0], "recalled once, at the first observation"
+
+
+def finished_job(name: str, run_s: float) -> dict[str, Any]:
+    """A TFJob training-operator marked Succeeded, whose run time a loop recorded; its pods are gone."""
+    job = next(obj for obj in running_gang(name, workers=1, nodes=NAMES, dynamic=False) if obj["kind"] == "TFJob")
+    job["metadata"].setdefault("annotations", {})[RUN_TIME_ANNOTATION] = f"{run_s:.3f}"
+    job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    return job
+
+
+def test_the_loop_records_each_run_time_it_sees_and_a_restarted_loop_suspends_from_the_records() -> None:
+    loop, actuator = loop_with_history([*cpu_nodes(3), *long_runner()])
+    loop.tick(NOW)
+    done = next(obj for obj in long_runner() if obj["kind"] == "TFJob")
+    done["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    loop.state.apply(Kind.TFJOB, "MODIFIED", done)
+    loop.tick(NOW + 42)
+    assert ("default/long", {RUN_TIME_ANNOTATION: "42.000"}) in actuator.annotated
+    history = [finished_job(f"short-{i}", 10.0) for i in range(3)] + [finished_job("tail", 10_000.0)]
+    restarted = PreemptionLoop(
+        cluster(*cpu_nodes(3), *history, *long_runner(), *waiting_job("fresh", pods=4)),
+        RecordingActuator(),
+        SETTINGS,
+        lambda: NOW,
+    )
+    assert restarted.tick(NOW) is None, "the runner has not run long enough to tell yet"
+    plan = restarted.tick(NOW + 100)
+    assert plan is not None and plan.suspended == (("default/long", "default/long"),), "history recalled"
+
+
+class DeletedBeforeRecorded(RecordingActuator):
+    def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
+        raise RuntimeError(f"404: tfjobs {job} not found")
+
+
+def test_a_run_time_that_cannot_be_recorded_is_kept_in_memory_and_the_tick_goes_on() -> None:
+    clock = RunClock(limit=10)
+    loop = PreemptionLoop(cluster(*cpu_nodes(3), *long_runner()), DeletedBeforeRecorded(), SETTINGS, lambda: NOW)
+    loop.run_clock = clock
+    loop.tick(NOW)
+    done = next(obj for obj in long_runner() if obj["kind"] == "TFJob")
+    done["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    loop.state.apply(Kind.TFJOB, "MODIFIED", done)
+    loop.tick(NOW + 5)
+    assert list(clock.finished) == [5.0]
 
 
 def loop_with_history(objects: list[dict[str, Any]]) -> tuple[PreemptionLoop, RecordingActuator]:
