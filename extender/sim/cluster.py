@@ -89,6 +89,10 @@ class SimCluster:
         self.jobs: dict[str, SimJob] = {}
         self.pods: dict[str, SimPod] = {}
         self.version = 0
+        """Bumped by every change to a node, job, PodGroup or pod."""
+        self.pods_version = 0
+        """Bumped by every pod change only: the cluster events kube-scheduler moves unschedulable pods back
+        to its queue on (it watches pods and nodes, which do not change here, not TFJobs or PodGroups)."""
         self.scheduler_name = scheduler_name
         self._uids = 0
         self.model: ClusterState | None = ClusterState() if feed_model else None
@@ -217,6 +221,7 @@ class SimCluster:
 
     def _touch(self, pod: SimPod, event: str) -> None:
         self.version += 1
+        self.pods_version += 1
         if self.model is not None:
             self.model.apply(Kind.POD, event, self.pod_object(pod))  # type: ignore[arg-type]
 

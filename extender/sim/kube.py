@@ -6,7 +6,8 @@ extender's filter when one is configured, scores with the default plugins — No
 LeastAllocated and NodeResourcesBalancedAllocation, 0–100 each, weight 1 — plus the extender's 0–10
 score × 10 × its weight (5, as in scheduler-config/), and binds to the best node, breaking ties with
 the run's seeded random generator. A pod that does not fit backs off (1 s doubling to 10 s, kube-scheduler's
-defaults) and is retried only after a cluster event (any pod or object change) or the 60 s flush of the
+defaults) and is retried only after a cluster event (any pod change: kube-scheduler watches pods and
+nodes, not TFJobs or PodGroups, so a plan written on a PodGroup does not wake it) or the 60 s flush of the
 unschedulable queue — so, as in kube-scheduler, a new pod can take freed room before an older pod that is
 still backing off. Steps come every `tick_s` of the policy, so backoffs resolve to that granularity.
 """
@@ -38,7 +39,7 @@ class _Backoff:
     retry_at: float
     """Earliest retry (backoff expiry)."""
     version: int
-    """Cluster version when the pod was last found unschedulable."""
+    """The cluster's pods version when the pod was last found unschedulable."""
     failed_at: float
 
 
@@ -80,14 +81,14 @@ class KubeScheduler:
         state = self._backoff.get(pod.key)
         if state is None or state.failed_at < pod.created:
             return True
-        moved = self.cluster.version != state.version or now - state.failed_at >= self.flush_s
+        moved = self.cluster.pods_version != state.version or now - state.failed_at >= self.flush_s
         return moved and now >= state.retry_at
 
     def _failed(self, pod: SimPod, now: float) -> None:
         state = self._backoff.get(pod.key)
         attempts = 1 if state is None or state.failed_at < pod.created else state.attempts + 1
         delay = min(self.initial_backoff_s * 2 ** (attempts - 1), self.max_backoff_s)
-        self._backoff[pod.key] = _Backoff(attempts, now + delay, self.cluster.version, now)
+        self._backoff[pod.key] = _Backoff(attempts, now + delay, self.cluster.pods_version, now)
 
     def schedule_one(self, pod: SimPod, now: float) -> str | None:
         self.attempts += 1

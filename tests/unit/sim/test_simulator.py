@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,8 +11,10 @@ import pytest
 
 from extender.policy.settings import PolicySettings
 from extender.sim import cli, report
+from extender.sim.cluster import SimCluster
 from extender.sim.engine import RunResult, Simulation
 from extender.sim.gpu_traces import gpu_gangs, heavy_tail, mixed
+from extender.sim.kube import KubeScheduler
 from extender.sim.policies import Ours
 from extender.sim.throughput import HardwareProfile
 from extender.sim.workload import (
@@ -214,3 +217,19 @@ def test_load_compresses_arrivals_and_keeps_the_jobs() -> None:
     assert with_load(trace, 1.0) is trace
     with pytest.raises(ValueError, match="positive"):
         with_load(trace, 0.0)
+
+
+def test_the_emulated_kube_scheduler_retries_an_unschedulable_pod_on_pod_events_not_on_tfjob_writes() -> None:
+    """kube-scheduler watches pods and nodes, not TFJobs or PodGroups: an annotation on a TFJob (a plan, a
+    run time) does not move a backing-off pod back to the queue; a pod created or deleted does."""
+    cluster = SimCluster((NodeSpec("node-0", "4", "16Gi"),), feed_model=False)
+    scheduler = KubeScheduler(cluster, random.Random(1))
+    cluster.submit(sim_job("big", 0.0, workers=1, cpu="6"), 0.0, gang=False)
+    scheduler.cycle(0.0)
+    tried = scheduler.attempts
+    cluster.annotate("big", {"tfjob-extender.io/run-s": "1"}, 20.0)
+    scheduler.cycle(30.0)
+    assert scheduler.attempts == tried, "the worker waits for a pod event or the flush"
+    cluster.submit(sim_job("small", 30.0, workers=1, cpu="1"), 30.0, gang=False)
+    scheduler.cycle(31.0)
+    assert scheduler.attempts > tried + 2, "a pod event retries the waiting worker as well as the new pods"
