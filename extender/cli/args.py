@@ -176,6 +176,14 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         help="finished jobs whose run times must be known before a suspendable job is suspended for a fresh "
         "gang (default %(default)s)",
     )
+    parser.add_argument(
+        "--suspension-newcomer-s",
+        type=float,
+        default=DEFAULTS.policy.suspension_newcomer_s,
+        help="a suspendable job that started at most this many seconds ago may be suspended for a starving gang "
+        "that outranks it: waiting after fit stays bounded under overload, at the cost of restarts "
+        "(default %(default)s; 0 turns it off)",
+    )
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
@@ -244,6 +252,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             starvation_limit_s=args.starvation_limit_s,
             starving_hold=args.starving_hold,
             suspension_min_history=args.suspension_min_history,
+            suspension_newcomer_s=args.suspension_newcomer_s,
             scale_out_step=args.scale_out_step,
             scale_in_step=args.scale_in_step,
             scale_cooldown_s=args.scale_cooldown_s,

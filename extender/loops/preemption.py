@@ -7,7 +7,8 @@ level-triggered on a fresh snapshot:
    and not placed yet, so a scaler running in another process steers them too; resume the TFJobs this
    loop suspended whose pods training-operator has deleted; while some gang waits, weigh which running
    suspendable TFJobs are worth suspending for a fresh gang (`policy.residual_life`, from the run times
-   `RunClock` has seen);
+   `RunClock` has seen), and which started moments ago (`suspension_newcomer_s`: a starving gang may
+   suspend those);
 2. walk the waiting gangs in rank order (planning at most `max_gangs_checked_per_tick` of them, passing
    over without a plan those that need more than is free in all, up to `max_gangs_walked_per_tick`
    looked at). The first that may start now without delaying a gang that goes before it has its plan
@@ -62,7 +63,7 @@ from extender.policy.partial import PartialGang, overdue_partial_gangs
 from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
-from extender.policy.residual_life import RunTimes, worth_suspending
+from extender.policy.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, worth_suspending
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
@@ -121,8 +122,8 @@ class PreemptionLoop:
     _tracker: JobStateTracker = field(default_factory=JobStateTracker)
     run_clock: RunClock | None = None
     """How long jobs ran and run (made on first use, keeping `suspension_history_jobs` run times)."""
-    _suspendable: frozenset[str] = frozenset()
-    """The TFJobs worth suspending for a fresh gang, as of the last pass (`residual_life`)."""
+    _suspendable: Suspendable = NO_SUSPENSIONS
+    """The TFJobs that may be suspended for a fresh gang, as of the last pass (`residual_life`)."""
     _to_resume: dict[str, float] | None = None
     """TFJob → when this loop suspended it, until the model shows it resumed (None until the first pass has
     looked for jobs a loop suspended before a restart)."""
@@ -153,7 +154,7 @@ class PreemptionLoop:
         self._import_worker_plans(now)
         snapshot = self.state.snapshot()
         self._resume_suspended(snapshot, now)
-        suspendable = self._worth_suspending(snapshot, now)
+        suspendable = self._suspension_candidates(snapshot, now)
         if suspendable != self._suspendable:
             self._suspendable, self.refused, self._quiet = suspendable, {}, None
         starving = tuple(rank.subject for rank in queue_of(snapshot, self.settings).starving(now, self.settings))
@@ -322,7 +323,10 @@ class PreemptionLoop:
         for job, _ in plan.suspended:
             if self._to_resume is not None:
                 self._to_resume[job] = float(stamp)
-            annotations = {ATTAINED_ANNOTATION: f"{clock.ran(job, jobs, now):.3f}", SUSPENDED_AT_ANNOTATION: stamp}
+            annotations = {SUSPENDED_AT_ANNOTATION: stamp}
+            if job in self._suspendable.long_runners or job not in self._suspendable.newcomers:
+                # a newcomer is not demoted: it had barely started, and queues again by its own rank
+                annotations[ATTAINED_ANNOTATION] = f"{clock.ran(job, jobs, now):.3f}"
             self.actuator.suspend_job(job, True, annotations)
             clock.stop(job)
             self.actuator.record_event("TFJob", job, "Suspended", plan.reason)
@@ -346,16 +350,23 @@ class PreemptionLoop:
             except Exception as error:  # tried again next tick
                 log.warning("could not resume %s: %s", key, error)
 
-    def _worth_suspending(self, snapshot: ClusterSnapshot, now: float) -> frozenset[str]:
-        """The running suspendable, rigid TFJobs expected to run on for longer than a fresh job runs in all."""
+    def _suspension_candidates(self, snapshot: ClusterSnapshot, now: float) -> Suspendable:
+        """The running suspendable TFJobs expected to run on for longer than a fresh job runs in all, and
+        those that started at most `suspension_newcomer_s` ago and were never suspended."""
         if next(queue_of(snapshot, self.settings).waiting(now, self.settings), None) is None:
-            return frozenset()
+            return NO_SUSPENSIONS
         clock = self._run_clock()
         candidates = clock.suspendable(snapshot.jobs, now)
         if not candidates:
-            return frozenset()
+            return NO_SUSPENSIONS
         curve = RunTimes.estimate(clock.finished, clock.running(snapshot.jobs, now).values())
-        return worth_suspending(curve, candidates, self.settings.suspension_min_history)
+        window = self.settings.suspension_newcomer_s
+        newcomers = frozenset(
+            job
+            for job, ran in candidates.items()
+            if window > 0 and ran <= window and not snapshot.jobs[job].suspended_at
+        )
+        return Suspendable(worth_suspending(curve, candidates, self.settings.suspension_min_history), newcomers)
 
     def _record_run_time(self, job: str, ran: float) -> None:
         """Write a finished job's run time on its TFJob, so a loop that starts later learns it back (not in

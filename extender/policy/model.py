@@ -262,8 +262,8 @@ class JobView:
 
     @property
     def may_be_suspended(self) -> bool:
-        """Marked suspendable, rigid (an elastic job is scaled in instead), and not suspended already."""
-        return self.suspendable and not self.elastic and not self.suspended
+        """Marked suspendable and not suspended already."""
+        return self.suspendable and not self.suspended
 
     @property
     def suspended_by_extender(self) -> bool:

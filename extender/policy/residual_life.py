@@ -67,6 +67,24 @@ class RunTimes:
         return area / alive
 
 
+@dataclass(frozen=True, slots=True)
+class Suspendable:
+    """The running TFJobs a fresh gang may suspend, by why."""
+
+    long_runners: frozenset[str] = frozenset()
+    """Expected to run on for longer than a fresh job runs in all (`worth_suspending`): any fresh gang of
+    their PriorityClass or a higher one may suspend them."""
+    newcomers: frozenset[str] = frozenset()
+    """Started running at most `suspension_newcomer_s` ago and never suspended before: a starving gang of
+    their PriorityClass or a higher one may suspend them (they lose little work, and are not demoted)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.long_runners or self.newcomers)
+
+
+NO_SUSPENSIONS = Suspendable()
+
+
 def worth_suspending(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> frozenset[str]:
     """The jobs (of `attained`: job → seconds run) expected to run on for longer than a job that has just
     started runs in all; none until `min_history` finished run times are known."""

@@ -117,6 +117,13 @@ class PolicySettings:
     """Finished jobs whose run times the preemption loop must have seen before it suspends any job (a
     count): with fewer, it cannot tell long jobs from short ones. See `policy.residual_life`."""
 
+    suspension_newcomer_s: float = 30.0
+    """A suspendable job that has run for at most this long (seconds, never suspended before) may be
+    suspended for a starving gang of its PriorityClass or a higher one that cannot start otherwise, so
+    that waiting stays bounded when the room held for that gang would take long to drain; 0 turns it
+    off. The job loses what it ran (at most this long) and its start-up, and queues again by its own
+    rank."""
+
     suspension_history_jobs: int = 1000
     """The most recent finished run times kept to estimate expected remaining run time (a count)."""
 

@@ -42,7 +42,7 @@ def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_tur
 ) -> None:
     scene.add_nodes(3)
     ns = scene.namespace
-    with extender_run_with(plane, "--suspension-min-history", "5"):
+    with extender_run_with(plane, "--suspension-min-history", "5", "--suspension-newcomer-s", "0"):
         finished = [(f"short-{i}", "5s") for i in range(4)] + [("medium", "30s")]
         for name, run_for in finished:
             plane.create_tfjob(ns, tfjob(name, scene=ns, ps=0, workers=1, run_for=run_for))
@@ -84,4 +84,44 @@ def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_tur
             OBSERVE_S,
         )
         conditions = (tfjob_object(plane, ns, "runner").get("status") or {}).get("conditions") or []
+        assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
+
+
+def test_a_starving_gang_suspends_a_job_that_had_just_started_in_its_room(
+    plane: LocalControlPlane, scene: Scene
+) -> None:
+    """With `--suspension-newcomer-s`: a 9-pod gang waits behind a job that ends at 30 s; meanwhile a
+    smaller, suspendable job starts in the room left. When the first job ends the gang starves and still
+    does not fit: the loop suspends the job that had just started (no attained run time, so it is not
+    demoted), the gang starts, and the suspended job is resumed to wait, never failed."""
+    scene.add_nodes(3)
+    ns = scene.namespace
+    with extender_run_with(plane, "--suspension-newcomer-s", "120"):
+        plane.create_tfjob(ns, tfjob("blocker", scene=ns, ps=0, workers=4, run_for="30s"))
+        wait_bound(plane, ns, f"{JOB}=blocker", 4)
+        plane.create_tfjob(ns, tfjob("big", scene=ns, workers=8))
+        newcomer = tfjob("newcomer", scene=ns, ps=0, workers=4)
+        newcomer["metadata"]["annotations"][SUSPENDABLE] = "true"
+        plane.create_tfjob(ns, newcomer)
+        wait_bound(plane, ns, f"{JOB}=newcomer", 4)
+        wait_bound(plane, ns, f"{JOB}=big", 9, timeout_s=120)
+
+        def resumed() -> dict[str, Any] | None:
+            job = tfjob_object(plane, ns, "newcomer")
+            annotations = job["metadata"].get("annotations") or {}
+            suspended = (job["spec"].get("runPolicy") or {}).get("suspend")
+            return job if "tfjob-extender.io/resumed-at" in annotations and not suspended else None
+
+        annotations = wait_until("the newcomer suspended and resumed", resumed, 60, interval_s=0.5)["metadata"][
+            "annotations"
+        ]
+        assert "tfjob-extender.io/suspended-at" in annotations, annotations
+        assert "tfjob-extender.io/attained-s" not in annotations, "a newcomer is not demoted"
+        wait_until("the newcomer's pods recreated", lambda: len(job_pods(plane, ns, "newcomer")) == 4, 60)
+        stays(
+            "the resumed newcomer waits while the gang runs",
+            lambda: not bound(job_pods(plane, ns, "newcomer")),
+            OBSERVE_S,
+        )
+        conditions = (tfjob_object(plane, ns, "newcomer").get("status") or {}).get("conditions") or []
         assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions

@@ -4,6 +4,7 @@ who may be suspended, how the loop suspends and resumes, and where a resumed job
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from extender.loops.actuator import RecordingActuator
@@ -13,6 +14,7 @@ from extender.policy.jobstates import JobState, JobStatus, job_states
 from extender.policy.model import JobView
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.ranking import gang_rank
+from extender.policy.residual_life import Suspendable
 from extender.policy.settings import PolicySettings
 from extender.state import crds
 from extender.state.gang_annotations import (
@@ -64,12 +66,34 @@ def test_the_tfjob_says_whether_it_may_be_suspended_and_when_it_was() -> None:
 def test_a_suspendable_job_of_the_same_priorityclass_is_suspended_for_a_fresh_gang() -> None:
     snap = snapshot(*cpu_nodes(3), *long_runner(), *waiting_job("fresh", pods=4))
     assert not isinstance(plan_preemption(snap, "default/fresh", SETTINGS, NOW), PreemptionPlan), "not suspendable"
-    plan = plan_preemption(snap, "default/fresh", SETTINGS, NOW, suspendable=frozenset({"default/long"}))
+    plan = plan_preemption(
+        snap, "default/fresh", SETTINGS, NOW, suspendable=Suspendable(long_runners=frozenset({"default/long"}))
+    )
     assert isinstance(plan, PreemptionPlan), plan
     assert plan.suspended == (("default/long", "default/long"),)
     assert plan.evicted == () and plan.scale_ins == {}
     assert plan.removed_whole == ("default/long",)
     assert "suspend default/long" in plan.reason and plan.verdict.admitted
+
+
+STARVING_SINCE = "2027-01-15T07:45:00Z"
+"""Created 900 s before NOW: past the 600-s starvation limit."""
+FRESH_SINCE = "2027-01-15T07:58:20Z"
+"""Created 100 s before NOW: not starving."""
+
+
+def test_a_newcomer_is_suspended_only_for_a_starving_gang_of_its_priorityclass_or_a_higher_one() -> None:
+    newcomer = Suspendable(newcomers=frozenset({"default/long"}))
+    starving = snapshot(*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, created=STARVING_SINCE))
+    plan = plan_preemption(starving, "default/big", SETTINGS, NOW, suspendable=newcomer)
+    assert isinstance(plan, PreemptionPlan), plan
+    assert plan.suspended == (("default/long", "default/long"),) and plan.evicted == ()
+    fresh = snapshot(*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, created=FRESH_SINCE))
+    decision = plan_preemption(fresh, "default/big", SETTINGS, NOW, suspendable=newcomer)
+    assert not isinstance(decision, PreemptionPlan), "a gang that does not starve waits its turn"
+    lower = snapshot(*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, priority=0, created=STARVING_SINCE))
+    decision = plan_preemption(lower, "default/big", SETTINGS, NOW, suspendable=newcomer)
+    assert not isinstance(decision, PreemptionPlan), "never for a gang of a lower PriorityClass"
 
 
 def test_a_lower_priorityclass_job_that_checkpoints_is_suspended_rather_than_evicted() -> None:
@@ -83,7 +107,9 @@ def test_a_lower_priorityclass_job_that_checkpoints_is_suspended_rather_than_evi
 def test_a_job_that_was_suspended_before_suspends_nobody() -> None:
     fresh = suspendable(waiting_job("again", pods=4), **{ATTAINED_ANNOTATION: "50", SUSPENDED_AT_ANNOTATION: str(NOW)})
     snap = snapshot(*cpu_nodes(3), *long_runner(), *fresh)
-    decision = plan_preemption(snap, "default/again", SETTINGS, NOW + 1, suspendable=frozenset({"default/long"}))
+    decision = plan_preemption(
+        snap, "default/again", SETTINGS, NOW + 1, suspendable=Suspendable(long_runners=frozenset({"default/long"}))
+    )
     assert not isinstance(decision, PreemptionPlan)
 
 
@@ -201,6 +227,22 @@ def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for
     assert ("TFJob", "default/long", "Suspended", plan.reason) in actuator.events
     held = {r.pod for r in loop.state.snapshot().reservations.values()}
     assert held == {f"default/fresh-worker-{i}" for i in range(4)}
+
+
+def test_the_loop_suspends_a_newcomer_for_a_starving_gang_without_demoting_it() -> None:
+    settings = replace(SETTINGS, suspension_newcomer_s=60.0)
+    objects = [*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, created=STARVING_SINCE)]
+    actuator = RecordingActuator()
+    loop = PreemptionLoop(cluster(*objects), actuator, settings, lambda: NOW, run_clock=RunClock(limit=100))
+    assert loop.tick(NOW - 10) is None, "the run clock sees the runner start"
+    plan = loop.tick(NOW)
+    assert plan is not None and plan.suspended == (("default/long", "default/long"),)
+    assert actuator.suspended == [("default/long", True, {SUSPENDED_AT_ANNOTATION: f"{NOW:.3f}"})], (
+        "no attained-s: it had barely started, so it queues again by its own rank"
+    )
+    late = PreemptionLoop(cluster(*objects), RecordingActuator(), settings, lambda: NOW, run_clock=RunClock(100))
+    late.tick(NOW - 61)
+    assert late.tick(NOW) is None, "a job that has run longer than the window is no newcomer"
 
 
 def test_a_job_the_loop_suspended_is_resumed_once_its_pods_are_gone_and_one_a_person_suspended_is_not() -> None:

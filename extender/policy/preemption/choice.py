@@ -24,6 +24,7 @@ from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.queue import queue_of
+from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.resources import Resources
 from extender.policy.settings import PolicySettings
 
@@ -49,7 +50,7 @@ def choose_preemption(
     max_gangs: int,
     max_checked: int,
     max_walked: int | None = None,
-    suspendable: frozenset[str] = frozenset(),
+    suspendable: Suspendable = NO_SUSPENSIONS,
 ) -> PreemptionChoice:
     """Walk the waiting gangs in rank order (looking at most at `max_walked`, planning at most
     `max_checked`): the first that may start now is admitted; one that fits but yields is left to

@@ -21,6 +21,7 @@ from extender.policy.gang_summary import GangSummary
 from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
 from extender.policy.queue import GangQueue, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
+from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 
@@ -160,7 +161,7 @@ def open_search(
     terminating_victims: Iterable[str],
     *,
     doing: str,
-    suspendable: frozenset[str] = frozenset(),
+    suspendable: Suspendable = NO_SUSPENSIONS,
 ) -> Search | PreemptionRefusal:
     """Everything a victim search for the gang of `group_key` starts from, or why there is nothing to
     search: the gang may not preempt, fits already, or is larger than the whole cluster. `suspendable`:
@@ -204,16 +205,25 @@ def _room(snapshot: ClusterSnapshot, nodes: frozenset[str]) -> Resources:
     return table.resources(table.available[rows[rows >= 0]].sum(axis=0))
 
 
-def _suspensions(queue: GangQueue, preemptor: JobRank, suspendable: frozenset[str]) -> list[GangSummary]:
-    """The running gangs of `suspendable` TFJobs the preemptor may suspend: of its PriorityClass or a lower
-    one, when the preemptor itself is fresh (a demoted gang suspends nobody)."""
+def _suspensions(queue: GangQueue, preemptor: JobRank, suspendable: Suspendable) -> list[GangSummary]:
+    """The running gangs of `suspendable` TFJobs the preemptor may suspend, of its PriorityClass or a lower
+    one, when the preemptor itself is fresh (a demoted gang suspends nobody): see `_may_suspend_for`."""
     if not suspendable or preemptor.demoted:
         return []
     return [
         summary
         for summary in queue.summaries.values()
-        if summary.job in suspendable and summary.priority <= preemptor.priority and summary.bound and not summary.ages
+        if summary.priority <= preemptor.priority
+        and summary.bound
+        and not summary.ages
+        and _may_suspend_for(summary, preemptor, suspendable)
     ]
+
+
+def _may_suspend_for(summary: GangSummary, preemptor: JobRank, suspendable: Suspendable) -> bool:
+    """A long runner, for any such preemptor; a newcomer, only for a starving one (which goes before every
+    gang of its PriorityClass, whatever their rank)."""
+    return summary.job in suspendable.long_runners or (summary.job in suspendable.newcomers and preemptor.starving)
 
 
 def _may_suspend(snapshot: ClusterSnapshot, job_key: str) -> bool:

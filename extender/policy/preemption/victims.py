@@ -8,7 +8,8 @@ The preemptor is a gang (all its PodGroups), never a single pod. Candidate victi
   PriorityClass or a lower one, when the preemptor is fresh and the job is expected to run on for longer
   than a fresh job runs in all (`residual_life`): the job is suspended (`spec.runPolicy.suspend`) rather
   than evicted, and resumes later from its checkpoint, ranked after the fresh jobs (least attained
-  service first, as Tiresias ranks);
+  service first, as Tiresias ranks); or, for a starving preemptor, one that started moments ago
+  (`suspension_newcomer_s`), which resumes ranked as before;
 - a whole gang of a lower PriorityClass (every PodGroup of its GangGroup), never part of one; suspended
   rather than evicted when its TFJob is marked suspendable. Within one
   PriorityClass weight never evicts: training-operator marks a TFJob Failed, for good, once it sees one
@@ -51,6 +52,7 @@ from extender.policy.preemption.search import (
     open_search,
     victims_of,
 )
+from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.resources import EMPTY, Resources, describe, total
 from extender.policy.settings import PolicySettings
 
@@ -90,7 +92,7 @@ def plan_preemption(
     now: float,
     *,
     terminating_victims: Iterable[str] = (),
-    suspendable: frozenset[str] = frozenset(),
+    suspendable: Suspendable = NO_SUSPENSIONS,
 ) -> Decision:
     """The cheapest victims that let the gang of `group_key` be planned whole, or why there are none.
     `suspendable`: TFJobs that may be suspended (and resumed later) for it (`residual_life`)."""
