@@ -116,6 +116,9 @@ class PreemptionLoop:
     until either changes: a large waiting gang does not cost a full dry run every tick."""
     pdb_retry_s: float = 30.0
     """Seconds before a preemption a PodDisruptionBudget refused is tried again for the same gang."""
+    quiet_recheck_s: float = 30.0
+    """Seconds after which a pass that found nothing to do is made again on an unchanged model: a starving
+    gang's rank keeps climbing with no event, and may come to outrank a job whose surplus it needs."""
     blocked: dict[str, tuple[float, str]] = field(default_factory=dict)
     """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
     refused an eviction."""
@@ -128,9 +131,10 @@ class PreemptionLoop:
     """TFJob → when this loop suspended it, until the model shows it resumed (None until the first pass has
     looked for jobs a loop suspended before a restart)."""
     _waits: WaitEventReporter | None = None
-    _quiet: tuple[int, tuple[str, ...]] | None = None
-    """(model generation, starving gangs) of the last pass that found nothing to do: an unchanged model with
-    no gang newly starving gives the same answer, so the pass is skipped."""
+    _quiet: tuple[int, tuple[str, ...], float] | None = None
+    """(model generation, starving gangs, when) of the last pass that found nothing to do: an unchanged
+    model with no gang newly starving gives the same answer until the ranks of starving gangs have
+    climbed, so the pass is skipped for `quiet_recheck_s`."""
     _ticker: Ticker | None = None
 
     def start(self) -> None:
@@ -162,8 +166,9 @@ class PreemptionLoop:
         if overdue:
             self._resolve(snapshot, overdue, now)
             snapshot = self.state.snapshot()
-        if (snapshot.generation, starving) == self._quiet:
-            return None
+        if self._quiet is not None and self._quiet[:2] == (snapshot.generation, starving):
+            if now - self._quiet[2] < self.quiet_recheck_s:
+                return None
         choice = self._choose(snapshot, now)
         plan = self._unblocked(choice.plan, now)
         if self.dry_run:
@@ -173,7 +178,7 @@ class PreemptionLoop:
             if plan is not None and record is not None:
                 self.shadowed.append(record)
                 log.info("would carry out (dry run): %s", plan.reason)
-            self._quiet = (snapshot.generation, starving)
+            self._quiet = (snapshot.generation, starving, now)
             return plan
         admitted, snapshot, choice = self._admit_in_rank(snapshot, choice, now, 0)
         plan = self._unblocked(choice.plan, now)
@@ -189,7 +194,7 @@ class PreemptionLoop:
         if self._waits is None:
             self._waits = WaitEventReporter(self.actuator, self.settings)
         self._waits.report(reported, now)
-        self._quiet = (snapshot.generation, starving) if choice.plan is None and choice.admit is None else None
+        self._quiet = (snapshot.generation, starving, now) if choice.plan is None and choice.admit is None else None
         return plan
 
     def _admit_in_rank(

@@ -23,7 +23,16 @@ from extender.policy.standing import Standing, WaitKind, explain_gang
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import cluster, cpu_nodes, make_node, make_pod, make_podgroup, running_gang, waiting_job
+from tests.builders import (
+    bound_job,
+    cluster,
+    cpu_nodes,
+    make_node,
+    make_pod,
+    make_podgroup,
+    running_gang,
+    waiting_job,
+)
 
 NOW = 1_800_000_000.0
 NAMES = ["node-0", "node-1", "node-2"]
@@ -443,3 +452,17 @@ def test_why_a_preemptor_waits_names_the_victims_still_on_their_nodes() -> None:
     standing = explain_gang(loop.state.snapshot(), "default/urgent", SETTINGS, NOW)
     assert standing is not None and standing.wait.kind is WaitKind.VICTIMS_TERMINATING
     assert "12 victim pod(s)" in standing.wait.message and "default/batch-ps-0" in standing.wait.message
+
+
+def test_a_starving_gang_whose_rank_climbs_past_a_victims_is_searched_again_in_a_quiet_cluster() -> None:
+    """Nothing in the cluster changes, but a starving gang climbs a size class per starvation limit: once
+    it outranks an elastic job, that job's surplus is its to take, though no event wakes the loop."""
+    victim = bound_job("wide", placement=["node-0"] * 4 + ["node-1"] * 4 + ["node-2"] * 2, min_workers=1)
+    loop, actuator = loop_over(
+        *cpu_nodes(3), *victim, *waiting_job("big", pods=8, priority=0, created="2027-01-15T07:59:50Z")
+    )
+    limit = SETTINGS.starvation_limit_s
+    for later in (0.0, limit, limit + 2):
+        assert loop.tick(NOW + later) is None, f"not yet outranked at +{later:.0f} s"
+    plan = loop.tick(NOW + 2 * limit + 60)
+    assert plan is not None and dict(plan.scale_ins) == {"default/wide": 3}, plan
