@@ -166,9 +166,9 @@ class PreemptionLoop:
         if overdue:
             self._resolve(snapshot, overdue, now)
             snapshot = self.state.snapshot()
-        if self._quiet is not None and self._quiet[:2] == (snapshot.generation, starving):
-            if now - self._quiet[2] < self.quiet_recheck_s:
-                return None
+        quiet = self._quiet
+        if quiet is not None and quiet[:2] == (snapshot.generation, starving) and now - quiet[2] < self.quiet_recheck_s:
+            return None
         choice = self._choose(snapshot, now)
         plan = self._unblocked(choice.plan, now)
         if self.dry_run:

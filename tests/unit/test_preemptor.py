@@ -458,9 +458,7 @@ def test_a_starving_gang_whose_rank_climbs_past_a_victims_is_searched_again_in_a
     """Nothing in the cluster changes, but a starving gang climbs a size class per starvation limit: once
     it outranks an elastic job, that job's surplus is its to take, though no event wakes the loop."""
     victim = bound_job("wide", placement=["node-0"] * 4 + ["node-1"] * 4 + ["node-2"] * 2, min_workers=1)
-    loop, actuator = loop_over(
-        *cpu_nodes(3), *victim, *waiting_job("big", pods=8, priority=0, created="2027-01-15T07:59:50Z")
-    )
+    loop, _ = loop_over(*cpu_nodes(3), *victim, *waiting_job("big", pods=8, priority=0, created="2027-01-15T07:59:50Z"))
     limit = SETTINGS.starvation_limit_s
     for later in (0.0, limit, limit + 2):
         assert loop.tick(NOW + later) is None, f"not yet outranked at +{later:.0f} s"
