@@ -22,6 +22,13 @@ from extender.policy.model import (
 )
 from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert, workload_api
+from extender.state.gang_annotations import (
+    ATTAINED_ANNOTATION,
+    RESUMED_AT_ANNOTATION,
+    RUN_TIME_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
+    SUSPENDED_AT_ANNOTATION,
+)
 from extender.state.kinds import BY_KIND, Kind
 
 
@@ -155,8 +162,13 @@ def job_manifest(job: JobView) -> dict[str, Any]:
         for role, count in job.replicas.items()
     }
     spec: dict[str, Any] = {"tfReplicaSpecs": replica_specs, "enableDynamicWorker": job.enable_dynamic_worker}
+    run_policy: dict[str, Any] = {}
     if job.priority_class:
-        spec["runPolicy"] = {"schedulingPolicy": {"priorityClass": job.priority_class}}
+        run_policy["schedulingPolicy"] = {"priorityClass": job.priority_class}
+    if job.suspended:
+        run_policy["suspend"] = True
+    if run_policy:
+        spec["runPolicy"] = run_policy
     workers = job.replicas.get(Role.WORKER, 0)
     annotations = (
         {
@@ -174,12 +186,30 @@ def job_manifest(job: JobView) -> dict[str, Any]:
         annotations[convert.WORKER_PLAN_ANNOTATION] = convert.plan_annotation(
             dict(job.worker_plan), job.worker_plan_expires
         )
-    return {
+    annotations |= _suspension_annotations(job)
+    manifest = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
         "metadata": _meta(job.name, job.namespace, job.created, uid=job.uid, annotations=annotations),
         "spec": spec,
     }
+    if job.succeeded:
+        manifest["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    return manifest
+
+
+def _suspension_annotations(job: JobView) -> dict[str, str]:
+    """Whether the job may be suspended, and what the preemption loop wrote on it about its runs."""
+    annotations = {SUSPENDABLE_ANNOTATION: "true"} if job.suspendable else {}
+    for name, seconds in (
+        (SUSPENDED_AT_ANNOTATION, job.suspended_at),
+        (RESUMED_AT_ANNOTATION, job.resumed_at),
+        (ATTAINED_ANNOTATION, job.attained_s),
+        (RUN_TIME_ANNOTATION, job.run_s),
+    ):
+        if seconds:
+            annotations[name] = f"{seconds:.3f}"
+    return annotations
 
 
 def network_topology_manifest(layers: tuple[NetworkLayer, ...]) -> dict[str, Any]:

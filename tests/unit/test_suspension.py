@@ -25,6 +25,7 @@ from extender.state.gang_annotations import (
     SUSPENDED_AT_ANNOTATION,
 )
 from extender.state.kinds import Kind
+from extender.state.view_manifests import job_manifest
 from tests.builders import cluster, cpu_nodes, running_gang, snapshot, waiting_job
 
 NOW = 1_800_000_000.0
@@ -61,6 +62,13 @@ def test_the_tfjob_says_whether_it_may_be_suspended_and_when_it_was() -> None:
     assert (plain.suspendable, plain.suspended, plain.succeeded, plain.attained_s) == (False, False, False, 0.0)
     assert plain.run_s == 0.0
     assert crds.job_view(finished_job("done", 61.5)).run_s == 61.5
+
+
+def test_what_the_tfjob_says_about_suspension_survives_a_state_dump() -> None:
+    job = crds.job_view(finished_job("done", 61.5))
+    job = replace(job, suspendable=True, suspended=True, suspended_at=NOW, resumed_at=NOW - 5, attained_s=40.25)
+    again = crds.job_view(job_manifest(job))
+    assert again == job
 
 
 def test_a_suspendable_job_of_the_same_priorityclass_is_suspended_for_a_fresh_gang() -> None:
