@@ -37,6 +37,30 @@ def succeeded(plane: LocalControlPlane, namespace: str, name: str) -> bool:
     return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
 
 
+def suspended_then_resumed_waiting(plane: LocalControlPlane, namespace: str, name: str, pods: int) -> dict[str, str]:
+    """Wait until the loop has suspended and resumed the TFJob `name` and its `pods` pods are back; check
+    they stay pending while the gang it was suspended for runs and the job is never Failed; return its
+    annotations."""
+
+    def resumed() -> dict[str, Any] | None:
+        job = tfjob_object(plane, namespace, name)
+        annotations = job["metadata"].get("annotations") or {}
+        suspended = (job["spec"].get("runPolicy") or {}).get("suspend")
+        return job if "tfjob-extender.io/resumed-at" in annotations and not suspended else None
+
+    job = wait_until(f"{name} suspended and resumed", resumed, 60, interval_s=0.5)
+    wait_until(f"{name}'s pods recreated", lambda: len(job_pods(plane, namespace, name)) == pods, 60)
+    stays(
+        f"the resumed {name} waits while the gang it was suspended for runs",
+        lambda: not bound(job_pods(plane, namespace, name)),
+        OBSERVE_S,
+    )
+    conditions = (tfjob_object(plane, namespace, name).get("status") or {}).get("conditions") or []
+    assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
+    annotations: dict[str, str] = job["metadata"]["annotations"]
+    return annotations
+
+
 def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_turn(
     plane: LocalControlPlane, scene: Scene
 ) -> None:
@@ -65,26 +89,11 @@ def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_tur
         plane.create_tfjob(ns, tfjob("fresh", scene=ns, workers=8))
         wait_bound(plane, ns, f"{JOB}=fresh", 9, timeout_s=120)
 
-        def resumed() -> dict[str, Any] | None:
-            job = tfjob_object(plane, ns, "runner")
-            annotations = job["metadata"].get("annotations") or {}
-            suspended = (job["spec"].get("runPolicy") or {}).get("suspend")
-            return job if "tfjob-extender.io/resumed-at" in annotations and not suspended else None
-
-        job = wait_until("the runner suspended and resumed", resumed, 60, interval_s=0.5)
-        annotations = job["metadata"]["annotations"]
+        annotations = suspended_then_resumed_waiting(plane, ns, "runner", 4)
         assert float(annotations["tfjob-extender.io/attained-s"]) > 0, annotations
         assert float(annotations["tfjob-extender.io/suspended-at"]) <= float(
             annotations["tfjob-extender.io/resumed-at"]
         )
-        wait_until("the runner's pods recreated", lambda: len(job_pods(plane, ns, "runner")) == 4, 60)
-        stays(
-            "the resumed runner waits while the fresh gang runs",
-            lambda: not bound(job_pods(plane, ns, "runner")),
-            OBSERVE_S,
-        )
-        conditions = (tfjob_object(plane, ns, "runner").get("status") or {}).get("conditions") or []
-        assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
 
 
 def test_a_starving_gang_suspends_a_job_that_had_just_started_in_its_room(
@@ -106,22 +115,6 @@ def test_a_starving_gang_suspends_a_job_that_had_just_started_in_its_room(
         wait_bound(plane, ns, f"{JOB}=newcomer", 4)
         wait_bound(plane, ns, f"{JOB}=big", 9, timeout_s=120)
 
-        def resumed() -> dict[str, Any] | None:
-            job = tfjob_object(plane, ns, "newcomer")
-            annotations = job["metadata"].get("annotations") or {}
-            suspended = (job["spec"].get("runPolicy") or {}).get("suspend")
-            return job if "tfjob-extender.io/resumed-at" in annotations and not suspended else None
-
-        annotations = wait_until("the newcomer suspended and resumed", resumed, 60, interval_s=0.5)["metadata"][
-            "annotations"
-        ]
+        annotations = suspended_then_resumed_waiting(plane, ns, "newcomer", 4)
         assert "tfjob-extender.io/suspended-at" in annotations, annotations
         assert "tfjob-extender.io/attained-s" not in annotations, "a newcomer is not demoted"
-        wait_until("the newcomer's pods recreated", lambda: len(job_pods(plane, ns, "newcomer")) == 4, 60)
-        stays(
-            "the resumed newcomer waits while the gang runs",
-            lambda: not bound(job_pods(plane, ns, "newcomer")),
-            OBSERVE_S,
-        )
-        conditions = (tfjob_object(plane, ns, "newcomer").get("status") or {}).get("conditions") or []
-        assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
