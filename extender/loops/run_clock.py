@@ -28,7 +28,8 @@ class RunClock:
         self._counted: set[str] = set()
         """Jobs whose run time is already in `finished`."""
         self._suspendable: set[str] = set()
-        """Running jobs marked suspendable and rigid (the only ones a suspension may take)."""
+        """Running jobs that may be suspended (`JobView.may_be_suspended`: the only ones a suspension may
+        take)."""
         self._recalled = False
         """Whether the run times recorded on the TFJobs were read into `finished`."""
 

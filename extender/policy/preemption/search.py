@@ -61,7 +61,7 @@ class Subject(NamedTuple):
     its rank is only worked out once the search takes it (a plain tuple: thousands are listed per search)."""
 
     order: tuple[int, int, int, int, float, float, str]
-    """Cheapest first: surplus, whole gangs, pods without a gang; then lowest rank first (`ascending`:
+    """Cheapest first: surplus, suspensions, whole gangs, pods without a gang; then lowest rank first (`ascending`:
     PriorityClass, demoted first, larger size class, aged weight, later arrival first, key)."""
     key: str
     """The gang key, or the pod key of a pod without a gang."""
@@ -227,8 +227,8 @@ def _may_suspend_for(summary: GangSummary, preemptor: JobRank, suspendable: Susp
 
 
 def _may_suspend(snapshot: ClusterSnapshot, job_key: str) -> bool:
-    """Whether the TFJob says it checkpoints and can be suspended whole (rigid, not suspended already): a
-    gang of a lower PriorityClass that can is suspended rather than evicted, which would fail it for good."""
+    """Whether the TFJob says it checkpoints and can be suspended whole (not suspended already): a gang of
+    a lower PriorityClass that can is suspended rather than evicted, which would fail it for good."""
     job = snapshot.jobs.get(job_key) if job_key else None
     return job is not None and job.may_be_suspended
 
