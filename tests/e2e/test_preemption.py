@@ -13,7 +13,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
 from tests.e2e.waits import OBSERVE_S, stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, tfjob, wait_bound
+from tests.e2e.workloads import JOB, job_pods, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 
@@ -21,11 +21,6 @@ pytestmark = pytest.mark.e2e
 def placed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Pods holding a node and not being deleted."""
     return [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-
-
-def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
-    result: dict[str, Any] = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
-    return result
 
 
 def test_an_elastic_light_job_is_scaled_in_toward_its_minimum_for_a_heavier_one(

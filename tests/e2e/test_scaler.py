@@ -16,7 +16,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.waits import stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, pod, tfjob, wait_bound
+from tests.e2e.workloads import JOB, job_pods, not_failed, pod, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 LEASE = ("--lease-namespace", "default", "--lease-name", "e2e-scaler", "--lease-duration-s", "4")
@@ -45,11 +45,6 @@ def with_scaler(plane: LocalControlPlane) -> Iterator[None]:
         yield
 
 
-def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
-    result: dict[str, Any] = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
-    return result
-
-
 def workers(plane: LocalControlPlane, namespace: str, name: str) -> int:
     return int(tfjob_object(plane, namespace, name)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
 
@@ -75,11 +70,6 @@ def job_events(plane: LocalControlPlane, namespace: str, name: str, reason: str)
         for e in plane.events(namespace)
         if e["involvedObject"]["kind"] == "TFJob" and e["involvedObject"]["name"] == name and e["reason"] == reason
     ]
-
-
-def not_failed(job: dict[str, Any]) -> bool:
-    conditions = (job.get("status") or {}).get("conditions") or []
-    return not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions)
 
 
 def debug_scaler(port: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.waits import stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, tfjob, wait_bound
+from tests.e2e.workloads import JOB, job_pods, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 SHADOW_ARGS = (
@@ -51,8 +51,7 @@ def debug(plane: LocalControlPlane, path: str) -> dict[str, Any]:
 
 
 def worker_replicas(plane: LocalControlPlane, namespace: str, name: str) -> int:
-    job = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
-    return int(job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
+    return int(tfjob_object(plane, namespace, name)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
 
 
 def test_in_shadow_mode_a_job_that_would_grow_does_not_and_the_plan_is_shown(

@@ -19,17 +19,12 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.waits import OBSERVE_S, stays, wait_until
-from tests.e2e.workloads import JOB, bound, job_pods, tfjob, wait_bound
+from tests.e2e.workloads import JOB, bound, job_pods, not_failed, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 
 SUSPENDABLE = "tfjob-extender.io/suspendable"
 RUN_TIME = "tfjob-extender.io/run-s"
-
-
-def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
-    result: dict[str, Any] = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
-    return result
 
 
 def succeeded(plane: LocalControlPlane, namespace: str, name: str) -> bool:
@@ -55,8 +50,8 @@ def suspended_then_resumed_waiting(plane: LocalControlPlane, namespace: str, nam
         lambda: not bound(job_pods(plane, namespace, name)),
         OBSERVE_S,
     )
-    conditions = (tfjob_object(plane, namespace, name).get("status") or {}).get("conditions") or []
-    assert not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
+    final = tfjob_object(plane, namespace, name)
+    assert not_failed(final), final.get("status")
     annotations: dict[str, str] = job["metadata"]["annotations"]
     return annotations
 

@@ -111,6 +111,18 @@ def pod(name: str, *, scene: str, cpu: str = "1", memory: str = "1Gi", labels: d
     }
 
 
+def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
+    """The TFJob `namespace/name` as the API server has it."""
+    result: Obj = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
+    return result
+
+
+def not_failed(job: Obj) -> bool:
+    """Whether the TFJob has no `Failed` condition that is True."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions)
+
+
 def job_pods(plane: LocalControlPlane, namespace: str, job: str) -> list[Obj]:
     return plane.pods(namespace, f"{JOB}={job}")
 
