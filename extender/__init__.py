@@ -1,3 +1,3 @@
 """tfjob-extender: a kube-scheduler HTTP extender for distributed TensorFlow training."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
