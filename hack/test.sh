@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane
-# (cached outside the repo, keyed by version), then lint, types, unit, contract and end-to-end tests.
+# (cached outside the repo, keyed by version), the container image (its base cached outside the repo too), then
+# lint, types, unit, contract, end-to-end and image tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,18 +14,32 @@ echo "[test] installing the package and its test tools"
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e '.[dev,sim]'
 
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages some tests need: chromium for the browser test; buildah, podman and mmdebstrap to build
+# and run the container image. CI (as root) installs the missing ones; elsewhere those tests are skipped.
+missing=()
+for tool in chromium buildah podman mmdebstrap; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "${CI:-}" = "true" ] && [ "$(id -u)" = "0" ]; then
-    echo "[test] installing Debian's chromium for the browser test"
+    echo "[test] installing Debian's ${missing[*]}"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "[test] no chromium: the browser test will be skipped (apt-get install chromium)"
+    echo "[test] no ${missing[*]}: the tests that need them will be skipped (apt-get install ${missing[*]})"
   fi
 fi
 
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
+
+image_tools_present() {
+  for tool in buildah podman mmdebstrap; do command -v "$tool" >/dev/null 2>&1 || return 1; done
+}
+if [ "$(id -u)" = "0" ] && image_tools_present; then
+  echo "[test] building (or reusing) the container image"
+  bash hack/build-image.sh
+fi
 
 echo "[test] ruff, mypy, import layering"
 .venv/bin/ruff format --check .

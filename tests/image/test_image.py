@@ -1,0 +1,197 @@
+"""The container image, built by `hack/build-image.sh` (which reuses its cached base and layers when nothing
+changed) and run the only way this kind of machine allows: `buildah run --isolation chroot` in a working
+container, on the host's network, as the user and entrypoint the image's own config names.
+
+It checks the config (entrypoint, non-root user, OCI labels), runs the entrypoint, serves the example
+snapshot as uid 65532 and asks it `/readyz` and a `POST /filter` on 127.0.0.1, and checks a serve run
+writes nothing to the root filesystem. buildah 1.28 cannot mount a container's root read-only, so that last
+check runs as root with bytecode writing switched on and lists every file the run created or changed: none
+may appear but the files buildah itself writes for each run. Without buildah, podman, mmdebstrap or root the
+tests are skipped, except in CI (CI=true), where hack/test.sh installs the tools first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import extender
+from extender.devcluster import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = os.environ.get("IMAGE", f"localhost/tfjob-extender:{extender.__version__}")
+TOOLS = ("buildah", "podman", "mmdebstrap")
+IMAGE_USER = "65532:65532"
+VERSION_FLAG_IN_CLI = False
+"""Whether the CLI has `--version` (printing extender.__version__). Until it does, the entrypoint is run with
+`--help`; set this to True once it has, and the test checks the printed version instead."""
+BUILD_TIMEOUT_S = 900
+"""Time a cold build may take (Debian base, every wheel, compiling): about 3 min on 2 cores."""
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+WRITTEN_BY_BUILDAH = frozenset({"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run", "/run/.containerenv"})
+"""What `buildah run` itself writes into the container's root for every run, whatever the command."""
+RUN_MARKER = "/image-test-run-marker"
+SNAPSHOT_IN_CONTAINER = "/examples/cluster.yaml"
+
+pytestmark = [pytest.mark.image, pytest.mark.timeout(BUILD_TIMEOUT_S)]
+
+
+@dataclass(frozen=True)
+class Container:
+    """A buildah working container of the image, and the image's config."""
+
+    name: str
+    config: dict[str, Any]
+
+    def command(self, args: Sequence[str], user: str, env: Sequence[str] = (), mounts: Sequence[str] = ()) -> list[str]:
+        """`buildah run` of the image's entrypoint with `args`, as `user`."""
+        options = ["--isolation", "chroot", "--user", user]
+        options += [f"--env={variable}" for variable in env] + [f"--volume={mount}" for mount in mounts]
+        return ["buildah", "run", *options, self.name, "--", *self.config["Entrypoint"], *args]
+
+    def shell(self, script: str, user: str = "0:0") -> str:
+        command = ["buildah", "run", "--isolation", "chroot", "--user", user, self.name, "--", "sh", "-c", script]
+        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+def tools_or_skip() -> None:
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    reason = f"the image tests need {', '.join(missing)} (apt-get install {' '.join(TOOLS)})" if missing else ""
+    if not reason and os.geteuid() != 0:
+        reason = "the image tests build with buildah as root"
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}: hack/test.sh installs them in CI")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def container() -> Iterator[Container]:
+    tools_or_skip()
+    subprocess.run(["bash", str(REPO / "hack" / "build-image.sh")], check=True, env={**os.environ, "IMAGE": IMAGE})
+    inspected = subprocess.run(
+        ["buildah", "inspect", "--type", "image", IMAGE], check=True, capture_output=True, text=True
+    ).stdout
+    name = subprocess.run(
+        ["buildah", "from", "--pull=never", IMAGE], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        yield Container(name, json.loads(inspected)["OCIv1"]["config"])
+    finally:
+        subprocess.run(["buildah", "rm", name], check=True, capture_output=True)
+
+
+def test_config_names_the_entrypoint_a_non_root_user_and_the_labels(container: Container) -> None:
+    assert container.config["Entrypoint"] == ["tfjob-extender"]
+    assert container.config["User"] == IMAGE_USER
+    labels = container.config["Labels"]
+    assert labels["org.opencontainers.image.version"] == extender.__version__
+    assert labels["org.opencontainers.image.title"] == "tfjob-extender"
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert "org.opencontainers.image.source" in labels
+
+
+def test_entrypoint_runs_as_the_image_user(container: Container) -> None:
+    flag = "--version" if VERSION_FLAG_IN_CLI else "--help"
+    printed = subprocess.run(
+        container.command([flag], user=IMAGE_USER), check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+    assert (extender.__version__ if VERSION_FLAG_IN_CLI else "usage: tfjob-extender") in printed
+    # The kubelet's exec probes in manifests/ run `python -c ...` in this container.
+    identity = container.shell("id -u; python -c 'import sys; print(sys.prefix)'", user=IMAGE_USER)
+    assert identity.split() == ["65532", "/opt/tfjob-extender"]
+
+
+def test_serves_the_example_snapshot_as_uid_65532(container: Container) -> None:
+    with serving(container, user=IMAGE_USER) as (url, port):
+        assert_answers_verbs(url)
+        uids = serving_process_uids(port)
+    assert uids and set(uids) == {65532}, f"processes serving port {port} run as {uids}"
+
+
+def test_serving_writes_nothing_to_the_root_filesystem(container: Container) -> None:
+    container.shell(f"touch {RUN_MARKER}")
+    # As root, and with bytecode writing switched back on: any file the service needs to write gets written.
+    with serving(container, user="0:0", env=["PYTHONDONTWRITEBYTECODE="]) as (url, _):
+        assert_answers_verbs(url)
+        with urllib.request.urlopen(f"{url}/ui", timeout=10) as response:
+            assert response.status == 200
+    written = container.shell(f"find / -xdev -newer {RUN_MARKER}; find /tmp -newer {RUN_MARKER}").split()
+    container.shell(f"rm {RUN_MARKER}")
+    assert set(written) <= WRITTEN_BY_BUILDAH, f"a serve run wrote {sorted(set(written) - WRITTEN_BY_BUILDAH)}"
+
+
+@contextlib.contextmanager
+def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterator[tuple[str, int]]:
+    """`serve --cluster-snapshot examples/cluster.yaml` in the container, on a free port of 127.0.0.1."""
+    port = free_port()
+    args = ["serve", "--cluster-snapshot", SNAPSHOT_IN_CONTAINER, "--port", str(port)]
+    command = container.command(args, user=user, env=env, mounts=[f"{REPO / 'examples'}:/examples:ro"])
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready(url):
+            assert process.poll() is None, process.communicate()[0].decode()
+            assert time.monotonic() < deadline, "the extender in the image did not become ready"
+            time.sleep(0.2)
+        yield url, port
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.communicate(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert not ready(url), "the extender in the image still answers after it was stopped"
+
+
+def ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def assert_answers_verbs(url: str) -> None:
+    """A filter request as README's "Try it with curl" sends it: a pending bert worker, three candidate nodes."""
+    items = yaml.safe_load((REPO / "examples" / "cluster.yaml").read_text())["items"]
+    pod = next(item for item in items if item["metadata"]["name"] == "bert-worker-0")
+    candidates = ["node-0", "node-1", "node-2"]
+    body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": candidates}).encode()
+    request = urllib.request.Request(f"{url}/filter", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        answer = json.loads(response.read())
+    assert isinstance(answer["NodeNames"], list)
+    assert answer["NodeNames"] and set(answer["NodeNames"]) <= set(candidates), answer
+
+
+def serving_process_uids(port: int) -> list[int]:
+    """The uids of the host's processes that run the entrypoint serving `port` (the interpreter and buildah's
+    exec wrapper in the container), not the `buildah run` that started them."""
+    wanted = f"serve\0--cluster-snapshot\0{SNAPSHOT_IN_CONTAINER}\0--port\0{port}\0".encode()
+    uids = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            cmdline = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+            if cmdline.endswith(wanted) and Path(cmdline.split(b"\0")[0].decode()).name != "buildah":
+                status = (proc / "status").read_text().splitlines()
+                uids.append(int(next(line for line in status if line.startswith("Uid:")).split()[1]))
+    return uids
