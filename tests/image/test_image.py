@@ -40,9 +40,12 @@ VERSION_FLAG_IN_CLI = False
 """Whether the CLI has `--version` (printing extender.__version__). Until it does, the entrypoint is run with
 `--help`; set this to True once it has, and the test checks the printed version instead."""
 BUILD_TIMEOUT_S = 900
-"""Time a cold build may take (Debian base, every wheel, compiling): about 3 min on 2 cores."""
+"""Seconds a cold build may take (Debian base, every wheel, compiling); 80-130 s measured on 2 shared cores."""
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 10.0
+POLL_INTERVAL_S = 0.2
 WRITTEN_BY_BUILDAH = frozenset({"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run", "/run/.containerenv"})
 """What `buildah run` itself writes into the container's root for every run, whatever the command."""
 RUN_MARKER = "/image-test-run-marker"
@@ -66,7 +69,7 @@ class Container:
 
     def shell(self, script: str, user: str = "0:0") -> str:
         command = ["buildah", "run", "--isolation", "chroot", "--user", user, self.name, "--", "sh", "-c", script]
-        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=60).stdout
+        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S).stdout
 
 
 def tools_or_skip() -> None:
@@ -109,7 +112,11 @@ def test_config_names_the_entrypoint_a_non_root_user_and_the_labels(container: C
 def test_entrypoint_runs_as_the_image_user(container: Container) -> None:
     flag = "--version" if VERSION_FLAG_IN_CLI else "--help"
     printed = subprocess.run(
-        container.command([flag], user=IMAGE_USER), check=True, capture_output=True, text=True, timeout=60
+        container.command([flag], user=IMAGE_USER),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
     ).stdout
     assert (extender.__version__ if VERSION_FLAG_IN_CLI else "usage: tfjob-extender") in printed
     # The kubelet's exec probes in manifests/ run `python -c ...` in this container.
@@ -129,7 +136,7 @@ def test_serving_writes_nothing_to_the_root_filesystem(container: Container) -> 
     # As root, and with bytecode writing switched back on: any file the service needs to write gets written.
     with serving(container, user="0:0", env=["PYTHONDONTWRITEBYTECODE="]) as (url, _):
         assert_answers_verbs(url)
-        with urllib.request.urlopen(f"{url}/ui", timeout=10) as response:
+        with urllib.request.urlopen(f"{url}/ui", timeout=REQUEST_TIMEOUT_S) as response:
             assert response.status == 200
     written = container.shell(f"find / -xdev -newer {RUN_MARKER}; find /tmp -newer {RUN_MARKER}").split()
     container.shell(f"rm {RUN_MARKER}")
@@ -149,7 +156,7 @@ def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterato
         while not ready(url):
             assert process.poll() is None, process.communicate()[0].decode()
             assert time.monotonic() < deadline, "the extender in the image did not become ready"
-            time.sleep(0.2)
+            time.sleep(POLL_INTERVAL_S)
         yield url, port
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -163,7 +170,7 @@ def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterato
 
 def ready(url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=REQUEST_TIMEOUT_S) as response:
             return bool(response.status == 200)
     except (OSError, urllib.error.URLError):
         return False
@@ -176,7 +183,7 @@ def assert_answers_verbs(url: str) -> None:
     candidates = ["node-0", "node-1", "node-2"]
     body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": candidates}).encode()
     request = urllib.request.Request(f"{url}/filter", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
         assert response.status == 200
         answer = json.loads(response.read())
     assert isinstance(answer["NodeNames"], list)
