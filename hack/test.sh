@@ -26,7 +26,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "[test] no ${missing[*]}: the tests that need them will be skipped (apt-get install ${missing[*]})"
+    echo "[test] without ${missing[*]}, the tests that need them are skipped (apt-get install ${missing[*]})"
   fi
 fi
 
