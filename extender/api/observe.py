@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
 from extender.api import debug
-from extender.api.app import lifecycle_app
+from extender.api.app import sampled_lifecycle_app
 from extender.api.auth import OBSERVE_OPEN_PATHS, Reviewer, guarded
 from extender.api.queue_routes import make_queue_router
 from extender.api.ui import make_ui_router
@@ -48,16 +48,7 @@ def create_observe_app(
     of the extender's app and `routers` (`/debug/scaler`). `on_start` / `on_stop` run when it serves with a
     lifespan (a loop process's one listener; `serve` runs it beside the verb listener without one)."""
 
-    def start() -> None:
-        on_start()
-        if debug_routes:
-            service.utilisation.start(service.state.snapshot, service.clock)
-
-    def stop() -> None:
-        service.utilisation.stop()
-        on_stop()
-
-    app = lifecycle_app("tfjob-extender (observe)", start, stop)
+    app = sampled_lifecycle_app("tfjob-extender (observe)", service, on_start, on_stop, sampled=debug_routes)
     app.include_router(debug.make_probe_router(service))
     if debug_routes:
         app.include_router(debug.make_debug_router(service))

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from extender import __version__
 from extender import explain as explain_command
@@ -327,20 +328,26 @@ def policy_from(args: argparse.Namespace) -> PolicySettings:
     return policy
 
 
-def observe_auth_from(args: argparse.Namespace) -> AuthSettings:
+def auth_from(args: argparse.Namespace, prefix: str) -> AuthSettings:
+    """The TLS and token settings of one listener: the verb listener's flags (`prefix` "") or the observe
+    listener's (`prefix` "observe_"); a flag the command lacks counts as not given."""
+
+    def given(name: str) -> Any:
+        return getattr(args, prefix + name, None)
+
     return AuthSettings(
-        tls_cert_file=args.observe_tls_cert_file,
-        tls_key_file=args.observe_tls_key_file,
-        token_file=args.observe_auth_token_file,
-        token_review=args.observe_auth_token_review,
-        audiences=tuple(args.observe_auth_audience),
-        allowed_users=tuple(args.observe_auth_allowed_user),
+        tls_cert_file=given("tls_cert_file"),
+        tls_key_file=given("tls_key_file"),
+        tls_client_ca_file=given("tls_client_ca_file"),
+        token_file=given("auth_token_file"),
+        token_review=bool(given("auth_token_review")),
+        audiences=tuple(given("auth_audience") or ()),
+        allowed_users=tuple(given("auth_allowed_user") or ()),
     )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """The settings of `serve`, `loops` or `scaler`; `SettingsError` (a one-line reason) when they are wrong."""
-    verbs = args.command == "serve"
     return Settings(
         host=args.host,
         port=args.port,
@@ -351,22 +358,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         observe_port=getattr(args, "observe_port", DEFAULTS.observe_port),
         observe_debug=args.observe_debug,
         observe_debug_insecure=args.observe_debug_insecure,
-        observe_auth=observe_auth_from(args),
+        observe_auth=auth_from(args, "observe_"),
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
         max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
-        auth=AuthSettings(
-            tls_cert_file=args.tls_cert_file,
-            tls_key_file=args.tls_key_file,
-            tls_client_ca_file=args.tls_client_ca_file,
-            token_file=args.auth_token_file,
-            token_review=args.auth_token_review,
-            audiences=tuple(args.auth_audience),
-            allowed_users=tuple(args.auth_allowed_user),
-        )
-        if verbs
-        else AuthSettings(),
+        auth=auth_from(args, ""),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
             lease_namespace=args.lease_namespace,

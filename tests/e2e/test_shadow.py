@@ -16,7 +16,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
 from tests.e2e.waits import stays, wait_until
-from tests.e2e.workloads import JOB, bound, job_pods, tfjob, tfjob_object, wait_bound
+from tests.e2e.workloads import JOB, bound, job_pods, low_priority_batch_filling, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 SHADOW_ARGS = (
@@ -106,13 +106,7 @@ LOOPS_ARGS = (
 def test_the_loops_in_their_own_process_in_shadow_mode_are_observable(plane: LocalControlPlane, scene: Scene) -> None:
     scene.add_nodes(3)
     ns = scene.namespace
-    for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):
-        plane.post(
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
-        )
-    plane.create_tfjob(ns, tfjob("batch", scene=ns, workers=11, priority_class=f"{ns}-low"))
-    wait_bound(plane, ns, f"{JOB}=batch", 12)
+    low_priority_batch_filling(plane, ns)
     port = plane.start_scaler("loops-shadow", LOOPS_ARGS, command_name="loops")
     try:
         ready = wait_until("the loops process ready", lambda: debug(plane, "/readyz", port), 30)
