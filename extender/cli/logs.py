@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -54,10 +55,16 @@ class RepeatLimiter(logging.Filter):
         self._clock = clock
         self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
         """Key → (when a line of it last passed, repeats held back since)."""
+        self._lock = threading.Lock()
+        """Handlers filter outside their own lock, and every thread of the process logs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < LIMITED_FROM_LEVEL or self.interval_s <= 0:
             return True
+        with self._lock:
+            return self._passes(record)
+
+    def _passes(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.levelno, str(record.msg))
         now = self._clock()
         passed = self._seen.get(key)

@@ -10,13 +10,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from extender.__main__ import main
+from extender.api.app import make_service
 from extender.cli.args import parse_args, settings_from
 from extender.cli.exposure import exposure_checked
-from extender.cli.serving import Wiring, listener_apps
+from extender.cli.serving import Wiring, listener_apps, offline_wiring
 from extender.config import Settings
 from extender.state.store import ClusterState
 from tests.contract.support import Clock, filter_args, worker
 
+EXAMPLE = Path(__file__).parents[2] / "examples" / "cluster.yaml"
 TOKEN = "observe-secret"
 VERB_TOKEN = "verb-secret"
 
@@ -37,8 +39,6 @@ def verb_tokens(tmp_path: Path) -> Path:
 
 def listeners(argv: list[str], state: ClusterState) -> tuple[TestClient, TestClient]:
     """Clients of the verb listener and the observe listener `serve ARGV` would run (over `state`)."""
-    from extender.api.app import make_service
-
     settings = settings_from(parse_args(["serve", "--observe-port", "8890", *argv]))
     app, observe_app = listener_apps(settings, Wiring(make_service(settings, state, Clock())))
     assert observe_app is not None
@@ -135,3 +135,18 @@ def test_a_loop_process_judges_its_one_listener_by_the_observe_flags(capsys: pyt
     assert "--observe-debug on 0.0.0.0" in capsys.readouterr().err
     assert exposure_checked(settings_from(parse_args(["loops", "--observe-debug"])), verbs=False)
     assert exposure_checked(Settings(host="0.0.0.0"), verbs=False), "probes and metrics alone need nothing"
+
+
+def test_serves_observe_listener_exports_the_loops_metrics_and_their_debug_views() -> None:
+    argv = ["--cluster-snapshot", str(EXAMPLE), "--with-scaler", "--dry-run", "--observe-port", "8890"]
+    settings = settings_from(parse_args(["serve", *argv, "--observe-host", "127.0.0.1", "--observe-debug"]))
+    loaded = ClusterState(settings.policy)
+    wiring = offline_wiring(settings, loaded, make_service(settings, loaded, Clock()))
+    assert wiring is not None
+    _, observe_app = listener_apps(settings, wiring)
+    assert observe_app is not None
+    observe = TestClient(observe_app)
+    metrics = observe.get("/metrics").text
+    assert "tfjob_extender_preemption_leader" in metrics and "tfjob_extender_scaler_leader" in metrics
+    assert observe.get("/debug/scaler").json()["settings"]["scaleOutStep"] == 2
+    assert observe.get("/debug/jobs").json()["shadowMode"] is True
