@@ -6,15 +6,16 @@ the simulator, `explain` and the dev cluster for theirs. The names other code ha
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 
 from extender import explain as explain_command
-from extender.cli.args import parse_args, settings_from
+from extender.cli.args import DEFAULTS, parse_args, settings_from
 from extender.cli.exposure import exposure_checked
+from extender.cli.logs import configure_logging
 from extender.cli.loop_process import Loops, run_loops
 from extender.cli.serving import serve, settle_heap
+from extender.config import SettingsError
 from extender.sim import cli as sim_cli
 
 __all__ = ["exposure_checked", "main", "parse_args", "settings_from", "settle_heap"]
@@ -22,9 +23,15 @@ __all__ = ["exposure_checked", "main", "parse_args", "settings_from", "settle_he
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, getattr(args, "log_format", "text"), DEFAULTS.log_repeat_interval_s)
+    if args.command in ("serve", "loops", "scaler"):
+        try:
+            settings = settings_from(args)
+        except SettingsError as error:
+            sys.stderr.write(f"tfjob-extender: {error}\n")
+            return 2
     if args.command == "serve":
-        return serve(settings_from(args), args.log_level)
+        return serve(settings, args.log_level)
     if args.command == "simulate":
         return sim_cli.run(args)
     if args.command == "dev-cluster":
@@ -34,9 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "explain":
         return explain_command.run(args)
     if args.command == "scaler":
-        return run_loops(settings_from(args), args.log_level, Loops(preemption=False, scaler=True))
+        return run_loops(settings, args.log_level, Loops(preemption=False, scaler=True))
     if args.command == "loops":
-        return run_loops(settings_from(args), args.log_level, Loops(preemption=True, scaler=True))
+        return run_loops(settings, args.log_level, Loops(preemption=True, scaler=True))
     return 2
 
 

@@ -1,12 +1,41 @@
 """Service settings: where to listen, where the cluster is, limits of the HTTP layer, and the policy's
-settings. Built once from the command line and passed explicitly; nothing reads it from a global."""
+settings. Built once from the command line (and a policy file, `load_policy_file`) and passed explicitly;
+nothing reads it from a global."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extender.policy.settings import PolicySettings
+import yaml
+
+from extender.policy.settings import PolicySettings, SettingValueError, policy_from_mapping
+
+
+class SettingsError(ValueError):
+    """Settings the process cannot start with; the message is one line naming what to change."""
+
+
+def load_policy_file(path: Path) -> PolicySettings:
+    """The policy settings a YAML file gives: a mapping whose keys are `PolicySettings`' field names (every
+    one optional; an empty file gives the defaults). Raises `SettingsError` naming the file and the key."""
+    try:
+        values = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise SettingsError(f"policy file {path}: cannot be read: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise SettingsError(f"policy file {path}: not valid YAML{at}: {problem}") from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise SettingsError(f"policy file {path}: expected a mapping of setting names to values, not {values!r:.80}")
+    try:
+        return policy_from_mapping(values)
+    except SettingValueError as error:
+        raise SettingsError(f"policy file {path}: {error}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +46,14 @@ class Settings:
     """Address of the read-only observe listener (`/metrics`, `/debug`, `/ui`; no verbs)."""
     observe_port: int = 0
     """Port of the observe listener; 0: no observe listener."""
+    observe_debug: bool = False
+    """Serve `/debug/*` and `/ui` on the observe listener too (by default it serves only `/metrics`,
+    `/healthz` and `/readyz`), behind `observe_auth`'s token checks."""
+    observe_debug_insecure: bool = False
+    """Allow `observe_debug` off the loopback address without any token check."""
+    observe_auth: AuthSettings = field(default_factory=lambda: AuthSettings())
+    """TLS of the observe listener and the token checks on its debug routes (never on `/metrics`, `/healthz`,
+    `/readyz`); separate from `auth`, which guards the verb listener only."""
     kubeconfig: str | None = None
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
@@ -70,7 +107,10 @@ class Settings:
     act on the cluster nor change the model (`--dry-run`)."""
     scaler: ScalerSettings = field(default_factory=lambda: ScalerSettings())
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
-    """TLS and who may call the port (see `extender.api.auth`); nothing by default (loopback)."""
+    """TLS and who may call the verb listener (see `extender.api.auth`); nothing by default (loopback)."""
+    log_repeat_interval_s: float = 30.0
+    """Seconds during which a warning or error repeated with the same logger and message template is
+    logged once; the next one logged after them says how many were held back."""
 
 
 @dataclass(frozen=True, slots=True)

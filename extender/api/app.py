@@ -49,22 +49,36 @@ def create_app(
     routers: Sequence[APIRouter] = (),
 ) -> verbs.VerbGateway:
     """The extender's ASGI application: the verbs in front, the debug routes (and any `routers`) behind them."""
-
-    def start() -> None:
-        on_start()
-        service.utilisation.start(service.state.snapshot, service.clock)
-
-    def stop() -> None:
-        service.utilisation.stop()
-        on_stop()
-
-    app = lifecycle_app("tfjob-extender", start, stop)
+    app = sampled_lifecycle_app("tfjob-extender", service, on_start, on_stop)
     app.include_router(debug.make_router(service))
     app.include_router(make_queue_router(service))
     app.include_router(make_ui_router(service))
     for router in routers:
         app.include_router(router)
     return verbs.VerbGateway(service, app)
+
+
+def sampled_lifecycle_app(
+    title: str,
+    service: verbs.Service,
+    on_start: Callable[[], None],
+    on_stop: Callable[[], None],
+    *,
+    sampled: bool = True,
+) -> FastAPI:
+    """A `lifecycle_app` that also samples the cluster's utilisation for the page's chart while it serves
+    (unless not `sampled`: no page is served)."""
+
+    def start() -> None:
+        on_start()
+        if sampled:
+            service.utilisation.start(service.state.snapshot, service.clock)
+
+    def stop() -> None:
+        service.utilisation.stop()
+        on_stop()
+
+    return lifecycle_app(title, start, stop)
 
 
 def lifecycle_app(title: str, on_start: Callable[[], None], on_stop: Callable[[], None]) -> FastAPI:

@@ -1,7 +1,12 @@
-"""Who may call the HTTP port once it is reachable from off the loopback address.
+"""Who may call an HTTP port once it is reachable from off the loopback address.
 
-The Deployment binds 127.0.0.1 inside its pod, where only kube-scheduler reaches it, and needs none of
-this. Serving off loopback (`--host 0.0.0.0`, a Service in front) calls for:
+The verb listener and the observe listener are guarded apart, each by its own `AuthSettings`: the verb
+listener's flags are `--tls-*` and `--auth-*`, the observe listener's `--observe-tls-*` and
+`--observe-auth-*` (`flags` names the prefix in messages). On the observe listener the tokens guard only
+the debug routes: `/metrics`, `/healthz` and `/readyz` stay open (`OBSERVE_OPEN_PATHS`).
+
+The Deployment binds the verbs to 127.0.0.1 inside its pod, where only kube-scheduler reaches them, and
+needs none of this. Serving off loopback (`--host 0.0.0.0`, a Service in front) calls for:
 - TLS: `--tls-cert-file` and `--tls-key-file` (uvicorn terminates it);
 - client certificates: `--tls-client-ca-file` makes the handshake refuse any client without a
   certificate that CA signed. This is how kube-scheduler authenticates to an extender (its extender
@@ -35,7 +40,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from extender.config import AuthSettings
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-"""Routes answered without a token: probes, which reveal nothing."""
+"""Routes of the verb listener answered without a token: probes, which reveal nothing."""
+OBSERVE_OPEN_PATHS = OPEN_PATHS | {"/metrics"}
+"""Routes of the observe listener answered without a token: the probes and what Prometheus scrapes."""
 TOKEN_REVIEW_CACHE_S = 60.0
 """Seconds a TokenReview answer (either way) is reused for the same token."""
 TOKEN_REVIEW_CACHE_ENTRIES = 1024
@@ -75,15 +82,40 @@ def exposure_warnings(host: str, auth: AuthSettings) -> list[str]:
     return warnings
 
 
-def settings_problems(auth: AuthSettings) -> list[str]:
-    """Combinations that cannot work."""
+def observe_findings(host: str, auth: AuthSettings, *, debug: bool, insecure: bool) -> tuple[list[str], list[str]]:
+    """(problems that stop the start, warnings) of an observe listener on `host`: its debug routes
+    (`debug`) off the loopback address need a token check unless `insecure` allows them without one."""
+    problems = settings_problems(auth, "--observe-")
+    warnings = []
+    if debug and not auth.checks_tokens and not _is_loopback(host):
+        if insecure:
+            warnings.append(
+                f"/debug and /ui on {host}, off the loopback address, with no authentication "
+                "(--observe-debug-insecure): anyone who reaches the port reads the cluster's state"
+            )
+        else:
+            problems.append(
+                f"--observe-debug on {host}, off the loopback address, needs --observe-auth-token-file FILE or "
+                "--observe-auth-token-review (or --observe-debug-insecure to serve /debug and /ui to anyone)"
+            )
+    if auth.checks_tokens and not debug:
+        warnings.append("--observe-auth-* guard only /debug and /ui, which only --observe-debug serves")
+    if debug and auth.checks_tokens and auth.tls_cert_file is None and not _is_loopback(host):
+        warnings.append(
+            f"observe listener on {host} without TLS: bearer tokens travel in clear text (--observe-tls-cert-file)"
+        )
+    return problems, warnings
+
+
+def settings_problems(auth: AuthSettings, flags: str = "--") -> list[str]:
+    """Combinations that cannot work, named by their flags (`flags`: `--` or `--observe-`)."""
     problems = []
     if (auth.tls_cert_file is None) != (auth.tls_key_file is None):
-        problems.append("--tls-cert-file and --tls-key-file go together")
+        problems.append(f"{flags}tls-cert-file and {flags}tls-key-file go together")
     if auth.tls_client_ca_file is not None and auth.tls_cert_file is None:
-        problems.append("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+        problems.append(f"{flags}tls-client-ca-file needs {flags}tls-cert-file and {flags}tls-key-file")
     if (auth.audiences or auth.allowed_users) and not auth.token_review:
-        problems.append("--auth-audience and --auth-allowed-user need --auth-token-review")
+        problems.append(f"{flags}auth-audience and {flags}auth-allowed-user need {flags}auth-token-review")
     return problems
 
 
@@ -160,12 +192,13 @@ class TokenReviews:
 class AuthGate:
     """ASGI middleware: a request passes with an accepted bearer token (or to an open path)."""
 
-    def __init__(self, app: ASGIApp, check: TokenCheck) -> None:
+    def __init__(self, app: ASGIApp, check: TokenCheck, open_paths: frozenset[str] = OPEN_PATHS) -> None:
         self.app = app
         self.check = check
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
@@ -186,15 +219,22 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def guarded(app: ASGIApp, auth: AuthSettings, reviewer: Reviewer | None) -> ASGIApp:
-    """`app` behind the token checks `auth` asks for (a token any of them accepts passes); unchanged
-    when it asks for none."""
+def guarded(
+    app: ASGIApp,
+    auth: AuthSettings,
+    reviewer: Reviewer | None,
+    *,
+    open_paths: frozenset[str] = OPEN_PATHS,
+    flags: str = "--",
+) -> ASGIApp:
+    """`app` behind the token checks `auth` asks for (a token any of them accepts passes; `open_paths` need
+    none); unchanged when it asks for none. `flags` names the flags' prefix in messages."""
     checks: list[TokenCheck] = []
     if auth.token_file is not None:
         checks.append(TokenFile(auth.token_file))
     if auth.token_review:
         if reviewer is None:
-            raise ValueError("--auth-token-review needs an API server (not --cluster-snapshot)")
+            raise ValueError(f"{flags}auth-token-review needs an API server (not --cluster-snapshot)")
         checks.append(TokenReviews(reviewer, auth.audiences, auth.allowed_users))
     if not checks:
         return app
@@ -205,4 +245,4 @@ def guarded(app: ASGIApp, auth: AuthSettings, reviewer: Reviewer | None) -> ASGI
                 return True
         return False
 
-    return AuthGate(app, accepted)
+    return AuthGate(app, accepted, open_paths)

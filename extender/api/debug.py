@@ -2,7 +2,8 @@
 
 Every route is a GET that reads one snapshot and renders JSON; none changes the model. The gang views
 answer "why is my gang pending?": members by phase, the reserved plan, and the reason the last plan
-failed or what the gang still waits for.
+failed or what the gang still waits for. `make_probe_router` holds what every listener serves (`/healthz`,
+`/readyz`, `/metrics`), `make_debug_router` the `/debug` views an observe listener serves only on request.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.api.readiness import readiness
 from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
@@ -24,7 +26,6 @@ from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
 from extender.state.dump_format import reservation_record
-from extender.state.kinds import BY_KIND
 from extender.state.state_dump import dump_state_chunks
 
 NOT_PLANNED_YET = "no member has reached filter since the gang became pending"
@@ -102,8 +103,27 @@ def json_document(head: dict[str, Any], lists: list[tuple[str, Iterator[object]]
 
 
 def make_router(service: Service) -> APIRouter:
+    """Every read route: the probes, `/metrics` and the `/debug` views."""
+    router = make_probe_router(service)
+    router.include_router(make_debug_router(service))
+    return router
+
+
+def make_probe_router(service: Service) -> APIRouter:
+    """`/healthz`, `/readyz` and `/metrics`: what reveals nothing of the cluster's workloads."""
     router = APIRouter()
     add_health_routes(router, service)
+
+    @router.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router
+
+
+def make_debug_router(service: Service) -> APIRouter:
+    """The `/debug` views of the model: gangs, jobs, the dump, topology, decisions."""
+    router = APIRouter()
     add_gang_routes(router, service)
     add_job_routes(router, service)
     add_inspection_routes(router, service)
@@ -121,7 +141,8 @@ def _streamer(service: Service) -> Callable[[Iterator[bytes]], StreamingResponse
 
 
 def add_health_routes(router: APIRouter, service: Service) -> None:
-    """`/healthz` (the process answers) and `/readyz` (every watched kind has been listed)."""
+    """`/healthz` (the process answers) and `/readyz` (every watched kind has been listed, and the lease
+    answered where it must be; `extender.api.readiness`)."""
 
     @router.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -129,9 +150,8 @@ def add_health_routes(router: APIRouter, service: Service) -> None:
 
     @router.get("/readyz")
     def readyz() -> JSONResponse:
-        synced = service.state.synced_kinds()
-        body = {"ready": service.state.is_synced(), "synced": {k.value: k in synced for k in BY_KIND}}
-        return JSONResponse(body, status_code=200 if body["ready"] else 503)
+        ready, body = readiness(service.state, service.probes)
+        return JSONResponse(body, status_code=200 if ready else 503)
 
 
 def add_gang_routes(router: APIRouter, service: Service) -> None:
@@ -211,7 +231,7 @@ def add_job_routes(router: APIRouter, service: Service) -> None:
 
 
 def add_inspection_routes(router: APIRouter, service: Service) -> None:
-    """`/debug/topology`, `/debug/decisions` and `/metrics`."""
+    """`/debug/topology` and `/debug/decisions`."""
 
     @router.get("/debug/topology")
     def topology(
@@ -233,7 +253,3 @@ def add_inspection_routes(router: APIRouter, service: Service) -> None:
     @router.get("/debug/decisions")
     def decisions(pod: str | None = None, limit: int = 50) -> dict[str, Any]:
         return {"decisions": service.history.render(pod=pod, limit=max(1, min(limit, 1000)))}
-
-    @router.get("/metrics")
-    def metrics() -> Response:
-        return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,5 +1,6 @@
-"""HTTP for the scaler: `/debug/scaler` beside the extender's routes, or a small app of its own when the
-scaler runs alone (`/healthz`, `/debug/scaler`, `/metrics`). Read-only: every route renders state.
+"""HTTP for the scaler: `/debug/scaler` beside the extender's routes (on the verb listener, and on an
+observe listener with its debug routes, in `serve` or in the loops' own process). Read-only: every route
+renders state.
 
 The loop keeps plain records and counts; this module renders them as JSON and exports the counts to
 Prometheus (a collector reads them at each scrape), so the loops and the simulator need no HTTP or
@@ -7,15 +8,15 @@ metrics library."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from fastapi import APIRouter
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from extender.api.app import lifecycle_app
+from extender.api.loop_metrics import counter_by
 from extender.api.loopviews import render_record
 from extender.loops.scaler import ScalerLoop
 
@@ -83,10 +84,7 @@ class ScalerCollector(Collector):
             "TFJob writes refused with 409 Conflict and retried.",
             value=counts.conflicts,
         )
-        ticks = CounterMetricFamily("tfjob_extender_scaler_ticks", "Scaler ticks by role.", labels=["role"])
-        for role, value in sorted(dict(counts.ticks).items()):
-            ticks.add_metric([role], value)
-        yield ticks
+        yield counter_by("tfjob_extender_scaler_ticks", "Scaler ticks by role.", "role", counts.ticks)
         yield GaugeMetricFamily(
             "tfjob_extender_scaler_leader",
             "1 while this instance holds the scaler lease.",
@@ -97,26 +95,3 @@ class ScalerCollector(Collector):
 def export_scaler_metrics(registry: CollectorRegistry, loop: ScalerLoop) -> None:
     """Serve the scaler's counts on `registry`'s `/metrics`."""
     registry.register(ScalerCollector(loop))
-
-
-def create_loops_app(
-    routers: Sequence[APIRouter],
-    registry: CollectorRegistry,
-    *,
-    on_start: Callable[[], None],
-    on_stop: Callable[[], None],
-) -> FastAPI:
-    """The HTTP side of a process that runs only loops: `/healthz`, their `/debug` routes and `/metrics`."""
-    app = lifecycle_app("tfjob-extender loops", on_start, on_stop)
-    for router in routers:
-        app.include_router(router)
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/metrics")
-    def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    return app

@@ -23,6 +23,7 @@ from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
 from extender.api.pacing import Pacing
+from extender.api.readiness import Probes
 from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
 from extender.policy import FilterDecision, filter_pod, prioritize_pod
@@ -56,6 +57,8 @@ class Service:
     """Cluster utilisation over time, for the page's chart."""
     pacing: Pacing = field(default_factory=Pacing)
     """How the large debug documents share the process with the verbs."""
+    probes: Probes = field(default_factory=Probes)
+    """What `/readyz` weighs beyond the model's sync (the informers' failures, the lease)."""
 
 
 class BodyTooLarge(wire.WireError):

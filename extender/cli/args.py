@@ -1,8 +1,13 @@
 """Arguments of the `tfjob-extender` command and the `Settings` they make. `parse_args` builds one parser
 with a subcommand per mode (serve, simulate, loops, scaler, explain, dev-cluster); the `add_*_arguments`
-helpers add the groups of options several subcommands share (scaler tuning, TLS and tokens, a loop process's
-cluster and port), and `settings_from` turns the parsed namespace into the frozen `Settings` the rest of the
-program reads. Nothing here starts anything.
+helpers add the groups of options several subcommands share (policy settings, scaler tuning, TLS and tokens
+of the verb listener and of the observe listener, a loop process's cluster and port), and `settings_from`
+turns the parsed namespace into the frozen `Settings` the rest of the program reads.
+
+The policy settings come from a policy file (`--config`, the same YAML for `serve`, `loops` and `scaler`)
+with the policy flags given explicitly on top: every policy flag defaults to None, so a flag left out
+never overrides the file. The merged settings are checked against `POLICY_RULES`; a refusal raises
+`SettingsError`, a one-line message naming the flag or the file's key. Nothing here starts anything.
 """
 
 from __future__ import annotations
@@ -11,27 +16,38 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from extender import __version__
 from extender import explain as explain_command
-from extender.config import AuthSettings, ScalerSettings, Settings
+from extender.config import AuthSettings, ScalerSettings, Settings, SettingsError, load_policy_file
 from extender.policy.model import NetworkLayer
-from extender.policy.settings import STARVING_HOLDS
+from extender.policy.settings import POLICY_RULES, STARVING_HOLDS, PolicySettings, policy_problems
 from extender.sim import cli as sim_cli
 
 DEFAULTS = Settings()
+POLICY = DEFAULTS.policy
 COMMAND_DESCRIPTION = "The `tfjob-extender` command: parse arguments, build the service, run it. No policy lives here."
 """`tfjob-extender --help`'s description."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
+INVERTED_POLICY_FLAGS = {
+    "consolidation_enabled": "--no-consolidation",
+    "defer_to_scheduler_gang_barrier": "--own-barrier-for-gated-gangs",
+}
+"""Policy settings whose flag turns them off (the others' flags are their names in kebab case)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tfjob-extender", description=COMMAND_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tfjob-extender {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="answer kube-scheduler's extender calls")
     add_serve_arguments(serve)
     add_serve_loop_arguments(serve)
     simulate = commands.add_parser("simulate", help="replay a workload through our policy and the baselines")
     sim_cli.add_arguments(simulate)
-    simulate.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    simulate.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
     loops = commands.add_parser(
         "loops", help="run the preemption loop and the scaler in a process of their own (one active cluster-wide)"
     )
@@ -56,13 +72,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
-    """`serve`: listeners, where the model comes from, policy knobs, limits, TLS and tokens."""
-    serve.add_argument("--host", default=DEFAULTS.host, help="address to bind (default %(default)s)")
-    serve.add_argument("--port", type=int, default=DEFAULTS.port, help="port to bind (default %(default)s)")
+    """`serve`: listeners, where the model comes from, policy knobs, limits, logs, TLS and tokens."""
+    serve.add_argument("--host", default=DEFAULTS.host, help="address of the verb listener (default %(default)s)")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULTS.port, help="port of the verb listener (default %(default)s)"
+    )
     serve.add_argument(
         "--observe-host",
         default=DEFAULTS.observe_host,
-        help="address of the read-only observe listener: /metrics, /debug, /ui, no verbs (default %(default)s)",
+        help="address of the read-only observe listener: /metrics, /healthz, /readyz, and with --observe-debug "
+        "/debug and /ui; no verbs (default %(default)s)",
     )
     serve.add_argument(
         "--observe-port",
@@ -77,33 +96,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         type=Path,
         help="serve from this file (a /debug/state dump or Kubernetes objects in YAML) with no API server",
     )
-    serve.add_argument(
-        "--scheduler-name",
-        default=DEFAULTS.policy.scheduler_name,
-        help="schedulerName of the pods to manage (default %(default)s)",
-    )
-    serve.add_argument(
-        "--starvation-limit-s",
-        type=float,
-        default=DEFAULTS.policy.starvation_limit_s,
-        help="seconds a gang may wait before it starves and capacity is held for it (default %(default)s)",
-    )
     add_policy_arguments(serve)
-    serve.add_argument(
-        "--network-topology",
-        type=network_layers,
-        default=DEFAULTS.policy.network_topology,
-        metavar="LAYER=LABEL,...",
-        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
-        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
-    )
-    serve.add_argument(
-        "--own-barrier-for-gated-gangs",
-        action="store_true",
-        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
-        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
-    )
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_log_arguments(serve)
     serve.add_argument(
         "--max-body-bytes",
         type=int,
@@ -111,6 +105,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
     )
     add_auth_arguments(serve)
+    add_observe_arguments(serve, "the observe listener")
 
 
 def add_serve_loop_arguments(serve: argparse.ArgumentParser) -> None:
@@ -140,55 +135,98 @@ def add_dev_cluster_arguments(dev_cluster: argparse.ArgumentParser) -> None:
     dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
     dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
     dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
-    dev_cluster.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dev_cluster.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
 
 
 def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> None:
-    """Arguments of a process that runs loops on a model of its own: cluster, HTTP for /debug and /metrics."""
+    """Arguments of a process that runs loops on a model of its own: cluster, policy, and its one listener
+    (`/healthz`, `/readyz`, `/metrics`; with --observe-debug `/debug` and `/ui`), an observe listener."""
     parser.add_argument("--kubeconfig", help="kubeconfig of the cluster to watch (default: in-cluster)")
-    parser.add_argument("--host", default=DEFAULTS.host, help="address of /debug and /metrics")
-    parser.add_argument("--port", type=int, default=port, help="port of /debug and /metrics (default %(default)s)")
-    parser.add_argument("--scheduler-name", default=DEFAULTS.policy.scheduler_name, help="(default %(default)s)")
-    parser.add_argument("--starvation-limit-s", type=float, default=DEFAULTS.policy.starvation_limit_s)
+    parser.add_argument(
+        "--host", default=DEFAULTS.host, help="address of /metrics, /healthz, /readyz (default %(default)s)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=port, help="port of /metrics, /healthz, /readyz (default %(default)s)"
+    )
     add_policy_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="plan and show what would be done, never act")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_log_arguments(parser)
     add_scaler_arguments(parser)
-    add_auth_arguments(parser)
+    add_observe_arguments(parser, "this process's listener")
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="text lines, or one JSON object per line (ts, level, logger, msg, exc) (default %(default)s)",
+    )
 
 
 def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
-    """Policy settings `serve` and `loops` must be given alike: what the room held for the starving gang at
-    the head of its PriorityClass does to other gangs, and how much run-time history the preemption loop
-    needs before it suspends a job."""
+    """The policy file and the policy flags, which `serve` and `loops` must be given alike (a flag given
+    overrides the file; one left out does not): which pods are ours, starvation and what the room held for
+    the starving gang at the head of its PriorityClass does to other gangs, the run-time history the
+    preemption loop needs before it suspends a job, the network topology and who gates scheduling.k8s.io
+    gangs."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="policy file: YAML mapping policy setting names (e.g. starvation_limit_s: 600) to values; "
+        "give serve and loops the same one. Flags given explicitly override it",
+    )
+    parser.add_argument(
+        "--scheduler-name", help=f"schedulerName of the pods to manage (default {POLICY.scheduler_name})"
+    )
+    parser.add_argument(
+        "--starvation-limit-s",
+        type=float,
+        help="seconds a gang may wait before it starves and capacity is held for it "
+        f"(default {POLICY.starvation_limit_s:g})",
+    )
     parser.add_argument(
         "--starving-hold",
         choices=STARVING_HOLDS,
-        default=DEFAULTS.policy.starving_hold,
         help="which gangs that fit only in room held for a starving gang are kept out of it: the ones that "
         "arrived after it began to starve, until they starve (newcomers), all (block) or none (steer) "
-        "(default %(default)s)",
+        f"(default {POLICY.starving_hold})",
     )
     parser.add_argument(
         "--suspension-min-history",
         type=int,
-        default=DEFAULTS.policy.suspension_min_history,
         help="finished jobs whose run times must be known before a suspendable job is suspended for a fresh "
-        "gang (default %(default)s)",
+        f"gang (default {POLICY.suspension_min_history})",
     )
     parser.add_argument(
         "--suspension-newcomer-s",
         type=float,
-        default=DEFAULTS.policy.suspension_newcomer_s,
         help="a suspendable job that started at most this many seconds ago may be suspended for a starving gang "
         "that outranks it: waiting after fit stays bounded under overload, at the cost of restarts "
-        "(default %(default)s; 0 turns it off)",
+        f"(default {POLICY.suspension_newcomer_s:g}; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--network-topology",
+        type=network_layers,
+        metavar="LAYER=LABEL,...",
+        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
+        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
+    )
+    parser.add_argument(
+        "--own-barrier-for-gated-gangs",
+        action="store_false",
+        dest="defer_to_scheduler_gang_barrier",
+        default=None,
+        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
+        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
     )
 
 
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
-    """TLS and bearer-token checks, for a port reachable from off the loopback address."""
-    group = parser.add_argument_group("TLS and authentication (for a port off the loopback address)")
+    """TLS and bearer-token checks of the verb listener, for a port reachable from off the loopback address."""
+    group = parser.add_argument_group("TLS and authentication of the verb listener (for a port off loopback)")
     group.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate (PEM)")
     group.add_argument("--tls-key-file", type=Path, help="the certificate's private key (PEM)")
     group.add_argument(
@@ -204,25 +242,58 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--auth-allowed-user", action="append", default=[], help="user a reviewed token must be")
 
 
+def add_observe_arguments(parser: argparse.ArgumentParser, listener: str) -> None:
+    """The debug routes of an observe listener, their own token checks, and its TLS."""
+    group = parser.add_argument_group(
+        f"debug routes, TLS and authentication of {listener} (/metrics, /healthz, /readyz always stay open)"
+    )
+    group.add_argument("--observe-debug", action="store_true", help=f"also serve /debug/* and /ui on {listener}")
+    group.add_argument(
+        "--observe-debug-insecure",
+        action="store_true",
+        help="allow --observe-debug off the loopback address with no --observe-auth-token-file or "
+        "--observe-auth-token-review (anyone who reaches the port reads the cluster's state)",
+    )
+    group.add_argument("--observe-tls-cert-file", type=Path, help=f"serve {listener} over HTTPS with this certificate")
+    group.add_argument("--observe-tls-key-file", type=Path, help="the certificate's private key (PEM)")
+    group.add_argument(
+        "--observe-auth-token-file",
+        type=Path,
+        help="accept bearer tokens listed in this file, one a line, on /debug and /ui",
+    )
+    group.add_argument(
+        "--observe-auth-token-review",
+        action="store_true",
+        help="accept bearer tokens the API server's TokenReview accepts, on /debug and /ui",
+    )
+    group.add_argument(
+        "--observe-auth-audience", action="append", default=[], help="audience a reviewed token must have"
+    )
+    group.add_argument("--observe-auth-allowed-user", action="append", default=[], help="user a reviewed token must be")
+
+
 def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
-    policy, loop = DEFAULTS.policy, DEFAULTS.scaler
+    loop = DEFAULTS.scaler
     group = parser.add_argument_group("scaler")
     group.add_argument("--scaler-interval-s", type=float, default=loop.interval_s, help="(default %(default)s)")
     group.add_argument(
-        "--scale-out-step", type=int, default=policy.scale_out_step, help="workers a job gains per tick (%(default)s)"
+        "--scale-out-step", type=int, help=f"workers a job gains per tick (default {POLICY.scale_out_step})"
     )
     group.add_argument(
         "--scale-in-step",
         type=int,
-        default=policy.scale_in_step,
-        help="workers a job gives up per tick for a waiting gang (%(default)s)",
+        help=f"workers a job gives up per tick for a waiting gang (default {POLICY.scale_in_step})",
     )
-    group.add_argument("--scale-cooldown-s", type=float, default=policy.scale_cooldown_s, help="(default %(default)s)")
-    group.add_argument("--no-consolidation", action="store_true", help="never migrate workers onto their PS node")
-    group.add_argument("--consolidation-budget", type=int, default=policy.consolidation_budget, help="(%(default)s)")
+    group.add_argument("--scale-cooldown-s", type=float, help=f"(default {POLICY.scale_cooldown_s:g})")
     group.add_argument(
-        "--consolidation-interval-s", type=float, default=policy.consolidation_interval_s, help="(%(default)s)"
+        "--no-consolidation",
+        action="store_false",
+        dest="consolidation_enabled",
+        default=None,
+        help="never migrate workers onto their PS node",
     )
+    group.add_argument("--consolidation-budget", type=int, help=f"(default {POLICY.consolidation_budget})")
+    group.add_argument("--consolidation-interval-s", type=float, help=f"(default {POLICY.consolidation_interval_s:g})")
     group.add_argument("--lease-namespace", default=loop.lease_namespace, help="(default %(default)s)")
     group.add_argument("--lease-name", default=loop.lease_name, help="(default %(default)s)")
     group.add_argument("--lease-duration-s", type=int, default=loop.lease_duration_s, help="(default %(default)s)")
@@ -240,43 +311,59 @@ def network_layers(text: str) -> tuple[NetworkLayer, ...]:
     return tuple(layers)
 
 
+def policy_flag(setting: str) -> str:
+    """The command-line flag of a policy setting."""
+    return INVERTED_POLICY_FLAGS.get(setting, "--" + setting.replace("_", "-"))
+
+
+def policy_from(args: argparse.Namespace) -> PolicySettings:
+    """The policy file's settings (the defaults without one), with the policy flags given explicitly on top;
+    `SettingsError` when the file or a flag gives a value a setting does not take."""
+    config: Path | None = getattr(args, "config", None)
+    policy = load_policy_file(config) if config is not None else PolicySettings()
+    flags = {key: value for key in POLICY_RULES if (value := getattr(args, key, None)) is not None}
+    policy = replace(policy, **flags)
+    for key, problem in policy_problems(policy).items():
+        raise SettingsError(f"{policy_flag(key)}: {problem}" if key in flags else f"{key}: {problem}")
+    return policy
+
+
+def auth_from(args: argparse.Namespace, prefix: str) -> AuthSettings:
+    """The TLS and token settings of one listener: the verb listener's flags (`prefix` "") or the observe
+    listener's (`prefix` "observe_"); a flag the command lacks counts as not given."""
+
+    def given(name: str) -> Any:
+        return getattr(args, prefix + name, None)
+
+    return AuthSettings(
+        tls_cert_file=given("tls_cert_file"),
+        tls_key_file=given("tls_key_file"),
+        tls_client_ca_file=given("tls_client_ca_file"),
+        token_file=given("auth_token_file"),
+        token_review=bool(given("auth_token_review")),
+        audiences=tuple(given("auth_audience") or ()),
+        allowed_users=tuple(given("auth_allowed_user") or ()),
+    )
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
+    """The settings of `serve`, `loops` or `scaler`; `SettingsError` (a one-line reason) when they are wrong."""
     return Settings(
         host=args.host,
         port=args.port,
         kubeconfig=args.kubeconfig,
         cluster_snapshot=getattr(args, "cluster_snapshot", None),
-        policy=replace(
-            DEFAULTS.policy,
-            scheduler_name=args.scheduler_name,
-            starvation_limit_s=args.starvation_limit_s,
-            starving_hold=args.starving_hold,
-            suspension_min_history=args.suspension_min_history,
-            suspension_newcomer_s=args.suspension_newcomer_s,
-            scale_out_step=args.scale_out_step,
-            scale_in_step=args.scale_in_step,
-            scale_cooldown_s=args.scale_cooldown_s,
-            consolidation_enabled=not args.no_consolidation,
-            consolidation_budget=args.consolidation_budget,
-            consolidation_interval_s=args.consolidation_interval_s,
-            network_topology=getattr(args, "network_topology", DEFAULTS.policy.network_topology),
-            defer_to_scheduler_gang_barrier=not getattr(args, "own_barrier_for_gated_gangs", False),
-        ),
+        policy=policy_from(args),
         observe_host=getattr(args, "observe_host", DEFAULTS.observe_host),
         observe_port=getattr(args, "observe_port", DEFAULTS.observe_port),
+        observe_debug=args.observe_debug,
+        observe_debug_insecure=args.observe_debug_insecure,
+        observe_auth=auth_from(args, "observe_"),
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
         max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
-        auth=AuthSettings(
-            tls_cert_file=args.tls_cert_file,
-            tls_key_file=args.tls_key_file,
-            tls_client_ca_file=args.tls_client_ca_file,
-            token_file=args.auth_token_file,
-            token_review=args.auth_token_review,
-            audiences=tuple(args.auth_audience),
-            allowed_users=tuple(args.auth_allowed_user),
-        ),
+        auth=auth_from(args, ""),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,
             lease_namespace=args.lease_namespace,

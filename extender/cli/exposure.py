@@ -1,6 +1,8 @@
 """Who can reach a listener: before any process starts serving, `exposure_checked` prints the TLS and token
-settings that are wrong (and refuses to start) and the exposures that are merely risky, such as a port off the
-loopback address with no authentication or a read-only observe listener anyone can reach.
+settings that are wrong (and refuses to start) and the exposures that are merely risky. The verb listener
+(`serve --host/--port`) is judged by `--tls-*` and `--auth-*`; the observe listener (`serve --observe-*`, or
+the one listener of `loops` and `scaler`) by `--observe-*`: its `/debug` and `/ui` (`--observe-debug`) off
+the loopback address need a token check of their own, or `--observe-debug-insecure`.
 """
 
 from __future__ import annotations
@@ -9,19 +11,45 @@ import sys
 
 from extender.config import Settings
 
+OBSERVE_ONLY_FLAGS = "--observe-debug, --observe-debug-insecure, --observe-tls-* and --observe-auth-*"
 
-def exposure_checked(settings: Settings) -> bool:
-    """Print what is wrong (False: do not start) or risky about who can reach the port."""
-    from extender.api.auth import exposure_warnings, settings_problems
 
-    for problem in settings_problems(settings.auth):
-        print(f"tfjob-extender: {problem}", file=sys.stderr)
-    for warning in exposure_warnings(settings.host, settings.auth):
-        print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
-    if settings.observe_port and exposure_warnings(settings.observe_host, settings.auth):
-        print(
-            f"tfjob-extender: note: the observe listener on {settings.observe_host}:{settings.observe_port} is "
-            "read-only (no verbs); whoever reaches it can read /metrics, /debug and /ui",
-            file=sys.stderr,
+def exposure_checked(settings: Settings, *, verbs: bool = True) -> bool:
+    """Print what is wrong (False: do not start) or risky about who can reach the ports: `serve`'s verb
+    listener and observe listener (`verbs`), or a loop process's one listener (`settings.host`/`port`)."""
+    from extender.api.auth import exposure_warnings, observe_findings, settings_problems
+
+    problems: list[str] = []
+    warnings: list[str] = []
+    observe_host: str | None = settings.host
+    if verbs:
+        problems += settings_problems(settings.auth)
+        warnings += exposure_warnings(settings.host, settings.auth)
+        observe_host = settings.observe_host if settings.observe_port else None
+        if observe_host is None and _observe_flags_given(settings):
+            problems.append(f"{OBSERVE_ONLY_FLAGS} apply to the observe listener: they need --observe-port")
+    if observe_host is not None:
+        observe_problems, observe_warnings = observe_findings(
+            observe_host,
+            settings.observe_auth,
+            debug=settings.observe_debug,
+            insecure=settings.observe_debug_insecure,
         )
-    return not settings_problems(settings.auth)
+        problems += observe_problems
+        warnings += observe_warnings
+    for problem in problems:
+        print(f"tfjob-extender: {problem}", file=sys.stderr)
+    for warning in warnings:
+        print(f"tfjob-extender: warning: {warning}", file=sys.stderr)
+    return not problems
+
+
+def _observe_flags_given(settings: Settings) -> bool:
+    observe = settings.observe_auth
+    return (
+        settings.observe_debug
+        or settings.observe_debug_insecure
+        or observe.checks_tokens
+        or observe.tls_cert_file is not None
+        or observe.tls_key_file is not None
+    )

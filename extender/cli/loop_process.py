@@ -1,7 +1,13 @@
 """`tfjob-extender loops` and `tfjob-extender scaler`: the preemption loop and the scaler in a process of their
 own, on a model fed by their own informers, acting through the Kubernetes actuator while this process holds the
-Lease; `/debug/scaler` and `/metrics` on their port. `make_loops` builds the wanted loops; `serve` uses it too
-when the loops run inside the extender's process.
+Lease. `make_loops` builds the wanted loops; `serve` uses it too when the loops run inside the extender's
+process.
+
+The process's one listener (`--host`/`--port`) is an observe listener over a service made from its own model
+with its loops attached (`extender.api.observe`): `/healthz`, `/readyz` — ready once every informer has
+listed its kind and the Lease has been answered, leader or standby — and `/metrics` with the loops' counts;
+with `--observe-debug` also `/debug/*` (the shadow plans of `--dry-run`, `/debug/scaler`) and `/ui`, behind
+`--observe-auth-*`.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from extender.cli.exposure import exposure_checked
+from extender.cli.logs import UVICORN_LOG_CONFIG
 from extender.config import Settings
 from extender.state.store import ClusterState
 
@@ -19,6 +26,7 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
     from prometheus_client import CollectorRegistry
 
+    from extender.k8s.lease import KubeLease
     from extender.k8s.plans import PlanPublisher
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
@@ -36,6 +44,8 @@ class Loops:
 class RunningLoops:
     preemption: PreemptionLoop | None
     scaler: ScalerLoop | None
+    lease: KubeLease | None = None
+    """The Lease the loops take turns on (None when no loop runs)."""
 
     def start(self) -> None:
         for loop in (self.preemption, self.scaler):
@@ -62,7 +72,8 @@ def make_loops(
     wanted: Loops,
 ) -> RunningLoops:
     """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
-    Lease (one lease for both: one instance acts cluster-wide)."""
+    Lease (one lease for both: one instance acts cluster-wide), their counts exported on `registry`."""
+    from extender.api.loop_metrics import export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics
     from extender.k8s.actuator import KubeActuator
     from extender.k8s.lease import KubeLease
@@ -104,30 +115,36 @@ def make_loops(
         if wanted.scaler
         else None
     )
+    if preemption is not None:
+        export_preemption_metrics(registry, preemption)
     if scaler is not None:
         export_scaler_metrics(registry, scaler)
-    return RunningLoops(preemption, scaler)
+    return RunningLoops(preemption, scaler, lease if preemption is not None or scaler is not None else None)
 
 
 def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
-    """Loops alone: their own model fed by informers, `/debug/scaler` and `/metrics` on their port."""
+    """Loops alone: their own model fed by informers, an observe listener on their port."""
     import uvicorn
-    from prometheus_client import CollectorRegistry
 
-    from extender.api.auth import guarded, uvicorn_tls_options
-    from extender.api.scaler import create_loops_app
+    from extender.api.app import make_service
+    from extender.api.auth import uvicorn_tls_options
+    from extender.api.observe import create_observe_app, guarded_observe_app
     from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
 
-    if not exposure_checked(settings):
+    if not exposure_checked(settings, verbs=False):
         return 2
     state = ClusterState(settings.policy)
     api_client = make_api_client(settings.kubeconfig)
     informers = Informers(api_client, state)
-    registry = CollectorRegistry()
     publisher = PlanPublisher(api_client)
-    loops = make_loops(settings, state, api_client, registry, publisher, wanted)
+    service = make_service(settings, state, time.time)
+    loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
+    service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
+    service.probes.informer_problems = informers.problems
+    service.probes.lease = loops.lease.status if loops.lease is not None else None
+    service.probes.needs_lease = True
 
     def start() -> None:
         publisher.start()
@@ -139,18 +156,17 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
         informers.stop()
         publisher.stop()
 
-    app = guarded(
-        create_loops_app(loops.routers(), registry, on_start=start, on_stop=stop),
-        settings.auth,
-        token_reviewer(api_client),
+    app = create_observe_app(
+        service, loops.routers(), debug_routes=settings.observe_debug, on_start=start, on_stop=stop
     )
     uvicorn.run(
-        app,
+        guarded_observe_app(app, settings, token_reviewer(api_client)),
         host=settings.host,
         port=settings.port,
         workers=1,
         log_level=log_level,
+        log_config=UVICORN_LOG_CONFIG,
         access_log=False,
-        **uvicorn_tls_options(settings.auth),
+        **uvicorn_tls_options(settings.observe_auth),
     )
     return 0

@@ -1,8 +1,9 @@
-"""`tfjob-extender serve`: the extender's HTTP service. `serve` checks who can reach the port, builds the model
+"""`tfjob-extender serve`: the extender's HTTP service. `serve` checks who can reach the ports, builds the model
 and the service, wires the model's source — a snapshot file (`offline_wiring`, with loops only in shadow mode)
 or the API server (`cluster_wiring`: informers, the plan publisher, the loops this process runs) — and runs the
-verb listener and the optional read-only observe listener together under uvicorn. `settle_heap` moves a loaded
-model out of the cyclic collector's reach; the benchmarks call it too.
+verb listener and the optional read-only observe listener together under uvicorn (`listener_apps`: each behind
+its own TLS and token checks, `--tls-*`/`--auth-*` and `--observe-*`). `settle_heap` moves a loaded model out of
+the cyclic collector's reach; the benchmarks call it too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from extender.cli.exposure import exposure_checked
+from extender.cli.logs import UVICORN_LOG_CONFIG
 from extender.cli.loop_process import Loops, make_loops
 from extender.config import Settings
 from extender.state.dump_format import SnapshotFileError
@@ -26,6 +28,7 @@ from extender.state.store import ClusterState
 if TYPE_CHECKING:
     import uvicorn
     from fastapi import APIRouter
+    from starlette.types import ASGIApp
 
     from extender.api.auth import Reviewer
     from extender.api.verbs import Service
@@ -45,9 +48,8 @@ class Wiring:
 
 
 def serve(settings: Settings, log_level: str) -> int:
-    from extender.api.app import create_app, make_service
-    from extender.api.auth import guarded
-    from extender.api.observe import create_observe_app, serve_together
+    from extender.api.app import make_service
+    from extender.api.observe import serve_together
 
     if not exposure_checked(settings):
         return 2
@@ -61,21 +63,31 @@ def serve(settings: Settings, log_level: str) -> int:
     else:
         wiring = cluster_wiring(settings, state, service)
     try:
-        app = guarded(
-            create_app(wiring.service, on_start=wiring.start, on_stop=wiring.stop, routers=wiring.routers),
-            settings.auth,
-            wiring.reviewer,
-        )
-        observe_app = (
-            guarded(create_observe_app(wiring.service, wiring.routers), settings.auth, wiring.reviewer)
-            if settings.observe_port
-            else None
-        )
+        app, observe_app = listener_apps(settings, wiring)
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
     serve_together(*uvicorn_configs(settings, log_level, app, observe_app))
     return 0
+
+
+def listener_apps(settings: Settings, wiring: Wiring) -> tuple[ASGIApp, ASGIApp | None]:
+    """The verb listener's app (verbs, probes, debug routes) behind `--auth-*`, and with an observe port the
+    observe listener's (probes, `/metrics`; with `--observe-debug` the debug routes and the page, behind
+    `--observe-auth-*`). A `ValueError` says why they cannot be built."""
+    from extender.api.app import create_app
+    from extender.api.auth import guarded
+    from extender.api.observe import create_observe_app, guarded_observe_app
+
+    app = guarded(
+        create_app(wiring.service, on_start=wiring.start, on_stop=wiring.stop, routers=wiring.routers),
+        settings.auth,
+        wiring.reviewer,
+    )
+    if not settings.observe_port:
+        return app, None
+    observe_app = create_observe_app(wiring.service, wiring.routers, debug_routes=settings.observe_debug)
+    return app, guarded_observe_app(observe_app, settings, wiring.reviewer)
 
 
 def offline_wiring(settings: Settings, state: ClusterState, service: Service) -> Wiring | None:
@@ -111,6 +123,8 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
     loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
+    service.probes.informer_problems = informers.problems
+    service.probes.lease = loops.lease.status if loops.lease is not None else None
 
     def start() -> None:
         publisher.start()
@@ -129,7 +143,8 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
 def uvicorn_configs(
     settings: Settings, log_level: str, app: Any, observe_app: Any | None
 ) -> tuple[uvicorn.Config, uvicorn.Config | None]:
-    """The verb listener's configuration and, with an observe port, the observe listener's."""
+    """The verb listener's configuration and, with an observe port, the observe listener's (each with its
+    own TLS); uvicorn's loggers write through the process's one handler."""
     import uvicorn
 
     from extender.api.auth import uvicorn_tls_options
@@ -145,6 +160,7 @@ def uvicorn_configs(
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
         log_level=log_level,
+        log_config=UVICORN_LOG_CONFIG,
         access_log=log_level == "debug",
         **uvicorn_tls_options(settings.auth),
     )
@@ -157,8 +173,9 @@ def uvicorn_configs(
             loop="uvloop",
             lifespan="off",
             log_level=log_level,
+            log_config=UVICORN_LOG_CONFIG,
             access_log=log_level == "debug",
-            **uvicorn_tls_options(settings.auth),
+            **uvicorn_tls_options(settings.observe_auth),
         )
         if observe_app is not None
         else None
@@ -171,12 +188,14 @@ def shadow_loops(
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
     and show what they would do; the actuator they are given is never called."""
+    from extender.api.loop_metrics import export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics, make_scaler_router
     from extender.loops.actuator import RecordingActuator
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
 
     preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    export_preemption_metrics(service.metrics.registry, preemption)
     service.loops.preemption = preemption
     loops: list[PreemptionLoop | ScalerLoop] = [preemption]
     if settings.with_scaler:

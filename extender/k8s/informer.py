@@ -11,6 +11,8 @@ unsynced until the list is done again, and attempts back off exponentially with 
 apart. A kind served by a CustomResourceDefinition the cluster lacks (404), or by an API version it does
 not serve, counts as synced and empty, and is looked for again periodically. Objects are decoded as raw
 JSON (orjson); the client's typed models are never built, they are too slow for thousands of pods.
+`problems` tells, per kind not listed yet or broken, why its last attempt failed (an RBAC refusal is said
+in so many words), for `/readyz`.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ class Informers:
         self._threads: list[threading.Thread] = []
         self._fed: set[Kind] = set()
         """Kinds whose list has begun feeding the model (a list that failed half way is redone whole)."""
+        self._problems: dict[Kind, str] = {}
+        """Kind → why its last list or watch failed, until it is listed again."""
+
+    def problems(self) -> dict[str, str]:
+        """Kind → why its last list or watch failed, for every kind not listed since."""
+        return {kind.value: problem for kind, problem in dict(self._problems).items()}
 
     def start(self) -> None:
         for resource_type in self._types:
@@ -108,6 +116,7 @@ class Informers:
                 if served is None:
                     self._absent(resource_type)
                 version = self._list(served) if served is not None else None
+                self._problems.pop(resource_type.kind, None)
                 if served is None or version is None:
                     self._stop.wait(self._timings.missing_kind_recheck_s)
                     continue
@@ -118,6 +127,7 @@ class Informers:
                 log.info("%s: resourceVersion expired, listing again", resource_type.plural)
             except (StatusError, ApiException, HTTPError, OSError, ValueError) as error:
                 self._state.mark_unsynced(resource_type.kind)
+                self._problems[resource_type.kind] = failure(resource_type, error)
                 log.warning("%s: %s; listing again in %.1fs", resource_type.plural, error, delay)
                 self._stop.wait(delay * (0.5 + self._jitter()))
                 delay = min(delay * 2, self._timings.backoff_max_s)
@@ -245,6 +255,18 @@ class Informers:
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._state.apply(resource_type.kind, kind, _typed(obj, resource_type))
         return new_version
+
+
+def failure(resource_type: ResourceType, error: Exception) -> str:
+    """Why a list or watch failed, in words; a 403 names the permission missing."""
+    status = getattr(error, "status", None)
+    if status == 403:
+        group = resource_type.api_group or "the core API group"
+        return (
+            f"forbidden (HTTP 403): this process's service account may not list and watch {resource_type.plural} "
+            f"in {group} (check its RBAC rules)"
+        )
+    return f"{type(error).__name__}: {str(error)[:300]}"
 
 
 def _events(response: Any) -> Iterator[Mapping[str, Any]]:

@@ -12,7 +12,8 @@ The loops ask on every tick, and the preemption loop ticks on watch events — m
 cluster — so the API server is asked at most once per `retry_period_s`; in between the last answer
 stands. The holder thus acts on a successful renewal for at most the retry period, capped at a quarter
 of the duration, so it has asked again (and stepped down if that failed) before any other instance may take
-over; a failed call, a conflict or another holder ends the holding at once.
+over; a failed call, a conflict or another holder ends the holding at once. `status` tells whether the
+API server has answered yet and why the last call failed (an RBAC refusal, say), for `/readyz`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from extender.k8s.client import ApiCallError, api_call
+from extender.loops.leadership import LeaseStatus
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,12 @@ class KubeLease:
         self._observed: tuple[str, float] = ("", 0.0)
         self._holding = False
         self._asked_at: float | None = None
+        self._lease = f"{namespace}/{name}"
+        self._answered = False
+        self._error: str | None = None
+
+    def status(self) -> LeaseStatus:
+        return LeaseStatus(self.identity, self._lease, self._answered, self._holding, self._error)
 
     def holds(self) -> bool:
         now = self._clock()
@@ -64,12 +72,13 @@ class KubeLease:
         self._asked_at = now
         try:
             self._holding = self._try()
+            self._answered, self._error = True, None
         except ApiCallError as error:
             log.warning("lease %s: %s", self._name, error)
-            self._holding = False
+            self._holding, self._error = False, str(error)
         except OSError as error:
             log.warning("lease %s: API server unreachable: %s", self._name, error)
-            self._holding = False
+            self._holding, self._error = False, f"API server unreachable: {error}"
         return self._holding
 
     def release(self) -> None:

@@ -40,12 +40,14 @@ level-triggered on a fresh snapshot:
    and on the pending pods of the first waiting gangs what their gang waits for (`waitevents`); write
    on each TFJob seen finish the seconds it ran (`tfjob-extender.io/run-s`), from which a loop that
    starts later recalls the run-time history.
-At most one preemption per tick: the next tick sees its effect before deciding again.
+At most one preemption per tick: the next tick sees its effect before deciding again. What the loop did is
+also counted in `counts` (plain counters: the HTTP layer exports them to Prometheus).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter as CounterOf
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -80,6 +82,31 @@ from extender.state.gang_annotations import (
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreemptionCounts:
+    """What the preemption loop has done since it started, as plain counters (the HTTP layer exports them
+    to Prometheus)."""
+
+    ticks: CounterOf[str] = field(default_factory=CounterOf)
+    """Role (leader, follower) → ticks."""
+    plans_reserved: CounterOf[str] = field(default_factory=CounterOf)
+    """Why (admission: a gang that may start, ahead of its pods; preemption: the room freed for a
+    preemptor; completion: a half-placed gang completed) → gang plans reserved."""
+    preemptions: CounterOf[str] = field(default_factory=CounterOf)
+    """Outcome (carried-out, stale: the model changed under the plan, blocked: a PodDisruptionBudget
+    refused an eviction, dry-run: planned in shadow mode) → preemptions."""
+    evictions: int = 0
+    """Pods evicted (preemption victims, and members of half-placed gangs released whole)."""
+    suspensions: int = 0
+    """TFJobs suspended (`spec.runPolicy.suspend` set)."""
+    resumptions: int = 0
+    """TFJobs this loop had suspended and resumed."""
+    scale_ins: int = 0
+    """TFJobs whose Worker replicas were lowered for a preemptor."""
+    pdb_refusals: int = 0
+    """Evictions a PodDisruptionBudget refused (in the dry run or for real): each abandons its preemption."""
 
 
 @dataclass
@@ -122,6 +149,9 @@ class PreemptionLoop:
     blocked: dict[str, tuple[float, str]] = field(default_factory=dict)
     """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
     refused an eviction."""
+    counts: PreemptionCounts = field(default_factory=PreemptionCounts)
+    leading: bool = False
+    """Whether this instance held the leadership at its last tick."""
     _tracker: JobStateTracker = field(default_factory=JobStateTracker)
     run_clock: RunClock | None = None
     """How long jobs ran and run (made on first use, keeping `suspension_history_jobs` run times)."""
@@ -152,7 +182,9 @@ class PreemptionLoop:
 
     def tick(self, now: float) -> PreemptionPlan | None:
         """One pass; returns the preemption carried out, if any (none unless this instance leads)."""
-        if not self.leader.holds():
+        self.leading = self.leader.holds()
+        self.counts.ticks["leader" if self.leading else "follower"] += 1
+        if not self.leading:
             return None
         self.state.release_expired(now)
         self._import_worker_plans(now)
@@ -177,6 +209,7 @@ class PreemptionLoop:
             record = carried_out(plan, now).preemption if plan is not None else None
             if plan is not None and record is not None:
                 self.shadowed.append(record)
+                self.counts.preemptions["dry-run"] += 1
                 log.info("would carry out (dry run): %s", plan.reason)
             self._quiet = (snapshot.generation, starving, now)
             return plan
@@ -238,6 +271,7 @@ class PreemptionLoop:
         if not self.state.commit(change, decided_on=snapshot.generation):
             return False
         self.publish(change, snapshot)
+        self.counts.plans_reserved["admission"] += 1
         log.info("reserved ahead of its pods: %s", verdict.reason)
         return True
 
@@ -252,12 +286,14 @@ class PreemptionLoop:
                 change = LedgerChange(reserve=partial.verdict.reservations)
                 if self.state.commit(change, decided_on=snapshot.generation):
                     self.publish(change, snapshot)
+                    self.counts.plans_reserved["completion"] += 1
                     log.info("%s", reason)
                 continue
             log.warning("%s", reason)
             try:
                 for pod in partial.bound:
                     self.actuator.evict(pod, reason)
+                    self.counts.evictions += 1
             except EvictionRefused as error:
                 log.warning("%s: not released yet (tried again next tick): %s", partial.gang, error)
                 continue
@@ -285,14 +321,17 @@ class PreemptionLoop:
             self._blocked(snapshot, plan, now, str(error))
             return False
         if not self.state.commit(change, decided_on=snapshot.generation):
+            self.counts.preemptions["stale"] += 1
             log.info("not preempting for %s: the cluster changed since the plan was made", plan.gang)
             return False
+        self.counts.plans_reserved["preemption"] += 1
         log.info("%s", plan.reason)
         assert change.preemption is not None
         announced = self._announce(snapshot, plan, change)
         try:
             for pod in victims:
                 self.actuator.evict(pod, plan.reason)
+                self.counts.evictions += 1
             self._suspend(plan, now)
         except EvictionRefused as error:
             groups = tuple(sorted({reservation.group for reservation in change.reserve}))
@@ -311,12 +350,14 @@ class PreemptionLoop:
             if not resize.applied:
                 log.info("not scaling %s in: %d workers, planned from %d", job, resize.observed, expected)
                 continue
+            self.counts.scale_ins += 1
             self.actuator.record_event("TFJob", job, "ScaledIn", plan.reason)
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
         self.publish(_without_group(change, announced), snapshot)
         self.blocked.pop(plan.gang, None)
         self.history.append(change.preemption)
+        self.counts.preemptions["carried-out"] += 1
         return True
 
     def _suspend(self, plan: PreemptionPlan, now: float) -> None:
@@ -333,6 +374,7 @@ class PreemptionLoop:
                 # a newcomer is not demoted: it had barely started, and queues again by its own rank
                 annotations[ATTAINED_ANNOTATION] = f"{clock.ran(job, jobs, now):.3f}"
             self.actuator.suspend_job(job, True, annotations)
+            self.counts.suspensions += 1
             clock.stop(job)
             self.actuator.record_event("TFJob", job, "Suspended", plan.reason)
 
@@ -354,6 +396,8 @@ class PreemptionLoop:
                 self.actuator.suspend_job(key, False, {RESUMED_AT_ANNOTATION: f"{max(now, job.suspended_at):.3f}"})
             except Exception as error:  # tried again next tick
                 log.warning("could not resume %s: %s", key, error)
+                continue
+            self.counts.resumptions += 1
 
     def _suspension_candidates(self, snapshot: ClusterSnapshot, now: float) -> Suspendable:
         """The running suspendable TFJobs expected to run on for longer than a fresh job runs in all, and
@@ -425,6 +469,8 @@ class PreemptionLoop:
         """Remember and report a preemption a PodDisruptionBudget refused; it is tried again later."""
         reason = f"preemption for gang {plan.gang} abandoned, retried in {self.pdb_retry_s:g} s: {why}"
         self.blocked[plan.gang] = (now + self.pdb_retry_s, reason)
+        self.counts.pdb_refusals += 1
+        self.counts.preemptions["blocked"] += 1
         log.warning("%s", reason)
         members = snapshot.group_members.get(GangKey(plan.gang).first, frozenset())
         for job in sorted({pod.job for key in members if (pod := snapshot.pods.get(key)) is not None and pod.job}):

@@ -1,4 +1,5 @@
-"""The observe listener's app: every read route of the extender, no verbs, nothing but GET."""
+"""The observe listener's app: probes and metrics always, the debug routes and the page only with
+`--observe-debug`, no verbs, nothing but GET."""
 
 from __future__ import annotations
 
@@ -8,12 +9,20 @@ from extender.api.observe import create_observe_app
 from extender.api.verbs import Service
 
 
-def test_the_observe_app_serves_metrics_debug_and_the_page_but_no_verbs(service: Service) -> None:
+def test_by_default_the_observe_app_serves_only_metrics_and_probes(service: Service) -> None:
     with TestClient(create_observe_app(service)) as client:
-        assert client.get("/metrics").status_code == 200
         assert "tfjob_extender_gangs_pending" in client.get("/metrics").text
         assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/readyz").json()["ready"] is True
+        for path in ("/debug/state", "/debug/queue", "/debug/explain/default/mnist", "/debug/view", "/ui"):
+            assert client.get(path).status_code == 404, path
+
+
+def test_with_debug_routes_the_observe_app_serves_debug_and_the_page_but_no_verbs(service: Service) -> None:
+    with TestClient(create_observe_app(service, debug_routes=True)) as client:
+        assert client.get("/metrics").status_code == 200
         assert client.get("/debug/queue").json()["queue"][0]["gang"] == "default/mnist"
+        assert client.get("/debug/explain/default/mnist").json()["status"] == "waiting"
         page = client.get("/ui")
         assert page.status_code == 200
         assert "Queue, in rank order" in page.text

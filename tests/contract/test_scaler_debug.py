@@ -1,12 +1,12 @@
-"""`/debug/scaler` and the scaler's metrics, beside the extender's routes and on the scaler's own app."""
+"""`/debug/scaler` and the scaler's metrics, beside the extender's routes and on an observe listener."""
 
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-from prometheus_client import CollectorRegistry
 
 from extender.api.app import create_app, make_service
-from extender.api.scaler import create_loops_app, export_scaler_metrics, make_scaler_router
+from extender.api.observe import create_observe_app
+from extender.api.scaler import export_scaler_metrics, make_scaler_router
 from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.scaler import ScalerLoop
@@ -42,14 +42,14 @@ def test_debug_scaler_beside_the_extender_shows_what_why_and_the_plan() -> None:
     assert 'tfjob_extender_scaler_actions_total{kind="scale-out",outcome="done"} 1.0' in metrics
 
 
-def test_the_standalone_scaler_app_serves_health_debug_and_metrics() -> None:
+def test_an_observe_listener_serves_the_scaler_metrics_and_with_debug_routes_its_debug_view() -> None:
     loop = scaler_over_a_growing_job()
-    registry = CollectorRegistry()
-    export_scaler_metrics(registry, loop)
-    app = create_loops_app(
-        [make_scaler_router(loop, lambda: NOW)], registry, on_start=lambda: None, on_stop=lambda: None
-    )
-    with TestClient(app) as client:
+    service = make_service(Settings(), loop.state, lambda: NOW)
+    export_scaler_metrics(service.metrics.registry, loop)
+    routers = [make_scaler_router(loop, lambda: NOW)]
+    with TestClient(create_observe_app(service, routers)) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
-        assert client.get("/debug/scaler").json()["actions"] == []
         assert "tfjob_extender_scaler_leader" in client.get("/metrics").text
+        assert client.get("/debug/scaler").status_code == 404, "debug routes only with --observe-debug"
+    with TestClient(create_observe_app(service, routers, debug_routes=True)) as client:
+        assert client.get("/debug/scaler").json()["actions"] == []

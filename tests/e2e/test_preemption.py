@@ -13,7 +13,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
 from tests.e2e.waits import OBSERVE_S, stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, tfjob, tfjob_object, wait_bound
+from tests.e2e.workloads import JOB, job_pods, low_priority_batch_filling, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
 
@@ -79,13 +79,7 @@ def test_the_loops_in_their_own_process_preempt_and_the_extender_holds_their_pla
 def evict_for_a_higher_priority_class(plane: LocalControlPlane, scene: Scene) -> None:
     scene.add_nodes(3)
     ns = scene.namespace
-    for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):
-        plane.post(
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
-        )
-    plane.create_tfjob(ns, tfjob("batch", scene=ns, workers=11, priority_class=f"{ns}-low"))
-    wait_bound(plane, ns, f"{JOB}=batch", 12)
+    low_priority_batch_filling(plane, ns)
     plane.create_tfjob(ns, tfjob("urgent", scene=ns, workers=3, priority_class=f"{ns}-high"))
     wait_bound(plane, ns, f"{JOB}=urgent", 4, timeout_s=120)
     still_placed: list[str] = []

@@ -140,7 +140,7 @@ def test_another_instance_takes_the_lease_and_continues_without_repeating(
 ) -> None:
     scene.add_nodes(2)
     ns = scene.namespace
-    standby_port = plane.start_scaler("scaler-standby", ("--identity", "standby", *SCALER_ARGS))
+    standby_port = plane.start_scaler("scaler-standby", ("--identity", "standby", "--observe-debug", *SCALER_ARGS))
     try:
         first = wait_until("a Lease holder", lambda: lease_holder(plane), 20)
         assert first != "standby", "the extender's scaler came first"

@@ -217,3 +217,16 @@ def bind_times(plane: LocalControlPlane, namespace: str, pods: list[Obj]) -> dic
             if condition["type"] == "PodScheduled" and condition["status"] == "True":
                 times[item["metadata"]["name"]] = timestamp(condition["lastTransitionTime"])
     return times
+
+
+def low_priority_batch_filling(plane: LocalControlPlane, namespace: str) -> None:
+    """PriorityClasses `{namespace}-low` (10) and `{namespace}-high` (1000), and the TFJob `batch` (PS and 11
+    workers of 1 CPU, low priority) bound: three 4-CPU nodes full, so a high-priority gang can start only by
+    preempting it."""
+    for name, value in ((f"{namespace}-low", 10), (f"{namespace}-high", 1000)):
+        plane.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+        )
+    plane.create_tfjob(namespace, tfjob("batch", scene=namespace, workers=11, priority_class=f"{namespace}-low"))
+    wait_bound(plane, namespace, f"{JOB}=batch", 12)

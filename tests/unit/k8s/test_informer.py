@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from extender.k8s.informer import Informers
 from extender.state.kinds import Kind
 from tests.unit.k8s.fake_api import NODES, TFJOBS, FakeApiServer, Recorder, events, listing, node, run, wait_for
 
@@ -106,3 +109,32 @@ def test_an_absent_optional_kind_counts_as_synced_and_empty(recorder: Recorder) 
             wait_for(lambda: ("synced", Kind.TFJOB, None) in recorder.snapshot())
             assert recorder.snapshot()[0] == ("replace", Kind.TFJOB, [])
             wait_for(lambda: len(server.requests) >= 2)
+
+
+def test_a_forbidden_list_stays_unsynced_and_the_informer_says_which_permission_is_missing(
+    recorder: Recorder,
+) -> None:
+    allowed = False
+
+    def script(path: str, query: dict[str, list[str]]) -> tuple[int, list[bytes]]:
+        if not allowed:
+            return 403, [b'{"kind": "Status", "code": 403, "reason": "Forbidden"}']
+        return (200, listing([node("a", "1")], "1")) if "watch" not in query else (200, [])
+
+    with FakeApiServer(script) as server:
+        for informers in run(server, recorder, (NODES,)):
+            wait_for(partial(has_problem, informers))
+            problem = informers.problems()[Kind.NODE.value]
+            assert "forbidden (HTTP 403)" in problem and "list and watch nodes" in problem and "RBAC" in problem
+            assert ("synced", Kind.NODE, None) not in recorder.snapshot()
+            allowed = True
+            wait_for(lambda: ("synced", Kind.NODE, None) in recorder.snapshot())
+            wait_for(partial(has_no_problem, informers))
+
+
+def has_problem(informers: Informers) -> bool:
+    return Kind.NODE.value in informers.problems()
+
+
+def has_no_problem(informers: Informers) -> bool:
+    return not informers.problems()

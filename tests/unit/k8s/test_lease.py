@@ -169,3 +169,23 @@ def test_the_retry_period_is_capped_at_a_quarter_of_the_duration(counting: Count
     assert a.holds() and counting.calls == calls
     clock.now += 0.1
     assert a.holds() and counting.calls == calls + 2, "renewed once 2.5 s (10 s / 4) had passed"
+
+
+def test_the_status_says_whether_the_api_server_answered_and_why_it_did_not(
+    server: FakeLeases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    a, b = elector("a", clock), elector("b", clock)
+    assert not a.status().answered and a.status().lease == "ns/scaler"
+    assert a.holds() and not b.holds()
+    assert (a.status().answered, a.status().role) == (True, "leader")
+    assert (b.status().answered, b.status().role, b.status().error) == (True, "standby", None)
+
+    def forbidden(*args: object, **kwargs: object) -> Any:
+        raise ApiCallError(403, "GET leases: HTTP 403: forbidden")
+
+    monkeypatch.setattr(lease_module, "api_call", forbidden)
+    fresh = elector("c", clock)
+    assert not fresh.holds()
+    status = fresh.status()
+    assert not status.answered and status.error is not None and "403" in status.error

@@ -1,0 +1,72 @@
+"""The preemption loop's counts as Prometheus metrics, beside the scaler's (`extender.api.scaler`).
+
+The loop keeps plain counters (`PreemptionCounts`) and never imports Prometheus; `PreemptionCollector`
+reads them at each scrape and renders them as `tfjob_extender_preemption_*` families: ticks by role,
+plans reserved by why, preemptions by outcome, evictions, suspensions, resumptions, scale-ins,
+PodDisruptionBudget refusals, and a gauge that is 1 while this instance leads. `serve` exports them when
+the loop runs in its process, `tfjob-extender loops` always.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from extender.loops.preemption import PreemptionLoop
+
+
+def counter_by(name: str, documentation: str, label: str, counts: Mapping[str, int]) -> CounterMetricFamily:
+    """A counter family with one sample per key of `counts` (copied first: a tick may be adding to it)."""
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for key, value in sorted(dict(counts).items()):
+        family.add_metric([key], value)
+    return family
+
+
+class PreemptionCollector(Collector):
+    """The preemption loop's counts, read at each scrape."""
+
+    def __init__(self, loop: PreemptionLoop) -> None:
+        self.loop = loop
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self.loop.counts
+        yield counter_by("tfjob_extender_preemption_ticks", "Preemption loop ticks by role.", "role", counts.ticks)
+        yield counter_by(
+            "tfjob_extender_preemption_plans_reserved",
+            "Gang plans the preemption loop reserved, by why (admission, preemption, completion).",
+            "why",
+            counts.plans_reserved,
+        )
+        yield counter_by(
+            "tfjob_extender_preemption_preemptions",
+            "Job-level preemptions by outcome (carried-out, stale, blocked, dry-run).",
+            "outcome",
+            counts.preemptions,
+        )
+        plain = (
+            ("evictions", "Pods the preemption loop evicted.", counts.evictions),
+            ("suspensions", "TFJobs the preemption loop suspended.", counts.suspensions),
+            ("resumptions", "TFJobs the preemption loop resumed after suspending them.", counts.resumptions),
+            ("scale_ins", "TFJobs whose workers the preemption loop lowered for a preemptor.", counts.scale_ins),
+            (
+                "pdb_refusals",
+                "Evictions a PodDisruptionBudget refused (each abandons its preemption).",
+                counts.pdb_refusals,
+            ),
+        )
+        for name, documentation, value in plain:
+            yield CounterMetricFamily(f"tfjob_extender_preemption_{name}", documentation, value=value)
+        yield GaugeMetricFamily(
+            "tfjob_extender_preemption_leader",
+            "1 while this instance held the lease at the preemption loop's last tick.",
+            value=int(self.loop.leading),
+        )
+
+
+def export_preemption_metrics(registry: CollectorRegistry, loop: PreemptionLoop) -> None:
+    """Serve the preemption loop's counts on `registry`'s `/metrics`."""
+    registry.register(PreemptionCollector(loop))
