@@ -9,15 +9,16 @@
 # staging module at its published v0.X.Y tag; etcd's server module is built the same way.
 set -euo pipefail
 
-# Supported: v1.37.1 (the default) and v1.36.4, the current patches whose k8s.io/kubernetes module and
-# every staging module (v0.37.1, v0.36.4) the Go module proxy serves; hack/test-matrix.sh runs the e2e
-# suite on each. Any other version can be asked for; it is built the same way but not tested.
+# Supported: v1.37.1 (the default), v1.36.4 and v1.35.4, the current patches whose k8s.io/kubernetes module
+# and every staging module (v0.37.1, v0.36.4, v0.35.4) the Go module proxy serves; hack/test-matrix.sh runs
+# the e2e suite on each. Any other version can be asked for; it is built the same way but not tested.
 K8S_VERSION=${K8S_VERSION:-v1.37.1}
 # etcd: the version each Kubernetes release itself pins (build/dependencies.yaml, "etcd"); other minors
 # fall back to the newest v3.6 patch on the proxy.
 case "$K8S_VERSION" in
   v1.37.*) default_etcd=v3.7.0 ;;
   v1.36.*) default_etcd=v3.6.8 ;;
+  v1.35.*) default_etcd=v3.6.6 ;;
   *) default_etcd=v3.6.16 ;;
 esac
 ETCD_VERSION=${ETCD_VERSION:-$default_etcd}
