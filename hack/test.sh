@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane
-# (cached outside the repo, keyed by version), then lint, types, unit, contract and end-to-end tests.
+# The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane and
+# Helm (each cached outside the repo, keyed by version), then `helm lint` of the chart, ruff, mypy, the
+# import layering, and the unit, contract and end-to-end tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,10 @@ fi
 
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
+
+echo "[test] building (or reusing) Helm, then linting the chart"
+helm=$(bash hack/build-helm.sh | tee /dev/stderr | tail -n 1)
+"$helm" lint --strict charts/tfjob-extender
 
 echo "[test] ruff, mypy, import layering"
 .venv/bin/ruff format --check .
