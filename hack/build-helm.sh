@@ -3,12 +3,14 @@
 # keyed by the version, and reuses that binary at once when it is there. The last line printed is the path
 # of the binary.
 #
-# The ldflags are those of Helm's own Makefile: the release version (`helm version`), and the Kubernetes
-# version its client-go module stands for (client-go v0.X.Y is Kubernetes 1.X), which `helm lint` checks
-# deprecated APIs against and `helm template` assumes when given no --kube-version.
+# The ldflags are those of Helm's own Makefile: the release version (`helm version`), and for Helm 3 the
+# Kubernetes version its client-go module stands for (client-go v0.X.Y is Kubernetes 1.X), which `helm lint`
+# checks deprecated APIs against and `helm template` assumes when given no --kube-version (Helm 4 reads it
+# from its build information, and the linker ignores the two flags there).
 set -euo pipefail
 
-# v3.22.0 is what the chart is tested with; v4.3.1 is also served as helm.sh/helm/v4 and built the same way.
+# v3.22.0 is what the chart is tested with. HELM_VERSION=v4.x.y builds helm.sh/helm/v4 the same way (not
+# tested here).
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 CACHE=${TFJOB_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/tools}/helm-${HELM_VERSION}
 HELM=$CACHE/helm

@@ -41,15 +41,19 @@ def helm_path() -> Path:
     return Path(printed.stdout.strip())
 
 
-def helm() -> Path:
-    """The cached Helm binary; skips the calling test without one (fails it in CI)."""
-    path = helm_path()
+def built_tool(path: Path, reason: str) -> Path:
+    """`path`, a binary one of the hack/ build scripts caches; without it the calling test is skipped with
+    `reason` (failed in CI, where `hack/test.sh` builds it first)."""
     if not os.access(path, os.X_OK):
-        reason = f"the chart tests need Helm, built by `bash hack/build-helm.sh` (Go >= 1.26) into {path}"
         if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+            pytest.fail(f"{reason}: {path}")
+        pytest.skip(f"{reason}: {path}")
     return path
+
+
+def helm() -> Path:
+    """The cached Helm binary."""
+    return built_tool(helm_path(), "the chart tests need Helm, built by `bash hack/build-helm.sh` (Go >= 1.26)")
 
 
 @functools.cache
