@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane
-# (cached outside the repo, keyed by version), the container image (its base cached outside the repo too), then
-# lint, types, unit, contract, end-to-end and image tests.
+# The whole test suite on a fresh machine: Python deps into .venv, the Go-built local control plane and
+# Helm (each cached outside the repo, keyed by version), the container image (its base cached outside the repo
+# too), then `helm lint` of the chart, ruff, mypy, the import layering, and the unit, contract, end-to-end and
+# image tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,10 @@ fi
 
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
+
+echo "[test] building (or reusing) Helm, then linting the chart"
+helm=$(bash hack/build-helm.sh | tee /dev/stderr | tail -n 1)
+"$helm" lint --strict charts/tfjob-extender
 
 image_tools_present() {
   for tool in buildah podman mmdebstrap; do command -v "$tool" >/dev/null 2>&1 || return 1; done

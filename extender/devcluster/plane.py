@@ -268,7 +268,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         wait_until("namespace default", lambda: self.get("/api/v1/namespaces/default"), 60)
 
     def _install_crds(self) -> None:
-        podgroups = [yaml.safe_load(path.read_text()) for path in sorted(self.source.podgroup_crds.glob("*.yaml"))]
+        podgroups = [yaml.safe_load(path.read_text()) for path in self.source.crd_files]
         tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
         crds = [*podgroups, tfjobs]
         path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 SOURCE_ENV = "TFJOB_EXTENDER_SOURCE"
 KWOK_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-control-plane.sh"
@@ -34,8 +36,11 @@ class Source:
         return self.root / "scheduler-config" / "kube-scheduler-config.yaml"
 
     @property
-    def podgroup_crds(self) -> Path:
-        return self.root / "manifests" / "crds"
+    def crd_files(self) -> list[Path]:
+        """The CRDs of `manifests/crds/` (the chart's, rendered), as the kustomization there lists them."""
+        folder = self.root / "manifests" / "crds"
+        kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+        return [folder / name for name in kustomization["resources"]]
 
 
 def source() -> Source:

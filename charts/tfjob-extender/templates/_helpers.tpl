@@ -1,0 +1,238 @@
+{{/*
+Names. `fullname` prefixes every object: `<release>-<chart>`, or the release name alone when it already
+contains the chart's name (release `tfjob-extender` → `tfjob-extender`), cut to 63 characters.
+*/}}
+{{- define "tfjob-extender.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tfjob-extender.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The three identities (README.md, "Who may do what"). */}}
+{{- define "tfjob-extender.schedulerAccount" -}}
+{{- printf "%s-scheduler" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{- define "tfjob-extender.extenderAccount" -}}
+{{- include "tfjob-extender.fullname" . }}
+{{- end }}
+
+{{- define "tfjob-extender.loopsAccount" -}}
+{{- printf "%s-loops" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{/* The Lease the loops elect their one active instance by (the process's default --lease-name). */}}
+{{- define "tfjob-extender.loopsLease" -}}
+tfjob-extender-scaler
+{{- end }}
+
+{{/* Labels every object carries. */}}
+{{- define "tfjob-extender.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "tfjob-extender.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tfjob-extender
+{{- end }}
+
+{{- define "tfjob-extender.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tfjob-extender.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of one component (`scheduler` or `loops`): call with (dict "root" $ "component" "…"). */}}
+{{- define "tfjob-extender.componentLabels" -}}
+{{ include "tfjob-extender.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "tfjob-extender.componentSelectorLabels" -}}
+{{ include "tfjob-extender.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/*
+An image reference from {registry, repository, tag, digest}: call with (dict "image" … "tag" default-tag).
+*/}}
+{{- define "tfjob-extender.imageRef" -}}
+{{- $ref := .image.repository }}
+{{- if .image.registry }}
+{{- $ref = printf "%s/%s" .image.registry $ref }}
+{{- end }}
+{{- $ref = printf "%s:%s" $ref (.image.tag | default .tag | toString) }}
+{{- if .image.digest }}
+{{- $ref = printf "%s@%s" $ref .image.digest }}
+{{- end }}
+{{- $ref }}
+{{- end }}
+
+{{- define "tfjob-extender.image" -}}
+{{- include "tfjob-extender.imageRef" (dict "image" .Values.image "tag" .Chart.AppVersion) }}
+{{- end }}
+
+{{/*
+kube-scheduler's image: its tag defaults to the cluster's version with any build suffix stripped
+(v1.31.1+k3s1 → v1.31.1, v1.36.4-gke.100 → v1.36.4), since registry.k8s.io publishes one image per
+Kubernetes release and kube-scheduler must not be newer than the API server.
+*/}}
+{{- define "tfjob-extender.kubeSchedulerTag" -}}
+{{- $release := regexFind "^v?[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version }}
+{{- if not $release }}
+{{- fail (printf "the cluster's version %q has no MAJOR.MINOR.PATCH: set kubeScheduler.image.tag" .Capabilities.KubeVersion.Version) }}
+{{- end }}
+{{- printf "v%s" (trimPrefix "v" $release) }}
+{{- end }}
+
+{{- define "tfjob-extender.kubeSchedulerImage" -}}
+{{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerTag" .)) }}
+{{- end }}
+
+{{/*
+The policy file's content: `policy` with `scheduler_name` from `schedulerName`, so the extender passes
+through exactly the pods the scheduler profile does not take.
+*/}}
+{{- define "tfjob-extender.policy" -}}
+{{- $policy := deepCopy (.Values.policy | default dict) }}
+{{- if and (hasKey $policy "scheduler_name") (ne (toString (get $policy "scheduler_name")) .Values.schedulerName) }}
+{{- fail (printf "policy.scheduler_name (%v) differs from schedulerName (%s): set schedulerName only" (get $policy "scheduler_name") .Values.schedulerName) }}
+{{- end }}
+{{- $_ := set $policy "scheduler_name" .Values.schedulerName }}
+{{- toYaml $policy }}
+{{- end }}
+
+{{/* Where both processes read the policy file. */}}
+{{- define "tfjob-extender.policyDir" -}}
+/etc/tfjob-extender
+{{- end }}
+
+{{/*
+Where a token file Secret is mounted (observe.debug.auth: tokenFile): beside the policy's directory, not in it,
+since a mount point cannot be made inside a read-only ConfigMap volume.
+*/}}
+{{- define "tfjob-extender.tokenFileDir" -}}
+/etc/tfjob-extender-auth
+{{- end }}
+
+{{/* Whether the observe listeners check tokens with the API server's TokenReview. */}}
+{{- define "tfjob-extender.tokenReview" -}}
+{{- if and .Values.observe.debug.enabled (eq .Values.observe.debug.auth "tokenReview") }}true{{- end }}
+{{- end }}
+
+{{/* Whether the observe listeners read accepted tokens from a mounted Secret. */}}
+{{- define "tfjob-extender.tokenFile" -}}
+{{- if and .Values.observe.debug.enabled (eq .Values.observe.debug.auth "tokenFile") }}true{{- end }}
+{{- end }}
+
+{{/*
+The flags both processes take for their observe listener's /debug: none while debug is off; else
+`--observe-debug` and how callers authenticate. Fails on an unknown `auth` or a token file without a Secret.
+*/}}
+{{- define "tfjob-extender.observeDebugArgs" -}}
+{{- $debug := .Values.observe.debug }}
+{{- if $debug.enabled }}
+{{- if not (has $debug.auth (list "tokenReview" "tokenFile")) }}
+{{- fail (printf "observe.debug.auth is %q: tokenReview or tokenFile" (toString $debug.auth)) }}
+{{- end }}
+- --observe-debug
+{{- if eq $debug.auth "tokenReview" }}
+- --observe-auth-token-review
+{{- range $debug.allowedUsers }}
+- --observe-auth-allowed-user
+- {{ . | quote }}
+{{- end }}
+{{- else }}
+{{- if not $debug.tokenFile.secretName }}
+{{- fail "observe.debug.auth is tokenFile: set observe.debug.tokenFile.secretName to the Secret holding the tokens" }}
+{{- end }}
+{{- if $debug.allowedUsers }}
+{{- fail "observe.debug.allowedUsers applies to tokenReview only: a token file names no users" }}
+{{- end }}
+- --observe-auth-token-file
+- {{ printf "%s/%s" (include "tfjob-extender.tokenFileDir" .) $debug.tokenFile.key | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The policy volume's mount, in the extender and the loops containers. */}}
+{{- define "tfjob-extender.policyMount" -}}
+- name: policy
+  mountPath: {{ include "tfjob-extender.policyDir" . }}
+  readOnly: true
+{{- if include "tfjob-extender.tokenFile" . }}
+- name: observe-auth
+  mountPath: {{ include "tfjob-extender.tokenFileDir" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The volumes behind "tfjob-extender.policyMount". */}}
+{{- define "tfjob-extender.policyVolumes" -}}
+- name: policy
+  configMap:
+    name: {{ include "tfjob-extender.fullname" . }}-policy
+{{- if include "tfjob-extender.tokenFile" . }}
+- name: observe-auth
+  secret:
+    secretName: {{ .Values.observe.debug.tokenFile.secretName }}
+    items:
+      - key: {{ .Values.observe.debug.tokenFile.key }}
+        path: {{ .Values.observe.debug.tokenFile.key }}
+{{- end }}
+{{- end }}
+
+{{/*
+Pod settings both Deployments share: call with (dict "root" $ "values" .Values.extender|.Values.loops).
+*/}}
+{{- define "tfjob-extender.podPlacement" -}}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The pod annotations of a Deployment: call with (dict "root" $ "values" … "port" N "checksum" sha). */}}
+{{- define "tfjob-extender.podAnnotations" -}}
+checksum/config: {{ .checksum }}
+{{- if .root.Values.observe.prometheusAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- with .values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,1 @@
+"""The Helm chart charts/tfjob-extender and manifests/, its rendered defaults."""

@@ -1,0 +1,401 @@
+"""The chart's values do what values.yaml and the chart's README say: images and their tags, the CRDs kept on
+uninstall, one policy file for both processes, the observe listeners' flags and rights, the optional
+objects, and the values schema in step with the policy's settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import typing
+from typing import Any
+
+import pytest
+import yaml
+
+import extender
+from extender.policy.settings import PolicySettings
+from tests.helm import (
+    CHART,
+    EVERY_OPTION,
+    NAMESPACE,
+    RELEASE,
+    Document,
+    RenderRefused,
+    containers,
+    helm,
+    named,
+    of_kind,
+    render,
+)
+
+CHART_YAML = CHART / "Chart.yaml"
+SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+POLICY_FILE = "/etc/tfjob-extender/policy.yaml"
+OBSERVE_DEBUG_FLAGS = ("--observe-debug", "--observe-auth-token-review", "--observe-auth-token-file")
+
+
+def chart() -> dict[str, Any]:
+    loaded = yaml.safe_load(CHART_YAML.read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def pod_templates(docs: list[Document]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d["spec"]["template"] for d in of_kind(docs, "Deployment")}
+
+
+def image_of(docs: list[Document], container: str) -> str:
+    image = containers(docs)[container]["image"]
+    assert isinstance(image, str)
+    return image
+
+
+def args_of(docs: list[Document], container: str) -> list[str]:
+    each = containers(docs)[container]
+    args = each.get("args") or each["command"]
+    assert isinstance(args, list)
+    return args
+
+
+def checksums(docs: list[Document]) -> dict[str, str]:
+    return {name: t["metadata"]["annotations"]["checksum/config"] for name, t in pod_templates(docs).items()}
+
+
+def test_chart_and_app_versions_are_the_programs() -> None:
+    meta = chart()
+    assert meta["apiVersion"] == "v2"
+    assert meta["version"] == extender.__version__
+    assert meta["appVersion"] == extender.__version__
+    images = yaml.safe_load(meta["annotations"]["artifacthub.io/images"])
+    assert {
+        "name": "tfjob-extender",
+        "image": f"ghcr.io/tfjob-extender/tfjob-extender:{extender.__version__}",
+    } in images
+
+
+def test_the_chart_lints_strictly() -> None:
+    done = subprocess.run([str(helm()), "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_extender_image_tag_defaults_to_the_app_version() -> None:
+    expected = f"ghcr.io/tfjob-extender/tfjob-extender:{chart()['appVersion']}"
+    docs = render()
+    assert image_of(docs, "tfjob-extender") == image_of(docs, "tfjob-extender-loops") == expected
+    pinned = render({"image": {"registry": "registry.example.com", "repository": "ml/ext", "tag": "1.2.3"}})
+    assert image_of(pinned, "tfjob-extender") == "registry.example.com/ml/ext:1.2.3"
+    digest = "sha256:" + "ab" * 32
+    assert image_of(render({"image": {"digest": digest}}), "tfjob-extender-loops") == f"{expected}@{digest}"
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "tag"),
+    [
+        ("v1.37.1", "v1.37.1"),
+        ("v1.36.4", "v1.36.4"),
+        ("v1.31.1+k3s1", "v1.31.1"),
+        ("v1.36.4-gke.100", "v1.36.4"),
+        ("1.35.2-eks-ce1d5eb", "v1.35.2"),
+    ],
+)
+def test_kube_scheduler_runs_the_clusters_release(kube_version: str, tag: str) -> None:
+    docs = render(kube_version=kube_version)
+    assert image_of(docs, "kube-scheduler") == f"registry.k8s.io/kube-scheduler:{tag}"
+
+
+def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None:
+    docs = render({"kubeScheduler": {"image": {"tag": "v1.36.4"}}}, kube_version="v1.37.1+k3s1")
+    assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
+
+
+def test_crds_are_kept_on_uninstall_or_left_out() -> None:
+    crds = of_kind(render(), "CustomResourceDefinition")
+    assert {crd["metadata"]["name"] for crd in crds} == {
+        "podgroups.scheduling.x-k8s.io",
+        "podgroups.scheduling.sigs.k8s.io",
+        "clusternetworktopologies.scheduling.koordinator.sh",
+    }
+    for crd in crds:
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep", crd["metadata"]["name"]
+    assert not of_kind(render({"crds": {"install": False}}), "CustomResourceDefinition")
+
+
+def test_one_policy_file_reaches_both_processes() -> None:
+    policy = {"starvation_limit_s": 120.0, "network_topology": [{"name": "Rack", "labels": ["example.com/rack"]}]}
+    docs = render({"policy": policy})
+    config_map = named(docs, "ConfigMap", f"{RELEASE}-policy")
+    assert yaml.safe_load(config_map["data"]["policy.yaml"]) == {**policy, "scheduler_name": "tfjob-scheduler"}
+    assert set(yaml.safe_load(named(render(), "ConfigMap", f"{RELEASE}-policy")["data"]["policy.yaml"])) == {
+        "scheduler_name"
+    }, "the built-in defaults but for the scheduler's name"
+    templates = pod_templates(docs)
+    for deployment, container in (("tfjob-extender-scheduler", "tfjob-extender"), ("tfjob-extender-loops", None)):
+        spec = templates[deployment]["spec"]
+        (each,) = [c for c in spec["containers"] if container in (None, c["name"])]
+        assert each["args"][1:3] == ["--config", POLICY_FILE]
+        (mount,) = [m for m in each["volumeMounts"] if POLICY_FILE.startswith(m["mountPath"] + "/")]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    assert "--config" not in args_of(docs, "kube-scheduler")[2:]
+
+
+def test_a_policy_change_rolls_the_pods_that_read_it() -> None:
+    before = checksums(render())
+    after = checksums(render({"policy": {"starvation_limit_s": 60.0}}))
+    assert before.keys() == after.keys() == {"tfjob-extender-scheduler", "tfjob-extender-loops"}
+    for name in before:
+        assert before[name] != after[name], name
+    assert checksums(render({"extender": {"replicas": 3}})) == before, "only what the ConfigMaps hold counts"
+    renamed = checksums(render({"schedulerName": "gang-scheduler"}))
+    assert renamed["tfjob-extender-scheduler"] != before["tfjob-extender-scheduler"], "kube-scheduler's config"
+
+
+def test_the_policy_takes_only_the_policys_settings() -> None:
+    with pytest.raises(RenderRefused, match="starvation_limt_s"):
+        render({"policy": {"starvation_limt_s": 60.0}})
+    with pytest.raises(RenderRefused, match="starving_hold"):
+        render({"policy": {"starving_hold": "wait"}})
+    with pytest.raises(RenderRefused, match="differs from schedulerName"):
+        render({"policy": {"scheduler_name": "other"}})
+
+
+def schema_type(annotation: Any) -> dict[str, Any]:
+    if typing.get_origin(annotation) is typing.Literal:
+        return {"enum": list(typing.get_args(annotation))}
+    simple = {float: "number", int: "integer", bool: "boolean", str: "string"}
+    return {"type": simple.get(annotation, "array")}
+
+
+def test_the_values_schema_lists_exactly_the_policy_settings() -> None:
+    hints = typing.get_type_hints(PolicySettings)
+    properties = SCHEMA["properties"]["policy"]["properties"]
+    assert list(properties) == [field.name for field in dataclasses.fields(PolicySettings)]
+    for name, annotation in hints.items():
+        expected = schema_type(annotation)
+        assert {key: properties[name][key] for key in expected} == expected, name
+    layer = properties["network_topology"]["items"]
+    assert set(layer["properties"]) == {"name", "labels"}
+
+
+def test_the_policy_keys_shown_in_values_yaml_are_settings() -> None:
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    start = lines.index("policy: {}")
+    shown = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("#"):
+            break
+        if found := re.match(r"#   ([a-z_]+):", line):
+            shown.append(found.group(1))
+    fields = {field.name for field in dataclasses.fields(PolicySettings)}
+    assert len(shown) > 10 and set(shown) <= fields
+
+
+def test_the_scheduler_name_names_the_profile_the_lease_and_the_extenders_filter() -> None:
+    docs = render({"schedulerName": "gang-scheduler"}, namespace="ml-system")
+    config_map = named(docs, "ConfigMap", f"{RELEASE}-scheduler-config")
+    config = yaml.safe_load(config_map["data"]["kube-scheduler-config.yaml"])
+    assert [profile["schedulerName"] for profile in config["profiles"]] == ["gang-scheduler"]
+    assert config["leaderElection"]["resourceName"] == "gang-scheduler"
+    assert config["leaderElection"]["resourceNamespace"] == "ml-system"
+    role = named(docs, "Role", f"{RELEASE}-scheduler-lease")
+    assert role["metadata"]["namespace"] == "ml-system"
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["gang-scheduler"],
+            "verbs": ["get", "update"]} in role["rules"]  # fmt: skip
+    policy = yaml.safe_load(named(docs, "ConfigMap", f"{RELEASE}-policy")["data"]["policy.yaml"])
+    assert policy["scheduler_name"] == "gang-scheduler"
+    loops = args_of(docs, "tfjob-extender-loops")
+    assert loops[loops.index("--lease-namespace") + 1] == "ml-system"
+
+
+def test_the_exact_command_lines() -> None:
+    docs = render()
+    assert args_of(docs, "tfjob-extender") == [
+        "serve", "--config", POLICY_FILE, "--host", "127.0.0.1", "--port", "8888", "--no-loops",
+        "--observe-host", "0.0.0.0", "--observe-port", "8890", "--log-format", "json",
+    ]  # fmt: skip
+    assert args_of(docs, "tfjob-extender-loops") == [
+        "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
+        "--lease-namespace", NAMESPACE, "--log-format", "json",
+    ]  # fmt: skip
+    assert args_of(docs, "kube-scheduler") == [
+        "kube-scheduler",
+        "--config=/etc/tfjob-scheduler/kube-scheduler-config.yaml",
+    ]
+    text = render({"logFormat": "text", "loops": {"dryRun": True}})
+    assert args_of(text, "tfjob-extender")[-2:] == ["--log-format", "text"]
+    assert args_of(text, "tfjob-extender-loops")[-3:] == ["--log-format", "text", "--dry-run"]
+
+
+def test_extra_args_come_last() -> None:
+    docs = render(EVERY_OPTION)
+    assert args_of(docs, "tfjob-extender")[-1] == "--own-barrier-for-gated-gangs"
+    assert args_of(docs, "tfjob-extender-loops")[-2:] == ["--scaler-interval-s", "5"]
+    assert args_of(docs, "kube-scheduler")[-1] == "--feature-gates=GenericWorkload=true"
+
+
+def test_observe_debug_is_off_by_default_and_behind_a_token_review_when_on() -> None:
+    for container in ("tfjob-extender", "tfjob-extender-loops"):
+        assert not set(OBSERVE_DEBUG_FLAGS) & set(args_of(render(), container))
+    users = ["system:serviceaccount:monitoring:grafana", "alice"]
+    docs = render({"observe": {"debug": {"enabled": True, "allowedUsers": users}}})
+    for container in ("tfjob-extender", "tfjob-extender-loops"):
+        args = args_of(docs, container)
+        tail = args[args.index("--observe-debug") :]
+        assert tail == [
+            "--observe-debug",
+            "--observe-auth-token-review",
+            *[item for user in users for item in ("--observe-auth-allowed-user", user)],
+        ]
+
+
+def token_reviewers(docs: list[Document]) -> set[str]:
+    """ServiceAccounts bound to a role that may create TokenReviews."""
+    roles = {
+        role["metadata"]["name"]
+        for role in of_kind(docs, "ClusterRole")
+        for rule in role["rules"]
+        if "tokenreviews" in rule["resources"] and "create" in rule["verbs"]
+    }
+    return {
+        subject["name"]
+        for binding in of_kind(docs, "ClusterRoleBinding")
+        if binding["roleRef"]["name"] in roles
+        for subject in binding["subjects"]
+    }
+
+
+def test_token_review_rights_exist_only_for_token_review_auth() -> None:
+    assert token_reviewers(render()) == set()
+    review = render({"observe": {"debug": {"enabled": True}}})
+    assert token_reviewers(review) == {"tfjob-extender", "tfjob-extender-loops"}, "never kube-scheduler's account"
+    token_file = {"enabled": True, "auth": "tokenFile", "tokenFile": {"secretName": "observe-tokens"}}
+    assert token_reviewers(render({"observe": {"debug": token_file}})) == set()
+    assert token_reviewers(render({"observe": {"debug": {"auth": "tokenReview"}}})) == set(), "debug off"
+
+
+def test_a_token_file_comes_from_the_named_secret() -> None:
+    debug = {"enabled": True, "auth": "tokenFile", "tokenFile": {"secretName": "observe-tokens", "key": "list"}}
+    docs = render({"observe": {"debug": debug}})
+    for deployment, container in (("tfjob-extender-scheduler", "tfjob-extender"), ("tfjob-extender-loops", None)):
+        spec = pod_templates(docs)[deployment]["spec"]
+        (each,) = [c for c in spec["containers"] if container in (None, c["name"])]
+        args = each["args"]
+        token_file = args[args.index("--observe-auth-token-file") + 1]
+        assert "--observe-debug" in args and "--observe-auth-token-review" not in args
+        (mount,) = [m for m in each["volumeMounts"] if token_file.startswith(m["mountPath"] + "/")]
+        assert not any(
+            m["mountPath"].startswith(mount["mountPath"] + "/") or mount["mountPath"].startswith(m["mountPath"] + "/")
+            for m in each["volumeMounts"]
+            if m is not mount
+        ), "no mount inside another"
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert volume["secret"]["secretName"] == "observe-tokens"
+        assert token_file.endswith("/list")
+    with pytest.raises(RenderRefused, match="secretName"):
+        render({"observe": {"debug": {"enabled": True, "auth": "tokenFile"}}})
+    with pytest.raises(RenderRefused, match="allowedUsers"):
+        render({"observe": {"debug": {**debug, "allowedUsers": ["alice"]}}})
+    with pytest.raises(RenderRefused, match="auth"):
+        render({"observe": {"debug": {"enabled": True, "auth": "basic"}}})
+
+
+def test_no_priority_class_by_default() -> None:
+    for name, template in pod_templates(render()).items():
+        assert "priorityClassName" not in template["spec"], name
+    chosen = pod_templates(render(EVERY_OPTION))
+    assert chosen["tfjob-extender-scheduler"]["spec"]["priorityClassName"] == "tfjob-critical"
+
+
+def test_pod_placement_labels_and_annotations_reach_the_pods() -> None:
+    spec = pod_templates(render(EVERY_OPTION))["tfjob-extender-scheduler"]
+    for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"):
+        assert spec["spec"][key] == EVERY_OPTION["extender"][key], key
+    assert spec["spec"]["imagePullSecrets"] == [{"name": "registry-credentials"}]
+    assert spec["metadata"]["labels"]["example.com/team"] == "ml"
+    assert spec["metadata"]["annotations"]["example.com/owner"] == "ml-platform"
+    for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "imagePullSecrets"):
+        assert key not in pod_templates(render())["tfjob-extender-scheduler"]["spec"], key
+
+
+def test_service_monitor_is_optional_and_scrapes_both_services() -> None:
+    assert not of_kind(render(), "ServiceMonitor")
+    docs = render({"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}})
+    (monitor,) = of_kind(docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    selected = [s for s in of_kind(docs, "Service") if selector.items() <= s["metadata"]["labels"].items()]
+    assert {s["metadata"]["name"] for s in selected} == {"tfjob-extender-observe", "tfjob-extender-loops"}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    for service in selected:
+        assert endpoint["port"] in {port["name"] for port in service["spec"]["ports"]}
+    assert endpoint["path"] == "/metrics"
+
+
+def test_disruption_budgets_cover_each_deployment_unless_turned_off() -> None:
+    docs = render()
+    budgets = of_kind(docs, "PodDisruptionBudget")
+    assert len(budgets) == 2
+    for template in pod_templates(docs).values():
+        (budget,) = [
+            b for b in budgets if b["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+        ]
+        assert budget["spec"]["maxUnavailable"] == 1
+        assert "minAvailable" not in budget["spec"]
+    assert not of_kind(render({"podDisruptionBudget": {"enabled": False}}), "PodDisruptionBudget")
+
+
+def test_network_policies_let_in_only_the_observe_ports() -> None:
+    docs = render()
+    policies = of_kind(docs, "NetworkPolicy")
+    ports = {"tfjob-extender-scheduler": 8890, "tfjob-extender-loops": 8889}
+    templates = pod_templates(docs)
+    assert len(policies) == len(templates) == 2
+    for name, template in templates.items():
+        (policy,) = [
+            p
+            for p in policies
+            if p["spec"]["podSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+        ]
+        assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+        (rule,) = policy["spec"]["ingress"]
+        assert rule["ports"] == [{"port": ports[name], "protocol": "TCP"}]
+        assert "from" not in rule, "from anywhere by default"
+        assert policy["spec"]["egress"] == [{}], "to the API server, wherever it is"
+    narrowed = of_kind(render(EVERY_OPTION), "NetworkPolicy")
+    for policy in narrowed:
+        (rule,) = policy["spec"]["ingress"]
+        assert rule["from"] == EVERY_OPTION["networkPolicy"]["from"]
+    assert not of_kind(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
+
+
+def test_names_follow_the_release_and_the_overrides() -> None:
+    other = render(release="ml")
+    assert {d["metadata"]["name"] for d in of_kind(other, "Deployment")} == {
+        "ml-tfjob-extender-scheduler",
+        "ml-tfjob-extender-loops",
+    }
+    assert {d["metadata"]["name"] for d in of_kind(render({"fullnameOverride": "gangs"}), "Deployment")} == {
+        "gangs-scheduler",
+        "gangs-loops",
+    }
+    renamed = render({"nameOverride": "gangs"}, release="ml")
+    assert {d["metadata"]["labels"]["app.kubernetes.io/name"] for d in renamed} == {"gangs"}
+
+
+def test_every_object_carries_the_standard_labels_and_its_namespace() -> None:
+    cluster_scoped = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+    for doc in render(EVERY_OPTION):
+        labels = doc["metadata"]["labels"]
+        assert labels["app.kubernetes.io/name"] == "tfjob-extender", doc["metadata"]["name"]
+        assert labels["app.kubernetes.io/instance"] == RELEASE
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["app.kubernetes.io/version"] == extender.__version__
+        if doc["kind"] in cluster_scoped:
+            assert "namespace" not in doc["metadata"]
+        elif doc["metadata"]["name"] != f"{RELEASE}-scheduler-authentication-reader":
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]["name"]
+        else:
+            assert doc["metadata"]["namespace"] == "kube-system"
