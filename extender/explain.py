@@ -4,13 +4,16 @@ Asks a running extender (`GET /debug/explain/{namespace}/{name}`, read-only) and
 job's state, weight and rank, what its gang waits for, the plan reserved or the best plan found and why it
 falls short, and what would let it start. The exit code tells the state, for scripts:
 0 started (every member placed or finished), 1 waiting, 2 unknown (the extender knows no such object),
-3 the extender could not be asked (not reachable, or an answer that is not an explanation).
+3 the extender could not be asked (not reachable, refused, or an answer that is not an explanation).
+An observe listener that guards its debug routes (`serve --observe-debug --observe-auth-*`) is asked with a
+bearer token, read from `--token-file` or the environment variable `TFJOB_EXTENDER_TOKEN`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import urllib.error
 import urllib.parse
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8888"
+TOKEN_ENVIRONMENT_VARIABLE = "TFJOB_EXTENDER_TOKEN"
+"""Where `explain` finds a bearer token when no `--token-file` is given."""
 REQUEST_TIMEOUT_S = 10.0
 EXIT_STARTED = 0
 EXIT_WAITING = 1
@@ -34,15 +39,20 @@ class Explanation:
     body: dict[str, Any] | None = None
 
 
-def explain(target: str, url: str = DEFAULT_URL) -> Explanation:
-    """Ask the extender at `url` about `target` (`namespace/name`, or `name` in `default`)."""
+def explain(target: str, url: str = DEFAULT_URL, token: str | None = None) -> Explanation:
+    """Ask the extender at `url` about `target` (`namespace/name`, or `name` in `default`), with `token` as
+    a bearer token when given."""
     namespace, _, name = target.rpartition("/")
     namespace = namespace or "default"
     if not name or "/" in namespace:
         return Explanation(f"explain: {target!r} is not NAMESPACE/NAME", EXIT_UNKNOWN)
     path = f"/debug/explain/{urllib.parse.quote(namespace, safe='')}/{urllib.parse.quote(name, safe='')}"
     try:
-        body = _get(url.rstrip("/") + path)
+        body = _get(url.rstrip("/") + path, token)
+    except urllib.error.HTTPError as error:
+        refused = error.code in (401, 403) and not token
+        hint = f" (give a token: --token-file or {TOKEN_ENVIRONMENT_VARIABLE})" if refused else ""
+        return Explanation(f"explain: the extender at {url} refused: HTTP {error.code}{hint}", EXIT_UNREACHABLE)
     except (OSError, ValueError) as error:
         return Explanation(f"explain: cannot ask the extender at {url}: {error}", EXIT_UNREACHABLE)
     status = body.get("status")
@@ -51,9 +61,12 @@ def explain(target: str, url: str = DEFAULT_URL) -> Explanation:
     return Explanation(describe(body), EXIT_CODES[status], body)
 
 
-def _get(url: str) -> dict[str, Any]:
+def _get(url: str, token: str | None) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=REQUEST_TIMEOUT_S) as response:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=REQUEST_TIMEOUT_S
+        ) as response:
             data = response.read()
     except urllib.error.HTTPError as error:
         if error.code != 404:
@@ -127,14 +140,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="NAMESPACE/NAME", help="a TFJob, PodGroup or pod (NAME alone: default)")
     parser.add_argument("--url", default=DEFAULT_URL, help="the extender's address (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
+    parser.add_argument(
+        "--token-file",
+        type=argparse.FileType("r"),
+        help=f"a file holding the bearer token an observe listener with --observe-auth-* asks for "
+        f"(default: the environment variable {TOKEN_ENVIRONMENT_VARIABLE}, if set)",
+    )
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
 
 
 def run(args: argparse.Namespace) -> int:
     """`tfjob-extender explain`: the explanation on stdout (a failure to ask on stderr), the exit code."""
-    answer = explain(args.target, args.url)
+    answer = explain(args.target, args.url, bearer_token(args))
     if args.json and answer.body is not None:
         sys.stdout.write(json.dumps(answer.body, indent=2) + "\n")
     else:
         (sys.stdout if answer.body is not None else sys.stderr).write(answer.text + "\n")
     return answer.exit_code
+
+
+def bearer_token(args: argparse.Namespace) -> str | None:
+    """The token of `--token-file` (its first line), else of the environment, else none."""
+    if args.token_file is not None:
+        with args.token_file:
+            return args.token_file.readline().strip() or None
+    return os.environ.get(TOKEN_ENVIRONMENT_VARIABLE) or None
