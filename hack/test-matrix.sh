@@ -4,14 +4,14 @@
 # the tests of Kubernetes' own gang API with that release's feature gates. CI runs the default release
 # only (hack/test.sh); run this before changing the supported releases or the extender's use of the API.
 #
-#   bash hack/test-matrix.sh                      # v1.37.1 and v1.36.4
+#   bash hack/test-matrix.sh                      # v1.37.1, v1.36.4 and v1.35.4
 #   K8S_VERSIONS=v1.36.4 bash hack/test-matrix.sh -k workload_api
 #
 # Extra arguments go to pytest. Exits non-zero when any release failed; prints one line per release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-versions=${K8S_VERSIONS:-v1.37.1 v1.36.4}
+versions=${K8S_VERSIONS:-v1.37.1 v1.36.4 v1.35.4}
 if [ ! -x .venv/bin/pytest ]; then
   "${PYTHON:-python3}" -m venv .venv
   .venv/bin/pip install --quiet -e '.[dev,sim]'

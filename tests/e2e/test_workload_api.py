@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from extender.devcluster import LocalControlPlane, build_control_plane
+from extender.devcluster.plane import WORKLOAD_API
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
 from tests.e2e.waits import OBSERVE_S
 from tests.e2e.workloads import (
@@ -39,7 +40,15 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def gated_plane() -> Iterator[LocalControlPlane]:
     args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
-    with LocalControlPlane(build_control_plane(), extender_args=args, workload_api=True) as control_plane:
+    control_plane = LocalControlPlane(build_control_plane(), extender_args=args, workload_api=True)
+    version = control_plane.kubernetes_version()
+    if ".".join(version.lstrip("v").split(".")[:2]) not in WORKLOAD_API:
+        control_plane.stop()
+        pytest.skip(
+            f"Kubernetes {version} serves its gang API as Workload v1alpha1, the pods naming it in "
+            "spec.workloadRef, with no PodGroup object: the extender reads the PodGroup form of 1.36 and later"
+        )
+    with control_plane:
         yield control_plane
 
 
