@@ -202,6 +202,14 @@ class Numbers:
         bounds += [f"<= {self.high:g}"] if self.high is not None else []
         return " and ".join(bounds) or "any finite value"
 
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
+        if self.low is not None:
+            schema["exclusiveMinimum" if self.low_open else "minimum"] = self.low
+        if self.high is not None:
+            schema["maximum"] = self.high
+        return schema
+
     def parse(self, value: object) -> int | float:
         kind = "an integer" if self.integer else "a number"
         if isinstance(value, bool) or not isinstance(value, int | float) or (self.integer and isinstance(value, float)):
@@ -225,6 +233,9 @@ class Choices:
     def describe(self) -> str:
         return "one of " + ", ".join(self.values)
 
+    def json_schema(self) -> dict[str, Any]:
+        return {"enum": list(self.values)}
+
     def parse(self, value: object) -> str:
         if not isinstance(value, str) or value not in self.values:
             raise SettingValueError(f"{value!r} is not {self.describe()}")
@@ -237,6 +248,9 @@ class Switch:
 
     def describe(self) -> str:
         return "true or false"
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
 
     def parse(self, value: object) -> bool:
         if not isinstance(value, bool):
@@ -251,6 +265,9 @@ class Name:
     def describe(self) -> str:
         return "a non-empty name without spaces"
 
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": "^\\S+$"}
+
     def parse(self, value: object) -> str:
         if not isinstance(value, str) or not value or any(character.isspace() for character in value):
             raise SettingValueError(f"{value!r} is not {self.describe()}")
@@ -264,6 +281,16 @@ class Layers:
 
     def describe(self) -> str:
         return "a list of {name: LAYER, labels: [LABEL, ...]} with distinct names, top first ([] for none)"
+
+    def json_schema(self) -> dict[str, Any]:
+        text = {"type": "string", "pattern": "\\S"}
+        layer = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "labels"],
+            "properties": {"name": text, "labels": {"type": "array", "minItems": 1, "items": text}},
+        }
+        return {"type": "array", "items": layer}
 
     def parse(self, value: object) -> tuple[NetworkLayer, ...]:
         if not isinstance(value, list | tuple):
@@ -336,6 +363,12 @@ POLICY_RULES: dict[str, Rule] = {
 """What every field of `PolicySettings` takes (the keys are exactly its fields)."""
 
 assert set(POLICY_RULES) == {f.name for f in fields(PolicySettings)}, "every setting has exactly one rule"
+
+
+def policy_json_schema() -> dict[str, Any]:
+    """`POLICY_RULES` as the JSON Schema of a policy file's settings, in the fields' order (what the chart's
+    `values.schema.json` holds for its `policy:` block, so Helm refuses what the processes would)."""
+    return {f.name: POLICY_RULES[f.name].json_schema() for f in fields(PolicySettings)}
 
 
 def policy_from_mapping(values: Mapping[str, object], base: PolicySettings | None = None) -> PolicySettings:

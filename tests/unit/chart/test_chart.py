@@ -8,14 +8,13 @@ import dataclasses
 import json
 import re
 import subprocess
-import typing
 from typing import Any
 
 import pytest
 import yaml
 
 import extender
-from extender.policy.settings import PolicySettings
+from extender.policy.settings import PolicySettings, policy_json_schema
 from tests.helm import (
     CHART,
     EVERY_OPTION,
@@ -161,22 +160,20 @@ def test_the_policy_takes_only_the_policys_settings() -> None:
         render({"policy": {"scheduler_name": "other"}})
 
 
-def schema_type(annotation: Any) -> dict[str, Any]:
-    if typing.get_origin(annotation) is typing.Literal:
-        return {"enum": list(typing.get_args(annotation))}
-    simple = {float: "number", int: "integer", bool: "boolean", str: "string"}
-    return {"type": simple.get(annotation, "array")}
+def test_the_values_schema_takes_what_the_processes_take() -> None:
+    """The `policy:` block's schema is the policy's own rules (`policy_json_schema`), so `helm install` refuses
+    a key or a value out of range that the processes would refuse at start. After a change of the rules:
+    `python -c 'from extender.policy.settings import policy_json_schema as s; import json; print(json.dumps(s()))'`."""
+    assert SCHEMA["properties"]["policy"]["properties"] == policy_json_schema()
 
 
-def test_the_values_schema_lists_exactly_the_policy_settings() -> None:
-    hints = typing.get_type_hints(PolicySettings)
-    properties = SCHEMA["properties"]["policy"]["properties"]
-    assert list(properties) == [field.name for field in dataclasses.fields(PolicySettings)]
-    for name, annotation in hints.items():
-        expected = schema_type(annotation)
-        assert {key: properties[name][key] for key in expected} == expected, name
-    layer = properties["network_topology"]["items"]
-    assert set(layer["properties"]) == {"name", "labels"}
+def test_a_policy_value_out_of_range_is_refused_by_helm() -> None:
+    with pytest.raises(RenderRefused, match="starvation_limit_s"):
+        render({"policy": {"starvation_limit_s": -1}})
+    with pytest.raises(RenderRefused, match="colocation_weight"):
+        render({"policy": {"colocation_weight": 1.5}})
+    with pytest.raises(RenderRefused, match="network_topology"):
+        render({"policy": {"network_topology": [{"name": "SpineLayer", "labels": []}]}})
 
 
 def test_the_policy_keys_shown_in_values_yaml_are_settings() -> None:
