@@ -2,7 +2,8 @@
 # Builds Kueue's controller manager (`sigs.k8s.io/kueue/cmd/kueue`) from the Go module proxy into a cache
 # outside the repo keyed by its version, and copies its CRDs out of the module cache. Optional: only the
 # Kueue end-to-end test needs it. Idempotent: a complete cache is reused at once. The last line printed is
-# the cache directory (`bin/kueue`, `crds/*.yaml`).
+# the cache directory (`bin/kueue`, `crds/*.yaml`, `webhooks.yaml`: its webhook configurations as its
+# kustomize base declares them, pointing at a Service).
 #
 # Kueue's go.mod has no local replaces, so `go install module@version` builds it as published.
 set -euo pipefail
@@ -18,7 +19,7 @@ if [ "${1:-}" = "--print-dir" ]; then
 fi
 
 complete() {
-  [ -x "$BIN/kueue" ] && [ -n "$(ls "$CRDS"/*.yaml 2>/dev/null)" ]
+  [ -x "$BIN/kueue" ] && [ -n "$(ls "$CRDS"/*.yaml 2>/dev/null)" ] && [ -s "$CACHE/webhooks.yaml" ]
 }
 if complete; then
   echo "[build] kueue cached: $CACHE"
@@ -34,10 +35,11 @@ export GOTOOLCHAIN=local CGO_ENABLED=0
 mkdir -p "$BIN" "$CRDS"
 started=$SECONDS
 echo "[build] kueue ${KUEUE_VERSION} ..."
-GOBIN="$BIN" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kueue/cmd/kueue@${KUEUE_VERSION}"
+[ -x "$BIN/kueue" ] || GOBIN="$BIN" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kueue/cmd/kueue@${KUEUE_VERSION}"
 module=$(go mod download -json "sigs.k8s.io/kueue@${KUEUE_VERSION}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
 cp "$module"/config/components/crd/bases/*.yaml "$CRDS/"
-chmod u+w "$CRDS"/*.yaml
+cp "$module"/config/components/webhook/manifests.yaml "$CACHE/webhooks.yaml"
+chmod u+w "$CRDS"/*.yaml "$CACHE/webhooks.yaml"
 complete || { echo "[build] error: kueue is incomplete in $CACHE" >&2; exit 1; }
 echo "[build] kueue ready in $((SECONDS - started))s: $CACHE"
 echo "$CACHE"
