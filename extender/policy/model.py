@@ -150,6 +150,10 @@ class PodView:
     node_affinity: tuple[Term, ...] | None = None
     """The terms of its required node affinity (one must hold), None when it has none."""
     tolerations: tuple[Toleration, ...] = ()
+    scheduling_gated: bool = False
+    """`spec.schedulingGates` is not empty (e.g. Kueue's `kueue.x-k8s.io/topology` until it picks the
+    topology domain): kube-scheduler does not try the pod, and no gang plan counts it until the gates are
+    gone (the gate's owner may still narrow where it goes)."""
     topology_index: int | None = None
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
     scheduled_at: float = 0.0

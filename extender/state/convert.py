@@ -191,6 +191,7 @@ def _pod(obj: Json) -> PodView:
         node_selector=tuple(sorted(fields.labels(spec, "nodeSelector", "spec.nodeSelector").items())),
         node_affinity=_required_affinity(spec),
         tolerations=_tolerations(spec),
+        scheduling_gated=bool(fields.objects(spec, "schedulingGates", "spec.schedulingGates")),
         topology_index=_topology_index(meta),
         scheduled_at=_scheduled_at(status),
     )

@@ -430,4 +430,6 @@ def _membership_changed(old: PodView, new: PodView) -> bool:
         or old.terminating != new.terminating
         or old.group != new.group
         or old.requests != new.requests
+        or old.constraint != new.constraint
+        or old.scheduling_gated != new.scheduling_gated
     )

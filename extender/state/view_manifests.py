@@ -33,6 +33,8 @@ from extender.state.gang_annotations import (
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.kueue import QUEUE_NAME_LABEL
 
+GATE_NAME = "tfjob-extender.io/gated"
+"""The scheduling gate a dumped gated pod carries: the model keeps that it is gated, not by which gates."""
 DUMPED_QUEUE_NAME = "admitted-by-kueue"
 """The queue-name label a dumped TFJob Kueue admits carries: the model keeps that Kueue admits it, not
 through which LocalQueue."""
@@ -115,6 +117,8 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.scheduling_gated:
+        spec["schedulingGates"] = [{"name": GATE_NAME}]
     if pod.tolerations:
         spec["tolerations"] = [_toleration(toleration) for toleration in pod.tolerations]
     if pod.node_affinity is not None:

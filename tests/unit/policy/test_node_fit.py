@@ -12,8 +12,9 @@ from extender.policy.node_fit import NodeConstraint, Operator, Requirement, Tain
 from extender.policy.settings import PolicySettings
 from extender.state import convert
 from extender.state.convert import ConversionError
+from extender.state.kinds import Kind
 from extender.state.view_manifests import node_manifest, pod_manifest
-from tests.builders import Obj, make_node, make_podgroup, make_sized_tfjob, snapshot, tfjob_pods
+from tests.builders import Obj, cluster, make_node, make_podgroup, make_sized_tfjob, snapshot, tfjob_pods
 
 NOW = 1_800_000_000.0
 SETTINGS = PolicySettings()
@@ -175,3 +176,24 @@ def test_bad_tolerations_and_affinity_are_refused_with_the_field(spec: dict[str,
     pod["spec"].update(spec)
     with pytest.raises(ConversionError, match=message):
         convert.pod_view(pod)
+
+
+def test_a_gang_with_a_gated_member_is_not_planned_until_the_gate_is_gone_and_its_new_selector_counts() -> None:
+    """As Kueue's topology-aware scheduling does: every pod gated, then ungated with a domain's selector."""
+    objects = gang("job", tolerations=TOLERATE_GPU)
+    for pod in objects[:4]:
+        pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    state = cluster(*nodes(), *objects)
+    snap = state.snapshot()
+    gated = snap.pods["default/job-worker-0"]
+    assert gated.scheduling_gated and convert.pod_view(pod_manifest(gated, snap)) == gated
+    verdict = plan_gang(snap, gang_state(snap, "default/job"), SETTINGS, NOW)
+    assert not verdict.admitted and verdict.reservations == ()
+    for pod in objects[:4]:
+        del pod["spec"]["schedulingGates"]
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-1"}
+        state.apply(Kind.POD, "MODIFIED", pod)
+    snap = state.snapshot()
+    verdict = plan_gang(snap, gang_state(snap, "default/job"), SETTINGS, NOW)
+    assert verdict.admitted and {r.node for r in verdict.reservations} == {"gpu-1"}
+    assert convert.pod_view(pod_manifest(snap.pods["default/job-ps-0"], snap)) == snap.pods["default/job-ps-0"]
