@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from extender.devcluster.processes import ControlPlaneError, create_once, free_port, wait_until
+from extender.devcluster.processes import ControlPlaneError, create_once, free_port, run_build_script, wait_until
 from extender.devcluster.resources import source
 
 if TYPE_CHECKING:
@@ -46,11 +46,7 @@ CERT_DAYS = 2
 
 def build_kueue() -> Path:
     """Build (or reuse) Kueue; returns its cache directory (`bin/kueue`, `crds/`, `webhooks.yaml`)."""
-    script = source().kueue_build_script
-    result = subprocess.run(["bash", str(script)], check=False, stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise ControlPlaneError(f"{script.name} failed with exit code {result.returncode}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return run_build_script(source().kueue_build_script)
 
 
 def start_kueue(plane: LocalControlPlane, cache: Path) -> None:

@@ -34,7 +34,14 @@ from kubernetes import config
 from extender.devcluster.kueue import build_kueue, start_kueue
 from extender.devcluster.objects import KWOK_NODE_ANNOTATION, ClusterClient
 from extender.devcluster.operator import start_operator
-from extender.devcluster.processes import UNVERIFIED_TLS, ControlPlaneError, ProcessGroup, free_port, wait_until
+from extender.devcluster.processes import (
+    UNVERIFIED_TLS,
+    ControlPlaneError,
+    ProcessGroup,
+    free_port,
+    run_build_script,
+    wait_until,
+)
 from extender.devcluster.resources import KWOK_STAGES, Source, source
 
 LEASE_NAMESPACE = "tfjob-system"
@@ -50,11 +57,7 @@ GenericWorkload; 1.36 has both, alpha)."""
 
 def build_control_plane() -> Path:
     """Build (or reuse) the binaries and CRDs; returns the cache directory."""
-    script = source().build_script
-    result = subprocess.run(["bash", str(script)], check=False, stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise ControlPlaneError(f"{script.name} failed with exit code {result.returncode}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return run_build_script(source().build_script)
 
 
 class LocalControlPlane(ClusterClient, ProcessGroup):
