@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from extender.devcluster import LocalControlPlane, build_control_plane
+from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
 from extender.devcluster.kueue import KUEUE_NAMESPACE
 from extender.devcluster.resources import source
 from extender.explain import explain
@@ -58,6 +58,8 @@ LOOP_ARGS = (
     "--consolidation-interval-s",
     "2",
 )
+MAX_EXEC_TIME = "kueue.x-k8s.io/max-exec-time-seconds"
+"""A label Kueue's validating webhook checks: it must be a positive number of seconds."""
 RUN_FOR = "40s"
 """How long the queued job's pods run before they succeed."""
 OBSERVE_S = 15.0
@@ -124,6 +126,16 @@ def recalled_history(plane: LocalControlPlane) -> None:
     plane.start_extender()
 
 
+def webhooks_answer(plane: LocalControlPlane, job: dict[str, Any]) -> None:
+    """Kueue's webhooks, called at https://127.0.0.1, answer for TFJobs (in dry runs): the mutating one
+    suspends a queued TFJob on creation, the validating one refuses a bad Kueue label."""
+    path = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/tfjobs?dryRun=All"
+    assert plane.post(path, job)["spec"]["runPolicy"]["suspend"] is True
+    bad = {**job, "metadata": {**job["metadata"], "labels": {**job["metadata"]["labels"], MAX_EXEC_TIME: "0"}}}
+    with pytest.raises(ApiError, match=r"vtfjob\.kb\.io"):
+        plane.post(path, bad)
+
+
 def debug_jobs(plane: LocalControlPlane) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}/debug/jobs", timeout=5) as response:
         body: dict[str, Any] = json.loads(response.read())
@@ -168,6 +180,7 @@ def test_kueue_admits_the_extender_places_and_the_loops_leave_the_job_to_kueue(p
     queued = tfjob("queued", scene=NAMESPACE, workers=3, run_for=RUN_FOR, min_workers=1, max_workers=6, dynamic=True)
     queued["metadata"]["labels"] = {QUEUE_NAME_LABEL: "team-a"}
     queued["metadata"]["annotations"]["tfjob-extender.io/suspendable"] = "true"
+    webhooks_answer(plane, queued)
     plane.create_tfjob(NAMESPACE, queued)
     wait_until("Kueue admitted the queued TFJob", lambda: admitted(plane, "queued"), ADMIT_TIMEOUT_S)
 
