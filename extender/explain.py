@@ -91,6 +91,8 @@ def describe(body: dict[str, Any]) -> str:
     standing = body.get("standing") or {}
     if standing:
         lines.append("  " + _weights(standing))
+    if standing.get("loops"):
+        lines.append(f"  {standing['loops']}")
     pods = body["pods"]
     bound = pods["bound"]
     nodes = sorted(set(bound.values()))

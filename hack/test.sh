@@ -34,6 +34,9 @@ fi
 echo "[test] building (or reusing) the local control plane"
 bash hack/build-control-plane.sh
 
+echo "[test] building (or reusing) Kueue (for its end-to-end test)"
+bash hack/build-kueue.sh
+
 echo "[test] building (or reusing) Helm, then linting the chart"
 helm=$(bash hack/build-helm.sh | tee /dev/stderr | tail -n 1)
 "$helm" lint --strict charts/tfjob-extender

@@ -1,8 +1,9 @@
 """JSON for where jobs and gangs stand: weights with the inputs of KOD2 Equation (1), ranks, what each waits for.
 
 `/debug/jobs` and `/debug/gangs` add a `standing` object to each entry (`job_standing`, `gang_standing`):
-base weight and its inputs, aged weight, PriorityClass value, starvation clock, and the 1-based rank
-among waiting gangs. `/debug/queue` lists `policy.standing.explain_queue` (`render_standing`), and
+base weight and its inputs, aged weight, PriorityClass value, starvation clock, the 1-based rank
+among waiting gangs, and for a TFJob Kueue admits `admittedBy` and what the loops leave to Kueue
+(`loops`). `/debug/queue` lists `policy.standing.explain_queue` (`render_standing`), and
 `/debug/explain/{namespace}/{name}` resolves a TFJob, PodGroup or pod to its gang and answers everything
 `tfjob-extender explain` prints (`render_explanation`). All of it reads one snapshot; nothing is changed.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.policy.gang_summary import GangSummary
-from extender.policy.model import ClusterSnapshot
+from extender.policy.model import KUEUE_LEFT_ALONE, ClusterSnapshot, JobView
 from extender.policy.queue import GangQueue, queue_of
 from extender.policy.resources import Resources
 from extender.policy.settings import PolicySettings
@@ -62,9 +63,15 @@ def job_standing(context: RankContext, job_key: str) -> dict[str, Any]:
         body["baseWeight"] = breakdown.weight
         body["weightInputs"] = _weight_inputs(breakdown)
         body["priorityClass"] = job.priority_class or None
+        body.update(_kueue_fields(job))
     if summary is not None:
         body.update(_rank_fields(context, summary))
     return body
+
+
+def _kueue_fields(job: JobView) -> dict[str, Any]:
+    """`admittedBy` and `loops` for a TFJob Kueue admits; nothing for any other."""
+    return {"admittedBy": "Kueue", "loops": KUEUE_LEFT_ALONE} if job.kueue_managed else {}
 
 
 def gang_standing(context: RankContext, group_key: str) -> dict[str, Any] | None:
@@ -75,6 +82,7 @@ def gang_standing(context: RankContext, group_key: str) -> dict[str, Any] | None
     job = context.snapshot.jobs.get(summary.job) if summary.job else None
     if job is not None:
         body["weightInputs"] = _weight_inputs(weight_breakdown(job, context.capacity, context.settings))
+        body.update(_kueue_fields(job))
     return body
 
 

@@ -134,6 +134,11 @@ def add_dev_cluster_arguments(dev_cluster: argparse.ArgumentParser) -> None:
     dev_cluster.add_argument("action", choices=["up", "down", "status"])
     dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
     dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
+    dev_cluster.add_argument(
+        "--with-kueue",
+        action="store_true",
+        help="up: with Kueue admitting TFJobs (built by hack/build-kueue.sh the first time; see docs/kueue.md)",
+    )
     dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
     dev_cluster.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
 

@@ -1,7 +1,8 @@
 """`tfjob-extender dev-cluster up|down|status`: the local control plane for trying the extender by hand.
 
 `up` builds the control plane once (hack/build-control-plane.sh of the source checkout, cached outside
-it), starts etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator on 127.0.0.1,
+it), starts etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator (and with
+`--with-kueue` Kueue, `extender.devcluster.kueue`) on 127.0.0.1,
 writes what it started to `RUN_DIR/dev-cluster.json` and prints the kubeconfig path and the page's URL;
 the processes keep running after the command returns (each in a session of its own), unless
 `--foreground`, which stops them on Ctrl-C. `down` stops exactly the processes recorded there, by process
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     """`tfjob-extender dev-cluster ACTION` with the arguments `extender.__main__` parsed."""
     run_dir = args.run_dir or default_run_dir()
     if args.action == "up":
-        return up(run_dir, with_operator=not args.no_operator, foreground=args.foreground)
+        return up(run_dir, with_operator=not args.no_operator, with_kueue=args.with_kueue, foreground=args.foreground)
     if args.action == "down":
         return down(run_dir)
     return status(run_dir)
@@ -68,7 +69,9 @@ class Recorded:
         return {name: _ours(pid, self.run_dir) for name, pid in self.pids.items()}
 
 
-def up(run_dir: Path, *, with_operator: bool, foreground: bool, out: TextIO = sys.stdout) -> int:
+def up(
+    run_dir: Path, *, with_operator: bool, foreground: bool, with_kueue: bool = False, out: TextIO = sys.stdout
+) -> int:
     recorded = Recorded.load(run_dir)
     if recorded is not None and all(recorded.alive().values()):
         _print_access(recorded, out, "already running")
@@ -79,7 +82,9 @@ def up(run_dir: Path, *, with_operator: bool, foreground: bool, out: TextIO = sy
     run_dir.mkdir(parents=True)
     print("building or reusing the local control plane (the first build takes a while) ...", file=out, flush=True)
     try:
-        plane = LocalControlPlane(build_control_plane(), run_dir=run_dir, with_operator=with_operator)
+        plane = LocalControlPlane(
+            build_control_plane(), run_dir=run_dir, with_operator=with_operator, with_kueue=with_kueue
+        )
     except (ControlPlaneError, SourceNotFound) as error:
         print(f"dev-cluster: {error}", file=sys.stderr)
         return 1

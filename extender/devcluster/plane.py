@@ -5,7 +5,8 @@ ServiceAccount / TaintNodesByCondition admission, since no controller-manager ru
 CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
 and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/` (profile
 `tfjob-scheduler` calling the extender), and optionally training-operator with
-`--gang-scheduler-name=tfjob-scheduler` (`operator.py`). Binaries come from `hack/build-control-plane.sh`
+`--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
+`hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
 (built once, cached outside the repo; see `resources`). Every process logs into the run directory;
 `stop()` ends exactly the processes it started, in reverse order.
 
@@ -30,9 +31,17 @@ from typing import Any
 import yaml
 from kubernetes import config
 
+from extender.devcluster.kueue import build_kueue, start_kueue
 from extender.devcluster.objects import KWOK_NODE_ANNOTATION, ClusterClient
 from extender.devcluster.operator import start_operator
-from extender.devcluster.processes import UNVERIFIED_TLS, ControlPlaneError, ProcessGroup, free_port, wait_until
+from extender.devcluster.processes import (
+    UNVERIFIED_TLS,
+    ControlPlaneError,
+    ProcessGroup,
+    free_port,
+    run_build_script,
+    wait_until,
+)
 from extender.devcluster.resources import KWOK_STAGES, Source, source
 
 LEASE_NAMESPACE = "tfjob-system"
@@ -48,11 +57,7 @@ GenericWorkload; 1.36 has both, alpha)."""
 
 def build_control_plane() -> Path:
     """Build (or reuse) the binaries and CRDs; returns the cache directory."""
-    script = source().build_script
-    result = subprocess.run(["bash", str(script)], check=False, stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise ControlPlaneError(f"{script.name} failed with exit code {result.returncode}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return run_build_script(source().build_script)
 
 
 class LocalControlPlane(ClusterClient, ProcessGroup):
@@ -61,6 +66,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         cache: Path,
         *,
         with_operator: bool = True,
+        with_kueue: bool = False,
         run_dir: Path | None = None,
         extender_args: tuple[str, ...] = (),
         scheduler_qps: float | None = None,
@@ -86,6 +92,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         self.bin = cache / "bin"
         self.crds = cache / "crds"
         self.with_operator = with_operator
+        self.with_kueue = with_kueue
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="tfjob-e2e-"))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}
@@ -124,6 +131,8 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
             self._start_scheduler()
         if self.with_operator:
             self._start_operator()
+        if self.with_kueue:
+            start_kueue(self, build_kueue())
 
     def stop(self) -> None:
         for name in reversed(list(self.processes)):
@@ -270,7 +279,10 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
     def _install_crds(self) -> None:
         podgroups = [yaml.safe_load(path.read_text()) for path in self.source.crd_files]
         tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
-        crds = [*podgroups, tfjobs]
+        self.install_crds([*podgroups, tfjobs])
+
+    def install_crds(self, crds: list[dict[str, Any]]) -> None:
+        """Create these CRDs and wait until each is established."""
         path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
         for crd in crds:
             self.post(path, crd)

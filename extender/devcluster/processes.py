@@ -62,6 +62,15 @@ def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, i
         time.sleep(interval_s)
 
 
+def run_build_script(script: Path) -> Path:
+    """Run one of the `hack/build-*.sh` scripts (each reuses its cache); returns the cache directory it
+    prints last."""
+    result = subprocess.run(["bash", str(script)], check=False, stdout=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise ControlPlaneError(f"{script.name} failed with exit code {result.returncode}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
 def create_once(path: Path, content: bytes) -> None:
     """Create `path` whole unless it exists (another control plane may have made it, or be making it)."""
     if path.exists():

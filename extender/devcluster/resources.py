@@ -17,6 +17,7 @@ import yaml
 SOURCE_ENV = "TFJOB_EXTENDER_SOURCE"
 KWOK_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-control-plane.sh"
+KUEUE_BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-kueue.sh"
 
 
 class SourceNotFound(RuntimeError):
@@ -30,6 +31,11 @@ class Source:
     @property
     def build_script(self) -> Path:
         return self.root / BUILD_SCRIPT_IN_SOURCE
+
+    @property
+    def kueue_build_script(self) -> Path:
+        """Builds the optional Kueue component (`extender.devcluster.kueue`)."""
+        return self.root / KUEUE_BUILD_SCRIPT_IN_SOURCE
 
     @property
     def scheduler_config(self) -> Path:

@@ -47,7 +47,7 @@ class GangState:
     missing: tuple[str, ...]
     """Group keys with pods but no PodGroup object yet."""
     members: Mapping[str, tuple[PodView, ...]]
-    """Group key → its unfinished, not-deleting members."""
+    """Group key → its unfinished, not-deleting members past every scheduling gate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,10 @@ def gang_state(snapshot: ClusterSnapshot, group_key: str) -> GangState:
                 (
                     pod
                     for pod_key in snapshot.group_members.get(key, frozenset())
-                    if (pod := snapshot.pods.get(pod_key)) is not None and not pod.terminating and pod.phase != "Failed"
+                    if (pod := snapshot.pods.get(pod_key)) is not None
+                    and not pod.terminating
+                    and pod.phase != "Failed"
+                    and not pod.scheduling_gated
                 ),
                 key=lambda pod: pod.name,
             )

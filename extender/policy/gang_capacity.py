@@ -1,9 +1,9 @@
 """What a gang plan is placed on: `free_capacity` is the snapshot's free room (with the gang's own
 reservations and any freed pods handed back) on the schedulable nodes that can hold the gang's smallest pod;
 `placement_unit` is one PodGroup's pending pods with the nodes their job already uses, its parameter servers'
-nodes and the nodes each pod may use (kube-scheduler's candidates, node selectors); `roomy_nodes` narrows a
-snapshot to the nodes worth planning on once for many plans; `selected_nodes` resolves a node selector, once
-per node-labels epoch.
+nodes and the nodes each pod may use (kube-scheduler's candidates; node selectors, required node affinity and
+tolerations of node taints, `node_fit`); `roomy_nodes` narrows a snapshot to the nodes worth planning on once
+for many plans; `selected_nodes` resolves a pod's node constraint, once per node-labels epoch.
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import numpy as np
 
 from extender.policy.model import ClusterSnapshot, PodView, Role
+from extender.policy.node_fit import FILTERING_EFFECTS, NodeConstraint
 from extender.policy.placement import FreeCapacity, PlacementUnit
 from extender.policy.resources import EMPTY, Resources, smallest
 
 
 def roomy_nodes(snapshot: ClusterSnapshot, pods: Iterable[PodView]) -> frozenset[str]:
-    """Schedulable nodes that one of `pods` may use (node selectors) with room, before any hand-back, for
+    """Schedulable nodes that one of `pods` may use (`node_fit`) with room, before any hand-back, for
     at least the smallest of them."""
     pods = list(pods)
     table = snapshot.capacity
     usable = table.schedulable.copy()
-    if pods and all(pod.node_selector for pod in pods):
+    if pods and all(limited(snapshot, pod) for pod in pods):
         selected = np.zeros(len(table.names), dtype=np.bool_)
-        for selector in {pod.node_selector for pod in pods}:
-            selected |= table.row_mask(selected_nodes(snapshot, selector))
+        for constraint in {pod.constraint for pod in pods}:
+            selected |= table.row_mask(selected_nodes(snapshot, constraint))
         usable &= selected
     rows = np.flatnonzero(usable)
     roomy = rows[table.fits(rows, table.demand(smallest(pod.requests for pod in pods)))]
@@ -89,21 +90,38 @@ def placement_unit(
                 ps_nodes.add(node)
     allowed = {pod.key: pinned[pod.key] for pod in pods if pod.key in pinned}
     for pod in pods:
-        if pod.node_selector:
-            selected = selected_nodes(snapshot, pod.node_selector)
+        if limited(snapshot, pod):
+            selected = selected_nodes(snapshot, pod.constraint)
             allowed[pod.key] = allowed[pod.key] & selected if pod.key in allowed else selected
     return PlacementUnit(group_key, pods, frozenset(ps_nodes), dict(job_nodes), allowed)
 
 
-def selected_nodes(snapshot: ClusterSnapshot, selector: tuple[tuple[str, str], ...]) -> frozenset[str]:
-    """The nodes carrying every label of a node selector, derived once per node-labels epoch."""
+def limited(snapshot: ClusterSnapshot, pod: PodView) -> bool:
+    """Whether some node may be closed to the pod: it asks for particular nodes, or some node has a taint
+    that keeps pods out."""
+    return pod.constraint.narrows or tainted(snapshot)
+
+
+def tainted(snapshot: ClusterSnapshot) -> bool:
+    """Whether any node has a `NoSchedule` or `NoExecute` taint, derived once per node-labels epoch."""
     memo = snapshot.node_labels_epoch.derived
-    key = ("node-selector", selector)
+    known = memo.get("tainted")
+    if isinstance(known, bool):
+        return known
+    found = any(taint.effect in FILTERING_EFFECTS for node in snapshot.nodes.values() for taint in node.node.taints)
+    memo["tainted"] = found
+    return found
+
+
+def selected_nodes(snapshot: ClusterSnapshot, constraint: NodeConstraint) -> frozenset[str]:
+    """The nodes a pod with this node constraint may go to, derived once per node-labels epoch."""
+    memo = snapshot.node_labels_epoch.derived
+    key = ("node-constraint", constraint)
     known = memo.get(key)
     if isinstance(known, frozenset):
         return known
     selected = frozenset(
-        name for name, node in snapshot.nodes.items() if all(node.node.labels.get(k) == v for k, v in selector)
+        name for name, node in snapshot.nodes.items() if constraint.admits(name, node.node.labels, node.node.taints)
     )
     memo[key] = selected
     return selected

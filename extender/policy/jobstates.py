@@ -82,6 +82,8 @@ def _podless_reason(snapshot: ClusterSnapshot, key: str) -> str:
         return "no pods created yet"
     if job.suspended_by_extender:
         return "suspended by the preemption loop for a fresh gang; resumed once its pods are gone"
+    if job.kueue_managed:
+        return "suspended (spec.runPolicy.suspend): waiting for Kueue to admit it"
     return "suspended (spec.runPolicy.suspend), not by the extender: it stays so until its owner resumes it"
 
 

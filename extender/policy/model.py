@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from extender.policy.capacity import EMPTY_TABLE, CapacityTable
 from extender.policy.frozenmap import FrozenMap, empty_frozen_map
+from extender.policy.node_fit import NodeConstraint, Taint, Term, Toleration
 from extender.policy.resources import EMPTY, Resources
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class GatherRule:
 
 class NodeLabelsEpoch:
     """Stands for one state of the set of nodes and their labels: the model replaces it whenever a node is
-    added, removed or relabelled. What derives from node labels alone (the network-topology tree) is kept
+    added, removed, relabelled or retainted. What derives from node labels alone (the network-topology tree) is kept
     in `derived`, keyed by what else it depends on, and shared by every snapshot of the same epoch — a
     memo of pure functions, never state a decision depends on."""
 
@@ -120,6 +121,8 @@ class NodeView:
     labels: Mapping[str, str] = field(default_factory=dict)
     schedulable: bool = True
     """False when cordoned (`spec.unschedulable`) or not Ready."""
+    taints: tuple[Taint, ...] = ()
+    """`spec.taints`: a pod goes here only if it tolerates each `NoSchedule` and `NoExecute` one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,19 +147,30 @@ class PodView:
     """Creation time, seconds since the epoch."""
     node_selector: tuple[tuple[str, str], ...] = ()
     """`spec.nodeSelector` as sorted pairs: the pod may only go to nodes carrying all these labels."""
+    node_affinity: tuple[Term, ...] | None = None
+    """The terms of its required node affinity (one must hold), None when it has none."""
+    tolerations: tuple[Toleration, ...] = ()
+    scheduling_gated: bool = False
+    """`spec.schedulingGates` is not empty (e.g. Kueue's `kueue.x-k8s.io/topology` until it picks the
+    topology domain): kube-scheduler does not try the pod, and no gang plan counts it until the gates are
+    gone (the gate's owner may still narrow where it goes)."""
     topology_index: int | None = None
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
     scheduled_at: float = 0.0
     """When the pod was bound (its PodScheduled condition turned true), seconds since the epoch; 0 if not."""
     key: str = field(init=False, compare=False)
     """`namespace/name`, computed once."""
+    constraint: NodeConstraint = field(init=False, compare=False)
+    """Node selector, required node affinity and tolerations together, computed once."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "constraint", NodeConstraint(self.node_selector, self.node_affinity, self.tolerations))
 
     def selects(self, node: NodeView) -> bool:
-        """True when the node carries every label of the pod's node selector."""
-        return all(node.labels.get(key) == value for key, value in self.node_selector)
+        """True when the pod may go to the node: its node selector, required node affinity and
+        tolerations admit it (`node_fit`)."""
+        return self.constraint.admits(node.name, node.labels, node.taints)
 
     @property
     def finished(self) -> bool:
@@ -206,6 +220,10 @@ class GroupView:
         return f"{self.namespace}/{self.name}"
 
 
+KUEUE_LEFT_ALONE = "admitted by Kueue: preemption and scaling left to Kueue"
+"""What `explain`, `/debug/jobs` and the loops say of a TFJob Kueue admits (`JobView.kueue_managed`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class JobView:
     """A TFJob."""
@@ -251,6 +269,11 @@ class JobView:
     run_s: float = 0.0
     """The seconds it ran in all, written by the preemption loop when it saw it finish (annotation
     `tfjob-extender.io/run-s`; 0 if not): the run-time history a restarted loop starts from."""
+    kueue_managed: bool = False
+    """Kueue decides its admission (its queue-name label, a Kueue Workload owner, Kueue's marks on its
+    templates: `extender.state.kueue`). Kueue owns `spec.runPolicy.suspend` and requeues a job whose pod
+    counts change, so the loops never suspend, resume, evict for preemption or resize it; the extender
+    only places it (`KUEUE_LEFT_ALONE`)."""
 
     @property
     def key(self) -> str:
@@ -262,14 +285,14 @@ class JobView:
 
     @property
     def may_be_suspended(self) -> bool:
-        """Marked suspendable and not suspended already."""
-        return self.suspendable and not self.suspended
+        """Marked suspendable, not suspended already, and not Kueue's (Kueue would unsuspend it)."""
+        return self.suspendable and not self.suspended and not self.kueue_managed
 
     @property
     def suspended_by_extender(self) -> bool:
         """Suspended, by the preemption loop, and not resumed since: the loop resumes it (never a job a
-        person suspended)."""
-        return self.suspended and self.suspended_at > self.resumed_at
+        person or Kueue suspended)."""
+        return self.suspended and self.suspended_at > self.resumed_at and not self.kueue_managed
 
     def minimum_demand(self) -> Resources:
         """What the job needs to run at its minimum: every non-worker replica plus `min_workers` workers."""
@@ -415,6 +438,7 @@ class ClusterSnapshot:
 
 
 __all__ = [
+    "KUEUE_LEFT_ALONE",
     "ClusterSnapshot",
     "FailedPlan",
     "FrozenMap",

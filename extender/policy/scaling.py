@@ -32,7 +32,8 @@ from itertools import chain
 
 from extender.policy.gang import GangState, gang_state, is_satisfied, plan_gang
 from extender.policy.gang_summary import GangSummary
-from extender.policy.model import ClusterSnapshot, JobView, PodView, Reservation, Role
+from extender.policy.model import KUEUE_LEFT_ALONE, ClusterSnapshot, JobView, PodView, Reservation, Role
+from extender.policy.node_fit import UNCONSTRAINED
 from extender.policy.queue import queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, dominant_share, gang_rank
 from extender.policy.resources import EMPTY, Resources, total
@@ -203,20 +204,29 @@ def running_jobs(
     among: frozenset[str] | None = None,
 ) -> tuple[list[RunningJob], list[tuple[str, str]]]:
     """Settled running jobs with a gang that the planner `wanted`, highest rank first, and the elastic jobs
-    that may not be scaled at all. Candidates come from the gang queue (only the gangs `among`, when
+    that may not be scaled at all (without `enableDynamicWorker`, or admitted by Kueue, which would requeue
+    a TFJob whose pod counts change). Candidates come from the gang queue (only the gangs `among`, when
     given): a job with pending members or an unsatisfied gang is passed over without looking at its pods."""
     running: list[RunningJob] = []
     skipped = [
-        (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
+        (job.key, f"left alone: {KUEUE_LEFT_ALONE}")
+        if job.kueue_managed
+        else (job.key, "left alone: it declares elastic worker bounds but not enableDynamicWorker: true")
         for job in snapshot.jobs.values()
-        if not job.enable_dynamic_worker and job.max_workers > job.min_workers
+        if job.max_workers > job.min_workers and (job.kueue_managed or not job.enable_dynamic_worker)
     ]
     reserving = frozenset(held.group for held in snapshot.reservations.values())
     summaries = queue_of(snapshot, settings).summaries
     candidates = summaries.values() if among is None else (summaries[key] for key in among if key in summaries)
     for summary in candidates:
         job = snapshot.jobs.get(summary.job) if summary.job else None
-        if job is None or not job.enable_dynamic_worker or summary.pending or not summary.satisfied:
+        if (
+            job is None
+            or job.kueue_managed
+            or not job.enable_dynamic_worker
+            or summary.pending
+            or not summary.satisfied
+        ):
             continue
         if (
             not wanted(job, summary)
@@ -331,7 +341,7 @@ def _place_workers(
             free = free - request
             nodes.append(node)
             fitted_anywhere = True
-    if not fitted_anywhere and template is not None and not template.node_selector:
+    if not fitted_anywhere and template is not None and template.constraint == UNCONSTRAINED:
         exhausted.add(request)
     return nodes
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from extender.policy.model import GroupView, NodeView, PodView
+from extender.policy.node_fit import NODE_NAME_FIELD, TAINT_EFFECTS, Operator, Requirement, Taint, Term, Toleration
 from extender.state import fields, gang_annotations, workload_api
 from extender.state.crds import job_view as job_view
 from extender.state.crds import network_layers as network_layers
@@ -89,7 +90,70 @@ def _node(obj: Json) -> NodeView:
         allocatable=resources_of(allocatable, "status.allocatable"),
         labels=fields.labels(meta, "labels", "metadata.labels"),
         schedulable=ready and not fields.flag(spec, "unschedulable", "spec.unschedulable"),
+        taints=tuple(
+            _taint(taint, f"spec.taints[{i}]") for i, taint in enumerate(fields.objects(spec, "taints", "spec.taints"))
+        ),
     )
+
+
+def _taint(taint: Json, path: str) -> Taint:
+    return Taint(
+        key=fields.qualified_name(taint.get("key"), f"{path}.key"),
+        value=fields.label_value(taint.get("value") or "", f"{path}.value"),
+        effect=fields.one_of(taint, "effect", f"{path}.effect", TAINT_EFFECTS),
+    )
+
+
+def _tolerations(spec: Json) -> tuple[Toleration, ...]:
+    read = []
+    for index, toleration in enumerate(fields.objects(spec, "tolerations", "spec.tolerations")):
+        path = f"spec.tolerations[{index}]"
+        key = toleration.get("key") or ""
+        effect = toleration.get("effect") or ""
+        if effect and effect not in TAINT_EFFECTS:
+            raise FieldError(f"{path}.effect={fields.show(effect)} is not one of {', '.join(TAINT_EFFECTS)}")
+        read.append(
+            Toleration(
+                key=fields.qualified_name(key, f"{path}.key") if key else "",
+                operator=fields.one_of(toleration, "operator", f"{path}.operator", ("Equal", "Exists")),
+                value=fields.label_value(toleration.get("value") or "", f"{path}.value"),
+                effect=effect,
+            )
+        )
+    return tuple(read)
+
+
+def _required_affinity(spec: Json) -> tuple[Term, ...] | None:
+    """The terms of `spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`, None when
+    the pod has none."""
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    node_affinity = fields.mapping(fields.mapping(spec, "affinity", "spec.affinity"), "nodeAffinity", path)
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return None
+    if not isinstance(required, dict):
+        raise FieldError(f"{path}={fields.show(required)} is not an object")
+    terms = fields.objects(required, "nodeSelectorTerms", f"{path}.nodeSelectorTerms")
+    return tuple(_term(term, f"{path}.nodeSelectorTerms[{index}]") for index, term in enumerate(terms))
+
+
+def _term(term: Json, path: str) -> Term:
+    requirements: list[Requirement] = []
+    for kind, on_field in (("matchExpressions", False), ("matchFields", True)):
+        for index, entry in enumerate(fields.objects(term, kind, f"{path}.{kind}")):
+            where = f"{path}.{kind}[{index}]"
+            key = fields.qualified_name(entry.get("key"), f"{where}.key")
+            if on_field and key != NODE_NAME_FIELD:
+                raise FieldError(f"{where}.key={fields.show(key)}: only {NODE_NAME_FIELD} may be matched as a field")
+            operator = Operator(fields.one_of(entry, "operator", f"{where}.operator", tuple(o.value for o in Operator)))
+            values = tuple(
+                fields.checked_text(value, f"{where}.values")
+                for value in fields.sequence(entry, "values", f"{where}.values")
+            )
+            if operator in (Operator.GT, Operator.LT) and (len(values) != 1 or not values[0].lstrip("-").isdecimal()):
+                raise FieldError(f"{where}.values must hold one integer for {operator.value}")
+            requirements.append(Requirement(key, operator, values, on_field))
+    return Term(tuple(requirements))
 
 
 def pod_view(obj: Any) -> PodView:
@@ -125,6 +189,9 @@ def _pod(obj: Json) -> PodView:
         index=_integer_label(labels, REPLICA_INDEX_LABEL, f"label {REPLICA_INDEX_LABEL}"),
         created=created_at(meta),
         node_selector=tuple(sorted(fields.labels(spec, "nodeSelector", "spec.nodeSelector").items())),
+        node_affinity=_required_affinity(spec),
+        tolerations=_tolerations(spec),
+        scheduling_gated=bool(fields.objects(spec, "schedulingGates", "spec.schedulingGates")),
         topology_index=_topology_index(meta),
         scheduled_at=_scheduled_at(status),
     )

@@ -1,7 +1,8 @@
 """Raw TFJobs and ClusterNetworkTopologies → their views, every field checked as `convert` checks pods.
 
 A TFJob gives its replicas per role, each role's requests (from the replica templates), its PriorityClass,
-its elastic bounds, the scaler's annotations, and whether it may be, or is, suspended; a
+its elastic bounds, the scaler's annotations, whether it may be, or is, suspended, and whether Kueue admits
+it (`kueue`); a
 ClusterNetworkTopology gives the chain of network layers above the node layer. Anything unreadable
 raises `ConversionError` naming the object and field.
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 from extender.policy.model import CLUSTER_LAYER, NODE_LAYER, JobView, NetworkLayer, Role
 from extender.policy.resources import Resources
-from extender.state import fields, gang_annotations
+from extender.state import fields, gang_annotations, kueue
 from extender.state.fields import FieldError, Json
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
@@ -82,6 +83,7 @@ def _job(obj: Json) -> JobView:
         succeeded=_condition_true(obj, "Succeeded"),
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
         run_s=_seconds(meta, RUN_TIME_ANNOTATION),
+        kueue_managed=kueue.managed_by_kueue(meta, spec),
     )
 
 

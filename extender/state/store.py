@@ -287,7 +287,7 @@ class ClusterState(ReservationBook):
         old = self._node_views.get(name)
         if view is None or old is None or (old.allocatable, old.schedulable) != (view.allocatable, view.schedulable):
             self._queue.touch_weights()
-        if view is None or old is None or old.labels != view.labels:
+        if view is None or old is None or (old.labels, old.taints) != (view.labels, view.taints):
             self._labels_epoch = NodeLabelsEpoch()
         if view is None:
             self._node_views.pop(name, None)
@@ -430,4 +430,6 @@ def _membership_changed(old: PodView, new: PodView) -> bool:
         or old.terminating != new.terminating
         or old.group != new.group
         or old.requests != new.requests
+        or old.constraint != new.constraint
+        or old.scheduling_gated != new.scheduling_gated
     )

@@ -20,6 +20,7 @@ from extender.policy.model import (
     PodView,
     Role,
 )
+from extender.policy.node_fit import Taint, Term, Toleration
 from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert, workload_api
 from extender.state.gang_annotations import (
@@ -30,6 +31,13 @@ from extender.state.gang_annotations import (
     SUSPENDED_AT_ANNOTATION,
 )
 from extender.state.kinds import BY_KIND, Kind
+from extender.state.kueue import QUEUE_NAME_LABEL
+
+GATE_NAME = "tfjob-extender.io/gated"
+"""The scheduling gate a dumped gated pod carries: the model keeps that it is gated, not by which gates."""
+DUMPED_QUEUE_NAME = "admitted-by-kueue"
+"""The queue-name label a dumped TFJob Kueue admits carries: the model keeps that Kueue admits it, not
+through which LocalQueue."""
 
 
 def _time(seconds: float) -> str | None:
@@ -51,7 +59,9 @@ def node_manifest(node: NodeView) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": _meta(node.name, None, 0.0, labels=dict(node.labels)),
-        "spec": {"unschedulable": True} if not node.schedulable else {},
+        "spec": {"unschedulable": True}
+        if not node.schedulable
+        else {} | ({"taints": [_taint(taint) for taint in node.taints]} if node.taints else {}),
         "status": {"allocatable": node.allocatable.to_quantities()},
     }
 
@@ -107,6 +117,14 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:
         spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.scheduling_gated:
+        spec["schedulingGates"] = [{"name": GATE_NAME}]
+    if pod.tolerations:
+        spec["tolerations"] = [_toleration(toleration) for toleration in pod.tolerations]
+    if pod.node_affinity is not None:
+        terms = [_term(term) for term in pod.node_affinity]
+        required = {"nodeSelectorTerms": terms}
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     if scheduling_group:
         spec["schedulingGroup"] = scheduling_group
     status: dict[str, Any] = {"phase": pod.phase}
@@ -115,6 +133,24 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": _time(pod.scheduled_at)}
         ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def _taint(taint: Taint) -> dict[str, str]:
+    return {"key": taint.key, "value": taint.value, "effect": taint.effect}
+
+
+def _toleration(toleration: Toleration) -> dict[str, str]:
+    written = {"key": toleration.key, "operator": toleration.operator, "value": toleration.value}
+    return written | ({"effect": toleration.effect} if toleration.effect else {})
+
+
+def _term(term: Term) -> dict[str, Any]:
+    written: dict[str, Any] = {}
+    for requirement in term.requirements:
+        kind = "matchFields" if requirement.on_field else "matchExpressions"
+        entry = {"key": requirement.key, "operator": requirement.operator.value, "values": list(requirement.values)}
+        written.setdefault(kind, []).append(entry)
+    return written
 
 
 def group_manifest(group: GroupView) -> dict[str, Any]:
@@ -190,7 +226,14 @@ def job_manifest(job: JobView) -> dict[str, Any]:
     manifest = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "metadata": _meta(job.name, job.namespace, job.created, uid=job.uid, annotations=annotations),
+        "metadata": _meta(
+            job.name,
+            job.namespace,
+            job.created,
+            uid=job.uid,
+            annotations=annotations,
+            labels={QUEUE_NAME_LABEL: DUMPED_QUEUE_NAME} if job.kueue_managed else {},
+        ),
         "spec": spec,
     }
     if job.succeeded:

@@ -243,7 +243,8 @@ def candidate_subjects(
 ) -> tuple[Subject, ...]:
     """Every subject the preemptor may take, in no order: surplus workers, the gangs of `suspensions`
     (suspended whole, whatever their PriorityClass up to the preemptor's), whole gangs of a lower
-    PriorityClass (suspended when their TFJob may be, else evicted), lower-priority pods without a gang.
+    PriorityClass (suspended when their TFJob may be, else evicted), lower-priority pods without a gang;
+    never the pods of a TFJob Kueue admits (Kueue preempts those, and would requeue one resized).
     A gang at rest (running, not waiting) ranks by its size class, base weight and arrival, read straight
     from its summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower
     rank on size and weight is taken (`may_preempt`), or a suspension."""
@@ -251,7 +252,7 @@ def candidate_subjects(
     own = set(state.members)
     subjects: list[Subject] = []
     for summary in queue.summaries.values():
-        if summary.priority > preemptor.priority or not summary.bound:
+        if summary.priority > preemptor.priority or not summary.bound or _kueue_managed(snapshot, summary.job):
             continue
         lower = summary.priority < preemptor.priority
         suspend = summary.key in suspensions or (lower and _may_suspend(snapshot, summary.job))
@@ -273,10 +274,18 @@ def candidate_subjects(
             order = (kind, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend))
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
+        if _kueue_managed(snapshot, pod.job):
+            continue
         rank = _pod_rank(pod, settings)
         order = (LOOSE_POD, *ascending(rank))
         subjects.append(Subject(order, pod.key, "", False, pod.requests, 1, None, pod, rank))
     return tuple(subjects)
+
+
+def _kueue_managed(snapshot: ClusterSnapshot, job_key: str) -> bool:
+    """Whether the pods of this TFJob are Kueue's to preempt, never a victim here (`JobView.kueue_managed`)."""
+    job = snapshot.jobs.get(job_key) if job_key else None
+    return job is not None and job.kueue_managed
 
 
 def may_preempt(preemptor: JobRank, victim: JobRank) -> bool:
