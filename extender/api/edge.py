@@ -193,9 +193,9 @@ class EdgeServer:
             self._stop.set()
 
     def request_stop_threadsafe(self) -> None:
-        if self._loop is None:
-            self.stopping = True
-        else:
+        """`request_stop` from another thread (a server that has ended already stays ended)."""
+        self.stopping = True
+        if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.request_stop)
 
     def force_stop(self) -> None:
@@ -348,8 +348,8 @@ class EdgeConnection(asyncio.Protocol):
                 self.busy = True
                 self.task = self.loop.create_task(self._answer_later(request))
                 return
-            self.queue.popleft()
             self._write(request, reply)
+            self.queue.popleft()
         if self.closed or self.busy:
             return
         if self.continue_owed:
@@ -391,8 +391,8 @@ class EdgeConnection(asyncio.Protocol):
             gateway = self.server.gateway
             if verb is not None and gateway is not None:
                 reply = await gateway.answer_when_seen(verb, request.body)
-                self.queue.popleft()
                 self._write(request, Reply(200, reply))
+                self.queue.popleft()
             else:
                 await self._through_app(request)
                 self.queue.popleft()
