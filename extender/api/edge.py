@@ -162,6 +162,7 @@ class EdgeServer:
         self.stopping = False
         self.lifespan = Lifespan(app)
         self._stop: asyncio.Event | None = None
+        self._all_closed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.started = False
 
@@ -169,6 +170,7 @@ class EdgeServer:
         """Serve until `request_stop`, then answer what was read and close (see the module's text)."""
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._all_closed = asyncio.Event()
         if self.stopping:
             return
         await self.lifespan.startup()
@@ -204,12 +206,18 @@ class EdgeServer:
         for connection in list(self.connections):
             connection.abort()
 
+    def connection_ended(self, connection: EdgeConnection) -> None:
+        self.connections.discard(connection)
+        if self.stopping and not self.connections and self._all_closed is not None:
+            self._all_closed.set()
+
     async def _drain(self) -> None:
+        assert self._all_closed is not None
         for connection in list(self.connections):
             connection.stop()
-        deadline = asyncio.get_running_loop().time() + self.settings.shutdown_grace_s
-        while self.connections and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
+        if self.connections:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_closed.wait(), self.settings.shutdown_grace_s)
         for connection in list(self.connections):
             log.warning("closing a connection still busy %g s after the stop", self.settings.shutdown_grace_s)
             connection.abort()
@@ -254,7 +262,7 @@ class EdgeConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._cancel_timer()
-        self.server.connections.discard(self)
+        self.server.connection_ended(self)
         self.disconnected.set()
         self.writable.set()
 
@@ -270,7 +278,10 @@ class EdgeConnection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._refuse_input(Reply(400, orjson.dumps({"error": "protocol upgrades are not served"}), close=True))
+            if self.current is None:
+                self._stop_reading()
+            else:
+                self._refuse_input(Reply(400, orjson.dumps({"error": "CONNECT is not served"}), close=True))
         except httptools.HttpParserError as error:
             self._refuse_input(Reply(400, orjson.dumps({"error": f"malformed HTTP request: {error}"}), close=True))
         if self.server.stopping and self.current is None:
@@ -426,10 +437,7 @@ class EdgeConnection(asyncio.Protocol):
             (b"content-length", b"%d" % len(reply.body)),
         ]
         self.transport.write(self._head(request, reply.status, headers, keep_alive) + reply.body)
-        if self.server.access_log:
-            log.debug(
-                "%s %s %d", request.method.decode("latin-1"), request.target[:200].decode("latin-1"), reply.status
-            )
+        self._log(request, reply.status)
         if not keep_alive:
             self._close()
 
@@ -495,6 +503,7 @@ class EdgeConnection(asyncio.Protocol):
                 self._write(request, Reply(500, orjson.dumps({"error": "internal error"}), close=True))
                 return
             finished = False
+        self._log(request, status)
         if not finished:
             if not head_written:
                 self._write(request, Reply(500, orjson.dumps({"error": "the application sent no reply"})))
@@ -502,6 +511,10 @@ class EdgeConnection(asyncio.Protocol):
             self._close()
         elif not keep_alive:
             self._close()
+
+    def _log(self, request: Request, status: int) -> None:
+        if self.server.access_log:
+            log.debug("%s %s %d", request.method.decode("latin-1"), request.target[:200].decode("latin-1"), status)
 
     def _scope(self, request: Request) -> Scope:
         assert self.transport is not None

@@ -234,7 +234,9 @@ def test_pipelined_requests_are_answered_in_order_behind_a_waiting_gang_member(s
 def test_expect_100_continue_is_answered_before_the_body_and_refused_over_the_cap(served: Served) -> None:
     body = filter_body(PLAIN)
     with served.connect() as raw:
-        raw.sendall(request("/filter", extra="expect: 100-continue\r\n").replace(b"length: 0", b"length: %d" % len(body)))
+        raw.sendall(
+            request("/filter", extra="expect: 100-continue\r\n").replace(b"length: 0", b"length: %d" % len(body))
+        )
         stream = raw.makefile("rb")
         assert stream.readline() == b"HTTP/1.1 100 Continue\r\n"
         assert stream.readline() == b"\r\n"
@@ -341,8 +343,10 @@ def test_token_checks_guard_the_verbs_through_the_listener(token_file: Path) -> 
 def test_tls_on_the_verb_listener(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
+        ],
         check=True,
         capture_output=True,
     )
