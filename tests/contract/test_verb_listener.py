@@ -32,24 +32,12 @@ from extender.api.verbs import VerbGateway
 from extender.config import AuthSettings, Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import cluster, in_scheduling_group, make_k8s_podgroup, make_node, make_tfjob, tfjob_pods
+from tests.contract.support import NODES, gang_with_members_unseen
 
-NODES = ["node-0", "node-1", "node-2"]
 NOW = 1_800_000_000.0
 BODY_CAP = 64 * 1024
 SETTINGS = Settings(max_body_bytes=BODY_CAP, body_timeout_s=0.5, model_catch_up_s=5.0, max_connections=4)
 PLAIN = {"metadata": {"name": "web", "namespace": "default", "uid": "web"}, "spec": {"containers": []}}
-
-
-def gang_with_one_member_unseen() -> tuple[ClusterState, list[dict[str, Any]]]:
-    pods = in_scheduling_group(tfjob_pods("mnist", ps=1, workers=2, cpu="1", memory="2Gi"), "mnist")
-    state = cluster(
-        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
-        *pods[:2],
-        make_k8s_podgroup("mnist", min_count=3),
-        make_tfjob("mnist", workers=2),
-    )
-    return state, pods
 
 
 @dataclass
@@ -82,7 +70,7 @@ def start(
     wrap: Callable[[VerbGateway], Any] = lambda app: app,
     tls: ssl.SSLContext | None = None,
 ) -> tuple[Served, threading.Thread]:
-    state, pods = gang_with_one_member_unseen()
+    state, pods = gang_with_members_unseen(workers=2, unseen=1)
     app = wrap(create_app(make_service(settings, state, lambda: NOW)))
     server = EdgeServer(app, settings, host="127.0.0.1", port=0, tls=tls)
     return Served(server, state, pods), run_server(server)
