@@ -414,8 +414,9 @@ def run(args: argparse.Namespace) -> None:
         print(row("bare ASGI app (floor)", 500, bare_app_floor(args.calls), None), flush=True)
         quiet = run_mode(snapshot, args, loops=False, service=service)
         if args.compare_uvicorn:
-            print(f"\nquiet, the same app as plain ASGI on uvicorn (httptools, uvloop)\n{header} | p50, p99 / ours")
+            print(f"\nquiet, the same app as plain ASGI on uvicorn (httptools, uvloop)\n{header}")
             asgi = run_mode(snapshot, args, loops=False, service=None, server_kind="uvicorn")
+            print("plain uvicorn / the verb listener")
             for (case, count), timings in asgi.items():
                 ours = stats(quiet[(case, count)])
                 theirs = stats(timings)
