@@ -92,7 +92,7 @@ def serve_together(verb_listener: EdgeServer, observe: uvicorn.Config | None) ->
     """Run the verb listener, and the observe listener beside it on the same event loop when given, until
     SIGINT or SIGTERM: the verb listener answers what it has read and the observe listener stops with it
     (a second signal closes what is left at once). Returns the process's exit code (3: the app's startup
-    failed)."""
+    failed; 1: the verb listener's address cannot be bound)."""
 
     async def both() -> int:
         loop = asyncio.get_running_loop()
@@ -118,6 +118,9 @@ def serve_together(verb_listener: EdgeServer, observe: uvicorn.Config | None) ->
         except StartupFailed as error:
             log.error("tfjob-extender could not start: %s", error)
             return 3
+        except OSError as error:
+            log.error("tfjob-extender cannot listen on %s:%d: %s", verb_listener.host, verb_listener.port, error)
+            return 1
         finally:
             if companion is not None and observing is not None:
                 companion.should_exit = True
