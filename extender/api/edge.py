@@ -576,11 +576,19 @@ class EdgeConnection(asyncio.Protocol):
     # flow and lifecycle
 
     def stop(self) -> None:
-        """The server stops: answer what was read, then close."""
+        """The server stops: answer what was read, then close. An idle connection first takes in what has
+        already arrived on its socket (two turns of the event loop: a poll for input lies between them),
+        so a call sent just before the stop is answered rather than dropped."""
+        if self.current is None and not self.queue and not self.busy:
+            self.loop.call_soon(self.loop.call_soon, self._stop_if_idle)
+        elif self.current is None:
+            self._stop_reading()
+
+    def _stop_if_idle(self) -> None:
         if self.current is None:
             self._stop_reading()
-        if not self.queue and not self.busy and self.current is None:
-            self._close()
+            if not self.queue and not self.busy:
+                self._close()
 
     def _send_continue(self) -> None:
         """`100 Continue` for the request being read, once every earlier reply is out."""

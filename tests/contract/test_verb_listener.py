@@ -51,8 +51,32 @@ class Served:
         scheme = "https" if self.server.tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.server.port}"
 
-    def connect(self) -> socket.socket:
-        return socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+    def connect(self) -> Connection:
+        return Connection(socket.create_connection(("127.0.0.1", self.server.port), timeout=10))
+
+
+class Connection:
+    """A raw client connection and the buffered stream its replies are read from, closed together."""
+
+    def __init__(self, raw: socket.socket) -> None:
+        self.raw = raw
+        self.stream = raw.makefile("rb")
+
+    def sendall(self, data: bytes) -> None:
+        self.raw.sendall(data)
+
+    def reply(self) -> RawReply:
+        return read_reply(self.stream)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
 
 
 def run_server(server: EdgeServer) -> threading.Thread:
@@ -154,7 +178,7 @@ def test_unknown_paths_wrong_methods_and_malformed_requests_get_json_errors(serv
         assert client.post("/filter", content=filter_body(PLAIN)).status_code == 200, "the connection goes on"
     with served.connect() as raw:
         raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
-        reply = read_reply(raw.makefile("rb"))
+        reply = raw.reply()
         assert reply.status == 400 and "malformed HTTP request" in reply.json()["error"]
         assert reply.headers["connection"] == "close"
 
@@ -172,14 +196,14 @@ def test_a_body_over_the_cap_is_refused_with_json_and_the_connection_closed(serv
 def test_a_body_that_never_finishes_gets_a_json_error_after_the_time_limit(served: Served) -> None:
     with served.connect() as raw:
         raw.sendall(b"POST /filter HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
-        reply = read_reply(raw.makefile("rb"))
+        reply = raw.reply()
         assert reply.status == 200
         assert "not received within 0.5 s" in reply.json()["Error"]
         assert reply.headers["connection"] == "close"
-        assert raw.recv(1) == b"", "the connection is closed"
+        assert raw.stream.read(1) == b"", "the connection is closed"
     with served.connect() as raw:
         raw.sendall(b"GET /debug/gangs HTTP/1.1\r\nhost: x\r\n")
-        reply = read_reply(raw.makefile("rb"))
+        reply = raw.reply()
         assert reply.status == 408 and "request not received within 0.5 s" in reply.json()["error"]
 
 
@@ -210,7 +234,7 @@ def test_pipelined_requests_are_answered_in_order_behind_a_waiting_gang_member(s
             + request("/prioritize", filter_body(served.pods[0]))
             + request("/filter", b"{broken")
         )
-        stream = raw.makefile("rb")
+        stream = raw.stream
         replies = [read_reply(stream) for _ in range(5)]
     assert replies[0].json()["NodeNames"] == NODES
     assert len(replies[1].json()["NodeNames"]) == 1, "the gang member, once the watch delivered it"
@@ -225,7 +249,7 @@ def test_expect_100_continue_is_answered_before_the_body_and_refused_over_the_ca
         raw.sendall(
             request("/filter", extra="expect: 100-continue\r\n").replace(b"length: 0", b"length: %d" % len(body))
         )
-        stream = raw.makefile("rb")
+        stream = raw.stream
         assert stream.readline() == b"HTTP/1.1 100 Continue\r\n"
         assert stream.readline() == b"\r\n"
         raw.sendall(body)
@@ -233,19 +257,19 @@ def test_expect_100_continue_is_answered_before_the_body_and_refused_over_the_ca
     with served.connect() as raw:
         head = f"POST /filter HTTP/1.1\r\nhost: x\r\ncontent-length: {BODY_CAP + 1}\r\nexpect: 100-continue\r\n\r\n"
         raw.sendall(head.encode())
-        reply = read_reply(raw.makefile("rb"))
+        reply = raw.reply()
         assert "exceeds the limit" in reply.json()["Error"], "refused without a 100 Continue"
 
 
 def test_http_1_0_closes_after_the_reply_unless_it_asks_for_keep_alive(served: Served) -> None:
     with served.connect() as raw:
         raw.sendall(request("/filter", filter_body(PLAIN), version="1.0"))
-        stream = raw.makefile("rb")
+        stream = raw.stream
         reply = read_reply(stream)
         assert reply.json()["NodeNames"] == NODES and reply.headers["connection"] == "close"
         assert stream.read(1) == b""
     with served.connect() as raw:
-        stream = raw.makefile("rb")
+        stream = raw.stream
         for _ in range(2):
             raw.sendall(request("/filter", filter_body(PLAIN), version="1.0", extra="connection: keep-alive\r\n"))
             reply = read_reply(stream)
@@ -261,19 +285,19 @@ def test_connections_over_the_limit_get_a_json_503_and_the_ones_within_are_serve
     try:
         for raw in within:
             raw.sendall(request("/healthz", method="GET"))
-            assert read_reply(raw.makefile("rb")).status == 200
+            assert raw.reply().status == 200
         burst = [served.connect() for _ in range(6)]
         for raw in burst:
             raw.sendall(request("/filter", filter_body(PLAIN)))
         for raw in burst:
             with raw:
-                reply = read_reply(raw.makefile("rb"))
+                reply = raw.reply()
                 assert reply.status == 503, reply
                 assert "over the limit of 4 connections" in reply.json()["Error"]
                 assert reply.headers["connection"] == "close"
         for raw in within:
             raw.sendall(request("/filter", filter_body(PLAIN)))
-            assert read_reply(raw.makefile("rb")).json()["NodeNames"] == NODES
+            assert raw.reply().json()["NodeNames"] == NODES
     finally:
         for raw in within:
             raw.close()
@@ -295,14 +319,14 @@ def test_a_stop_answers_every_request_read_then_closes(served: Served) -> None:
         time.sleep(0.2)
         served.server.request_stop_threadsafe()
         threading.Thread(target=watch_catches_up, daemon=True).start()
-        stream = raw.makefile("rb")
+        stream = raw.stream
         waiting = read_reply(stream)
         assert len(waiting.json()["NodeNames"]) == 1, "the waiting gang member is answered after the stop"
         assert read_reply(stream).json()["NodeNames"] == NODES
         last = read_reply(stream)
         assert last.json() == {"status": "ok"} and last.headers["connection"] == "close"
         assert stream.read(1) == b""
-        assert idle.recv(1) == b"", "an idle connection is closed at once"
+        assert idle.stream.read(1) == b"", "an idle connection is closed at once"
 
 
 @pytest.fixture
