@@ -9,6 +9,7 @@ limit, token checks and TLS, and a stop with requests in flight: every reply JSO
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import ssl
@@ -89,24 +90,29 @@ def run_server(server: EdgeServer) -> threading.Thread:
     return thread
 
 
-def start(
+@contextlib.contextmanager
+def serving(
     settings: Settings = SETTINGS,
     wrap: Callable[[VerbGateway], Any] = lambda app: app,
     tls: ssl.SSLContext | None = None,
-) -> tuple[Served, threading.Thread]:
+) -> Iterator[Served]:
+    """The listener over the app `create_app` builds (`wrap`ped), on a free port in a thread, stopped after."""
     state, pods = gang_with_members_unseen(workers=2, unseen=1)
     app = wrap(create_app(make_service(settings, state, lambda: NOW)))
     server = EdgeServer(app, settings, host="127.0.0.1", port=0, tls=tls)
-    return Served(server, state, pods), run_server(server)
+    thread = run_server(server)
+    try:
+        yield Served(server, state, pods)
+    finally:
+        server.request_stop_threadsafe()
+        thread.join(10)
+    assert not thread.is_alive(), "the server stopped"
 
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    running, thread = start()
-    yield running
-    running.server.request_stop_threadsafe()
-    thread.join(10)
-    assert not thread.is_alive(), "the server stopped"
+    with serving() as running:
+        yield running
 
 
 def filter_body(pod: dict[str, Any]) -> bytes:
@@ -338,21 +344,16 @@ def token_file(tmp_path: Path) -> Path:
 
 def test_token_checks_guard_the_verbs_through_the_listener(token_file: Path) -> None:
     auth = AuthSettings(token_file=token_file)
-    running, thread = start(wrap=lambda app: guarded(app, auth, None))
-    try:
-        with httpx.Client(base_url=running.url) as client:
-            refused = client.post("/filter", content=filter_body(PLAIN))
-            assert refused.status_code == 401 and "bearer token" in refused.json()["error"]
-            headers = {"Authorization": "Bearer verb-secret"}
-            assert client.post("/filter", content=filter_body(PLAIN), headers=headers).json()["NodeNames"] == NODES
-            assert client.get("/healthz").status_code == 200
-    finally:
-        running.server.request_stop_threadsafe()
-        thread.join(10)
+    with serving(wrap=lambda app: guarded(app, auth, None)) as running, httpx.Client(base_url=running.url) as client:
+        refused = client.post("/filter", content=filter_body(PLAIN))
+        assert refused.status_code == 401 and "bearer token" in refused.json()["error"]
+        headers = {"Authorization": "Bearer verb-secret"}
+        assert client.post("/filter", content=filter_body(PLAIN), headers=headers).json()["NodeNames"] == NODES
+        assert client.get("/healthz").status_code == 200
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
-def test_tls_on_the_verb_listener(tmp_path: Path) -> None:
+def test_tls_and_client_certificates_on_the_verb_listener(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [
@@ -363,11 +364,26 @@ def test_tls_on_the_verb_listener(tmp_path: Path) -> None:
         capture_output=True,
     )
     auth = AuthSettings(tls_cert_file=cert, tls_key_file=key)
-    running, thread = start(replace(SETTINGS, auth=auth), tls=tls_context(auth))
-    try:
-        with httpx.Client(base_url=running.url, verify=ssl.create_default_context(cafile=str(cert))) as client:
+    with (
+        serving(replace(SETTINGS, auth=auth), tls=tls_context(auth)) as running,
+        httpx.Client(base_url=running.url, verify=ssl.create_default_context(cafile=str(cert))) as client,
+    ):
+        assert client.post("/filter", content=filter_body(PLAIN)).json()["NodeNames"] == NODES
+        assert client.get("/healthz").status_code == 200
+    with_client_ca = replace(auth, tls_client_ca_file=cert)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    with serving(replace(SETTINGS, auth=with_client_ca), tls=tls_context(with_client_ca)) as running:
+        with pytest.raises(httpx.TransportError), httpx.Client(base_url=running.url, verify=trusting) as client:
+            client.get("/healthz")
+        trusting.load_cert_chain(str(cert), str(key))
+        with httpx.Client(base_url=running.url, verify=trusting) as client:
             assert client.post("/filter", content=filter_body(PLAIN)).json()["NodeNames"] == NODES
-            assert client.get("/healthz").status_code == 200
-    finally:
-        running.server.request_stop_threadsafe()
-        thread.join(10)
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive_time() -> None:
+    with serving(replace(SETTINGS, keep_alive_s=1)) as running, running.connect() as raw:
+        raw.sendall(request("/filter", filter_body(PLAIN)))
+        assert raw.reply().json()["NodeNames"] == NODES
+        started = time.monotonic()
+        assert raw.stream.read(1) == b""
+        assert 0.8 < time.monotonic() - started < 5
