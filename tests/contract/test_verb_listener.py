@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from extender.api.app import create_app, make_service
 from extender.api.auth import guarded, tls_context
-from extender.api.edge import EdgeServer
+from extender.api.edge import EdgeServer, StartupFailed
 from extender.api.verbs import VerbGateway
 from extender.config import AuthSettings, Settings
 from extender.state.kinds import Kind
@@ -387,3 +387,15 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_time() -> None:
         started = time.monotonic()
         assert raw.stream.read(1) == b""
         assert 0.8 < time.monotonic() - started < 5
+
+
+def test_a_failed_startup_is_reported_and_nothing_listens() -> None:
+    async def failing_startup(scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "lifespan"
+        await receive()
+        await send({"type": "lifespan.startup.failed", "message": "the watches cannot start"})
+
+    server = EdgeServer(failing_startup, SETTINGS, host="127.0.0.1", port=0)
+    with pytest.raises(StartupFailed, match="the watches cannot start"):
+        asyncio.run(server.serve())
+    assert not server.started

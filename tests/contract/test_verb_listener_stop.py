@@ -3,7 +3,8 @@
 Several keep-alive connections call `filter` back to back; one connection carries a gang member the model
 has not seen (it waits for the watch) with more requests pipelined behind it. SIGTERM arrives mid-burst:
 every request the server read gets a whole JSON reply, the last one on each connection says
-`connection: close`, no reply is cut, the process exits 0, and new connections are refused.
+`connection: close`, no reply is cut, the process exits 0, and both listeners (the verbs' and the observe
+listener beside them) refuse new connections.
 """
 
 from __future__ import annotations
@@ -104,15 +105,17 @@ class Caller:
 
 
 def test_sigterm_mid_burst_answers_every_request_read_and_cuts_none() -> None:
-    port = free_port()
+    port, observe_port = free_port(), free_port()
     command = [sys.executable, "-m", "extender", "serve", "--cluster-snapshot", str(EXAMPLE), "--port", str(port)]
+    command += ["--observe-host", "127.0.0.1", "--observe-port", str(observe_port)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
             assert server.poll() is None and time.monotonic() < deadline, "the extender did not start"
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                ready = [httpx.get(f"http://127.0.0.1:{at}/readyz").status_code for at in (port, observe_port)]
+                if ready == [200, 200]:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
@@ -140,12 +143,13 @@ def test_sigterm_mid_burst_answers_every_request_read_and_cuts_none() -> None:
         for caller in callers:
             assert not caller.problems, caller.problems
         assert sum(caller.answered for caller in callers) > 0
-        refused = False
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
-        except ConnectionRefusedError:
-            refused = True
-        assert refused, "the stopped server accepts nothing"
+        for stopped in (port, observe_port):
+            refused = False
+            try:
+                socket.create_connection(("127.0.0.1", stopped), timeout=5).close()
+            except ConnectionRefusedError:
+                refused = True
+            assert refused, "both listeners stopped on the one signal"
     finally:
         if server.poll() is None:
             server.kill()
