@@ -23,8 +23,10 @@ that change the model, as a live cluster does). Modes, each printed as a table:
   runs them: `tfjob-extender loops` beside `serve --no-loops`).
 Each case is measured for `--seconds`. Prints p50 / p99 / max milliseconds: the HTTP round trip, and in
 quiet mode also the in-process cost of the same call (decode → snapshot → policy → encode, i.e.
-`extender.api.verbs.answer`). A bare ASGI app answering a fixed body over the same HTTP stack is timed
-first: the floor the machine and the HTTP stack alone impose on every round trip.
+`extender.api.verbs.answer`). A bare ASGI app answering a fixed body on uvicorn (httptools, uvloop) is
+timed first: the floor the machine and an HTTP stack alone impose on every round trip. The server is the
+verb listener `serve` runs (`extender.api.edge`); `--compare-uvicorn` measures the quiet mode again with
+the same app as plain ASGI on uvicorn and prints the ratios of its p50 and p99 to the listener's.
 Targets: at 500 candidates filter and prioritize p50 ≤ 0.35 ms, p99 ≤ 0.7 ms; at 5000, p99 ≤ 3 ms;
 busy and polled p99 ≤ 1.5 × quiet p99.
 """
@@ -135,8 +137,10 @@ def this_script(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(command, env=env, stdout=stdout, text=True)
 
 
-def start_server(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> subprocess.Popen[str]:
-    args = ["--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn)]
+def start_server(
+    snapshot: Path, port: int, *, loops: bool, churn: float, interval: float, kind: str = "edge"
+) -> subprocess.Popen[str]:
+    args = ["--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn), "--server", kind]
     server = this_script(*args, "--loop-interval-s", str(interval), *(["--loops"] if loops else []))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -191,15 +195,17 @@ def run_loops_alone(snapshot: Path, churn: float, interval: float) -> None:
     threading.Event().wait()
 
 
-def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float) -> None:
+def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float, server: str) -> None:
     """The extender as `serve --cluster-snapshot` builds it, plus the churn and (with `loops`) the
-    preemption loop and the scaler in shadow mode, in this process."""
+    preemption loop and the scaler in shadow mode, in this process: on its own verb listener
+    (`server` "edge"), or for comparison the same ASGI app on plain uvicorn ("uvicorn")."""
     import uvicorn
 
     from extender.api.app import create_app
-    from extender.api.verb_protocol import protocol_for
+    from extender.api.observe import serve_together
+    from extender.cli.serving import verb_listener
 
-    settings = Settings()
+    settings = Settings(port=port)
     state = loaded_model(snapshot, settings)
     service = make_service(settings, state, time.time)
     started = shadow_loops(state, settings, interval) if loops else []
@@ -210,11 +216,14 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
             loop.start()
 
     app = create_app(service, on_start=on_start)
+    if server == "edge":
+        serve_together(verb_listener(settings, "warning", app), None)
+        return
     uvicorn.run(
         app,
         host="127.0.0.1",
         port=port,
-        http=protocol_for(app),
+        http="httptools",
         loop="uvloop",
         timeout_keep_alive=settings.keep_alive_s,
         log_level="warning",
@@ -278,7 +287,7 @@ def measure_in_process(service: Service, verb: str, body: bytes, calls: int) -> 
 
 
 def bare_app_floor(calls: int) -> list[float]:
-    """Round trips to a bare ASGI app on the same server stack (uvicorn, httptools, uvloop)."""
+    """Round trips to a bare ASGI app on uvicorn (httptools, uvloop)."""
     port = free_port()
     code = (
         "import uvicorn\n"
@@ -353,9 +362,12 @@ def run_mode(
     service: Service | None,
     poll_debug: bool = False,
     loops_alone: bool = False,
+    server_kind: str = "edge",
 ) -> dict[tuple[str, int], list[float]]:
     port = free_port()
-    server = start_server(snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s)
+    server = start_server(
+        snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s, kind=server_kind
+    )
     loops_process = start_loops_alone(snapshot, args) if loops_alone else None
     results: dict[tuple[str, int], list[float]] = {}
     stop_polling = threading.Event()
@@ -401,6 +413,14 @@ def run(args: argparse.Namespace) -> None:
         print(f"{header} | {'local p50':>8} {'p99':>8} {'max':>8}")
         print(row("bare ASGI app (floor)", 500, bare_app_floor(args.calls), None), flush=True)
         quiet = run_mode(snapshot, args, loops=False, service=service)
+        if args.compare_uvicorn:
+            print(f"\nquiet, the same app as plain ASGI on uvicorn (httptools, uvloop)\n{header}")
+            asgi = run_mode(snapshot, args, loops=False, service=None, server_kind="uvicorn")
+            print("plain uvicorn / the verb listener")
+            for (case, count), timings in asgi.items():
+                ours = stats(quiet[(case, count)])
+                theirs = stats(timings)
+                print(f"{case:<30} {count:>6} | p50 {theirs[0] / ours[0]:.2f}  p99 {theirs[1] / ours[1]:.2f}")
         if args.debug_readers:
             print(f"\nquiet, while a reader polls /debug/state without pause\n{header} | p99 / quiet p99")
             polled = run_mode(snapshot, args, loops=False, service=None, poll_debug=True)
@@ -441,7 +461,13 @@ def main() -> None:
     )
     parser.add_argument("--churn-per-s", type=float, default=20.0, help="model changes a second in the server")
     parser.add_argument("--loop-interval-s", type=float, default=1.0, help="seconds between loop ticks (busy)")
+    parser.add_argument(
+        "--compare-uvicorn",
+        action="store_true",
+        help="also measure the quiet mode with the same app as plain ASGI on uvicorn, and print the ratios",
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--server", choices=("edge", "uvicorn"), default="edge", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--loops", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--loops-alone", type=Path, help=argparse.SUPPRESS)
@@ -449,7 +475,14 @@ def main() -> None:
     if args.loops_alone is not None:
         run_loops_alone(args.loops_alone, args.churn_per_s, args.loop_interval_s)
     elif args.serve is not None:
-        serve(args.serve, args.port, loops=args.loops, churn=args.churn_per_s, interval=args.loop_interval_s)
+        serve(
+            args.serve,
+            args.port,
+            loops=args.loops,
+            churn=args.churn_per_s,
+            interval=args.loop_interval_s,
+            server=args.server,
+        )
     else:
         run(args)
 

@@ -86,7 +86,13 @@ class Settings:
     """Seconds a verb waits for its whole request body before answering with an `Error` (a stalled client
     cannot hold a request open)."""
     max_connections: int = 64
-    """Open connections served at once; beyond it new ones are refused (kube-scheduler keeps one or two)."""
+    """Open connections the verb listener serves at once (kube-scheduler keeps one or two); a connection
+    beyond it is refused: its first request is read (under the body cap and time limit) and answered with
+    a JSON 503, and the connection closed."""
+    shutdown_grace_s: float = 15.0
+    """Seconds a stopping verb listener waits for the replies to requests it has already read (a gang
+    member waiting for the watch included) before it closes the connections left; under Kubernetes'
+    default 30 s termination grace period."""
     keep_alive_s: int = 120
     """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
     connection the server has just closed."""

@@ -7,7 +7,8 @@ the debug routes: `/metrics`, `/healthz` and `/readyz` stay open (`OBSERVE_OPEN_
 
 The Deployment binds the verbs to 127.0.0.1 inside its pod, where only kube-scheduler reaches them, and
 needs none of this. Serving off loopback (`--host 0.0.0.0`, a Service in front) calls for:
-- TLS: `--tls-cert-file` and `--tls-key-file` (uvicorn terminates it);
+- TLS: `--tls-cert-file` and `--tls-key-file` (the listener terminates it: `tls_context` for the verb
+  listener's own server, `uvicorn_tls_options` for the observe listener);
 - client certificates: `--tls-client-ca-file` makes the handshake refuse any client without a
   certificate that CA signed. This is how kube-scheduler authenticates to an extender (its extender
   `tlsConfig.certFile` / `keyFile`): it can send no other credential;
@@ -65,6 +66,19 @@ def uvicorn_tls_options(auth: AuthSettings) -> dict[str, Any]:
     if auth.tls_client_ca_file is not None:
         options |= {"ssl_ca_certs": str(auth.tls_client_ca_file), "ssl_cert_reqs": ssl.CERT_REQUIRED}
     return options
+
+
+def tls_context(auth: AuthSettings) -> ssl.SSLContext | None:
+    """The server side of TLS `auth` asks for (None without a certificate): the same certificate, key and
+    client CA `uvicorn_tls_options` gives uvicorn."""
+    if auth.tls_cert_file is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(auth.tls_cert_file), str(auth.tls_key_file) if auth.tls_key_file else None)
+    if auth.tls_client_ca_file is not None:
+        context.load_verify_locations(str(auth.tls_client_ca_file))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
 
 
 def exposure_warnings(host: str, auth: AuthSettings) -> list[str]:

@@ -6,21 +6,23 @@ opens a second listener (usually on 0.0.0.0) whose app has only GET routes and n
 is a 405 JSON error, a verb path a 404. By default it serves `/metrics`, `/healthz` and `/readyz` only;
 `--observe-debug` adds `/debug/*` (`/debug/explain` is what `tfjob-extender explain` reads) and `/ui`,
 which the caller guards with the observe listener's own token checks (`extender.api.auth`). Both
-listeners run on one event loop in one process and read the same model; the main listener owns the
-lifecycle (starting the watches, the loops, the sampler) and the signals: when it is told to stop, the
-observe listener stops with it. A process that runs only loops (`tfjob-extender loops`) serves the same
-app as its one listener, over a service made from its own model, and gives it the lifecycle
-(`on_start`, `on_stop`).
+listeners run on one event loop in one process and read the same model; the verb listener (our own
+server, `extender.api.edge`) owns the lifecycle (starting the watches, the loops, the sampler), and
+`serve_together` the signals: one stop signal stops both. A process that runs only loops
+(`tfjob-extender loops`) serves the same app as its one listener, over a service made from its own
+model, and gives it the lifecycle (`on_start`, `on_stop`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import signal
 from collections.abc import Callable, Generator, Sequence
-from types import FrameType
 
 import uvicorn
+import uvloop
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
@@ -28,10 +30,13 @@ from starlette.types import ASGIApp
 from extender.api import debug
 from extender.api.app import sampled_lifecycle_app
 from extender.api.auth import OBSERVE_OPEN_PATHS, Reviewer, guarded
+from extender.api.edge import EdgeServer, StartupFailed
 from extender.api.queue_routes import make_queue_router
 from extender.api.ui import make_ui_router
 from extender.api.verbs import Service
 from extender.config import Settings
+
+log = logging.getLogger(__name__)
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 
@@ -76,41 +81,51 @@ def guarded_observe_app(app: ASGIApp, settings: Settings, reviewer: Reviewer | N
 
 
 class CompanionServer(uvicorn.Server):
-    """A listener that lives as long as the main one: it leaves the process's signals to it."""
+    """A listener that lives as long as the verb listener: it leaves the process's signals to `serve_together`."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
 
 
-class LeadingServer(uvicorn.Server):
-    """The main listener: a stop signal stops its companions too."""
+def serve_together(verb_listener: EdgeServer, observe: uvicorn.Config | None) -> int:
+    """Run the verb listener, and the observe listener beside it on the same event loop when given, until
+    SIGINT or SIGTERM: the verb listener answers what it has read and the observe listener stops with it
+    (a second signal closes what is left at once). Returns the process's exit code (3: the app's startup
+    failed; 1: the verb listener's address cannot be bound)."""
 
-    def __init__(self, config: uvicorn.Config, companions: Sequence[uvicorn.Server]) -> None:
-        super().__init__(config)
-        self.companions = list(companions)
+    async def both() -> int:
+        loop = asyncio.get_running_loop()
+        companion = CompanionServer(observe) if observe is not None else None
+        signals = 0
 
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        for companion in self.companions:
-            companion.should_exit = True
+        def stop() -> None:
+            nonlocal signals
+            signals += 1
+            if signals == 1:
+                verb_listener.request_stop()
+            else:
+                verb_listener.force_stop()
+            if companion is not None:
+                companion.should_exit = True
+                companion.force_exit = signals > 1
 
-
-def serve_together(main: uvicorn.Config, observe: uvicorn.Config | None) -> None:
-    """Run the main listener, and the observe listener beside it on the same event loop when given."""
-    if observe is None:
-        uvicorn.Server(main).run()
-        return
-    companion = CompanionServer(observe)
-    leader = LeadingServer(main, [companion])
-
-    async def both() -> None:
-        observing = asyncio.create_task(companion.serve())
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, stop)
+        observing = loop.create_task(companion.serve()) if companion is not None else None
         try:
-            await leader.serve()
+            await verb_listener.serve()
+        except StartupFailed as error:
+            log.error("tfjob-extender could not start: %s", error)
+            return 3
+        except OSError as error:
+            log.error("tfjob-extender cannot listen on %s:%d: %s", verb_listener.host, verb_listener.port, error)
+            return 1
         finally:
-            companion.should_exit = True
-            await observing
+            if companion is not None and observing is not None:
+                companion.should_exit = True
+                await observing
+        return 0
 
-    with asyncio.Runner(loop_factory=main.get_loop_factory()) as runner:
-        runner.run(both())
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(both())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.api import wire
+from extender.api.body import BodyLimits, BodyTooLarge
 from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
@@ -59,10 +60,6 @@ class Service:
     """How the large debug documents share the process with the verbs."""
     probes: Probes = field(default_factory=Probes)
     """What `/readyz` weighs beyond the model's sync (the informers' failures, the lease)."""
-
-
-class BodyTooLarge(wire.WireError):
-    pass
 
 
 class PodNotSeenYet(Exception):
@@ -148,12 +145,12 @@ class VerbGateway:
         if verb not in HANDLERS:
             await self.app(scope, receive, send)
             return
+        limits = BodyLimits.of(self.service.settings)
         try:
-            body = await asyncio.wait_for(self._body(scope, receive), self.service.settings.body_timeout_s)
+            body = await asyncio.wait_for(self._body(scope, receive, limits), limits.timeout_s)
             reply = await self.answer_when_seen(verb, body)
         except TimeoutError:
-            limit = self.service.settings.body_timeout_s
-            reply = error_reply(verb, f"tfjob-extender {verb}: request body not received within {limit:g} s")
+            reply = error_reply(verb, f"tfjob-extender {verb}: {limits.timeout_message()}")
         except BodyTooLarge as error:
             reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
@@ -172,20 +169,16 @@ class VerbGateway:
             except PodNotSeenYet:
                 await asyncio.sleep(settings.model_catch_up_poll_s)
 
-    async def _body(self, scope: Scope, receive: Receive) -> bytes:
+    async def _body(self, scope: Scope, receive: Receive, limits: BodyLimits) -> bytes:
         """The request body, refusing anything over the cap without reading it all."""
-        limit = self.service.settings.max_body_bytes
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > limit:
-            raise BodyTooLarge(f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes")
+        limits.check_declared(dict(scope["headers"]).get(b"content-length"))
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await receive()
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+            limits.check_read(size)
             chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)

@@ -1,8 +1,9 @@
 """`tfjob-extender serve`: the extender's HTTP service. `serve` checks who can reach the ports, builds the model
 and the service, wires the model's source — a snapshot file (`offline_wiring`, with loops only in shadow mode)
 or the API server (`cluster_wiring`: informers, the plan publisher, the loops this process runs) — and runs the
-verb listener and the optional read-only observe listener together under uvicorn (`listener_apps`: each behind
-its own TLS and token checks, `--tls-*`/`--auth-*` and `--observe-*`). `settle_heap` moves a loaded model out of
+verb listener (the extender's own HTTP server, `verb_listener`) and the optional read-only observe listener
+(uvicorn, `observe_config`) together on one event loop (`listener_apps`: each behind its own TLS and token
+checks, `--tls-*`/`--auth-*` and `--observe-*`). `settle_heap` moves a loaded model out of
 the cyclic collector's reach; the benchmarks call it too.
 """
 
@@ -15,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from extender.cli.exposure import exposure_checked
 from extender.cli.logs import UVICORN_LOG_CONFIG
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
     from extender.api.auth import Reviewer
+    from extender.api.edge import EdgeServer
     from extender.api.verbs import Service
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
@@ -67,8 +69,7 @@ def serve(settings: Settings, log_level: str) -> int:
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
-    serve_together(*uvicorn_configs(settings, log_level, app, observe_app))
-    return 0
+    return serve_together(verb_listener(settings, log_level, app), observe_config(settings, log_level, observe_app))
 
 
 def listener_apps(settings: Settings, wiring: Wiring) -> tuple[ASGIApp, ASGIApp | None]:
@@ -140,47 +141,43 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     return Wiring(service, start, stop, loops.routers(), reviewer)
 
 
-def uvicorn_configs(
-    settings: Settings, log_level: str, app: Any, observe_app: Any | None
-) -> tuple[uvicorn.Config, uvicorn.Config | None]:
-    """The verb listener's configuration and, with an observe port, the observe listener's (each with its
-    own TLS); uvicorn's loggers write through the process's one handler."""
+def verb_listener(settings: Settings, log_level: str, app: ASGIApp) -> EdgeServer:
+    """The verb listener: the extender's own HTTP server (`extender.api.edge`) on `--host`/`--port`, with
+    the limits of `settings` and the TLS `--tls-*` ask for; `app` carries the `--auth-*` token checks."""
+    from extender.api.auth import tls_context
+    from extender.api.edge import EdgeServer
+
+    return EdgeServer(
+        app,
+        settings,
+        host=settings.host,
+        port=settings.port,
+        tls=tls_context(settings.auth),
+        access_log=log_level == "debug",
+    )
+
+
+def observe_config(settings: Settings, log_level: str, observe_app: ASGIApp | None) -> uvicorn.Config | None:
+    """With an observe port, the observe listener's uvicorn configuration (its own TLS); uvicorn's loggers
+    write through the process's one handler."""
     import uvicorn
 
     from extender.api.auth import uvicorn_tls_options
-    from extender.api.verb_protocol import protocol_for
 
-    main = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        workers=1,
-        http=protocol_for(app),
+    if observe_app is None:
+        return None
+    return uvicorn.Config(
+        observe_app,
+        host=settings.observe_host,
+        port=settings.observe_port,
+        http="httptools",
         loop="uvloop",
-        timeout_keep_alive=settings.keep_alive_s,
-        limit_concurrency=settings.max_connections,
+        lifespan="off",
         log_level=log_level,
         log_config=UVICORN_LOG_CONFIG,
         access_log=log_level == "debug",
-        **uvicorn_tls_options(settings.auth),
+        **uvicorn_tls_options(settings.observe_auth),
     )
-    observe = (
-        uvicorn.Config(
-            observe_app,
-            host=settings.observe_host,
-            port=settings.observe_port,
-            http="httptools",
-            loop="uvloop",
-            lifespan="off",
-            log_level=log_level,
-            log_config=UVICORN_LOG_CONFIG,
-            access_log=log_level == "debug",
-            **uvicorn_tls_options(settings.observe_auth),
-        )
-        if observe_app is not None
-        else None
-    )
-    return main, observe
 
 
 def shadow_loops(

@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 from fastapi.testclient import TestClient
 
-from tests.builders import tfjob_pods
+from extender.state.store import ClusterState
+from tests.builders import cluster, in_scheduling_group, make_k8s_podgroup, make_node, make_tfjob, tfjob_pods
 
 NOW = 1_800_000_000.0
 
@@ -21,6 +22,19 @@ class Clock:
 
 
 NODES = ["node-0", "node-1", "node-2"]
+
+
+def gang_with_members_unseen(workers: int, unseen: int) -> tuple[ClusterState, list[dict[str, Any]]]:
+    """A model of three 4-CPU nodes and the gang `mnist` (one PS, `workers` workers, Kubernetes' own
+    PodGroup) whose last `unseen` members the watch has not delivered yet; all its pods."""
+    pods = in_scheduling_group(tfjob_pods("mnist", ps=1, workers=workers, cpu="1", memory="2Gi"), "mnist")
+    state = cluster(
+        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
+        *pods[: len(pods) - unseen],
+        make_k8s_podgroup("mnist", min_count=len(pods)),
+        make_tfjob("mnist", workers=workers),
+    )
+    return state, pods
 
 
 def post(client: TestClient, verb: str, payload: Any) -> Any:

@@ -18,21 +18,7 @@ from extender.api.app import create_app, make_service
 from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import cluster, in_scheduling_group, make_k8s_podgroup, make_node, make_tfjob, tfjob_pods
-
-NODES = ["node-0", "node-1", "node-2"]
-NOW = 1_800_000_000.0
-
-
-def gang_with_two_members_unseen() -> tuple[ClusterState, list[dict[str, Any]]]:
-    pods = in_scheduling_group(tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi"), "mnist")
-    state = cluster(
-        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
-        *pods[:3],
-        make_k8s_podgroup("mnist", min_count=5),
-        make_tfjob("mnist", workers=4),
-    )
-    return state, pods
+from tests.contract.support import NODES, NOW, gang_with_members_unseen
 
 
 def filter_reply(state: ClusterState, pod: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], float]:
@@ -44,7 +30,7 @@ def filter_reply(state: ClusterState, pod: dict[str, Any], settings: Settings) -
 
 
 def test_members_the_watch_delivers_meanwhile_are_planned_with_the_gang() -> None:
-    state, pods = gang_with_two_members_unseen()
+    state, pods = gang_with_members_unseen(workers=4, unseen=2)
 
     def watch_catches_up() -> None:
         time.sleep(0.1)
@@ -58,7 +44,7 @@ def test_members_the_watch_delivers_meanwhile_are_planned_with_the_gang() -> Non
 
 
 def test_members_that_never_arrive_leave_plain_fit_after_the_wait() -> None:
-    state, pods = gang_with_two_members_unseen()
+    state, pods = gang_with_members_unseen(workers=4, unseen=2)
     reply, waited_s = filter_reply(state, pods[0], Settings(model_catch_up_s=0.2))
     assert reply["NodeNames"] == NODES
     assert 0.2 <= waited_s < 2.0
