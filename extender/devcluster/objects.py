@@ -99,6 +99,14 @@ class ClusterClient:
     def create_namespace(self, name: str) -> None:
         self.post("/api/v1/namespaces", {"metadata": {"name": name}})
 
+    def request_token(self, namespace: str, account: str, expiration_s: int) -> str:
+        """A token of the ServiceAccount `namespace/account` from the TokenRequest API, for the API server's
+        own audience, valid for `expiration_s` seconds."""
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
+        answer = self.post(path, {**body, "spec": {"expirationSeconds": expiration_s}})
+        return str(answer["status"]["token"])
+
     def create_node(
         self,
         name: str,

@@ -12,7 +12,10 @@ and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-
 
 With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
 PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
-binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused. `apiserver_args` adds
+flags to kube-apiserver's command (an audit log, say). `service_account_kubeconfig` writes a kubeconfig
+holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
+rather than as the administrator.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
+SERVICE_ACCOUNT_TOKEN_S = 3600
+"""Lifetime of the ServiceAccount tokens `service_account_kubeconfig` requests, in seconds: as long as the
+kubelet's projected tokens, far longer than any run of the control plane."""
 
 
 def build_control_plane() -> Path:
@@ -74,10 +80,12 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         with_extender: bool = True,
         with_scheduler: bool = True,
         workload_api: bool = False,
+        apiserver_args: tuple[str, ...] = (),
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
-        plane starts without the extender / kube-scheduler (a caller may start them later)."""
+        plane starts without the extender / kube-scheduler (a caller may start them later).
+        `apiserver_args`: flags appended to kube-apiserver's command."""
         self.source: Source = source()
         self.with_extender = with_extender
         self.with_scheduler = with_scheduler
@@ -85,6 +93,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
         self.workload_api = workload_api
+        self.apiserver_args = apiserver_args
         self.workload_api_version = ""
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
         self._gates: tuple[str, ...] = ()
@@ -142,6 +151,44 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
             self.api = None
         if not os.environ.get("TFJOB_E2E_KEEP"):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    @property
+    def feature_gate_args(self) -> tuple[str, ...]:
+        """The `--feature-gates` flag kube-apiserver and kube-scheduler run with (none without
+        `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
+        return self._gates
+
+    @property
+    def certificate_authority(self) -> Path:
+        """The API server's self-signed serving certificate, which its clients trust."""
+        return self.run_dir / "pki" / "apiserver.crt"
+
+    def write_kubeconfig(self, path: Path, user: str, token: str) -> Path:
+        """A kubeconfig at `path` that reaches this API server with the bearer `token` (as `user`)."""
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "e2e",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{self.api_port}",
+                        "certificate-authority": str(self.certificate_authority),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+        }
+        path.write_text(yaml.safe_dump(kubeconfig))
+        return path
+
+    def service_account_kubeconfig(self, namespace: str, account: str, path: Path) -> Path:
+        """A kubeconfig at `path` holding a token of the ServiceAccount `namespace/account` from the
+        TokenRequest API (valid for `SERVICE_ACCOUNT_TOKEN_S`)."""
+        token = self.request_token(namespace, account, SERVICE_ACCOUNT_TOKEN_S)
+        return self.write_kubeconfig(path, f"system:serviceaccount:{namespace}:{account}", token)
 
     def kubernetes_version(self) -> str:
         """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
@@ -249,6 +296,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
                 "--v=1",
                 *self._gates,
                 *self._runtime_config,
+                *self.apiserver_args,
             ],
         )
         wait_until(
@@ -256,23 +304,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
             lambda: self.probe(f"https://127.0.0.1:{self.api_port}/readyz", context=UNVERIFIED_TLS),
             120,
         )
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "e2e",
-            "clusters": [
-                {
-                    "name": "e2e",
-                    "cluster": {
-                        "server": f"https://127.0.0.1:{self.api_port}",
-                        "certificate-authority": str(pki / "apiserver.crt"),
-                    },
-                }
-            ],
-            "users": [{"name": "e2e-admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e-admin"}}],
-        }
-        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig))
+        self.write_kubeconfig(self.kubeconfig, "e2e-admin", self.token)
         self.api = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
         wait_until("namespace default", lambda: self.get("/api/v1/namespaces/default"), 60)
 

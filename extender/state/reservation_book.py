@@ -1,6 +1,7 @@
 """The gang reservations ledger inside the cluster model: `ReservationBook` holds a reservation (charging it
 to its node), drops one, releases a whole gang's plan (every PodGroup its GangGroup links), imports the plan a
-PodGroup's annotation carries for its pending members, drops such a plan when the preemption it came with is
+PodGroup's annotation carries for its pending members (again once a node it names and the model did not know
+yet arrives: a process lists its kinds in parallel), drops such a plan when the preemption it came with is
 withdrawn, and settles a reservation once its pod is bound or gone.
 It is a part of `ClusterState`, split out to keep that class readable: it reads and writes the model's maps
 under the model's lock and never takes it itself; `ClusterState` supplies the maps and `_refresh_node`.
@@ -30,6 +31,7 @@ class ReservationBook:
     _reserved_by_node: CowMap[str, Resources]
     _expiries: list[tuple[float, str]]
     _released_until: dict[str, float]
+    _plans_awaiting_node: dict[str, set[str]]
 
     def _refresh_node(self, name: str) -> None:
         raise NotImplementedError
@@ -87,10 +89,25 @@ class ReservationBook:
                 continue
             pod = self._pods.get(key)
             held = self._reservations.get(key)
-            if pod is None or pod.uid != uid or not pod.pending or node not in self._node_views:
+            if node not in self._node_views:
+                self._plans_awaiting_node.setdefault(node, set()).add(group)
+                continue
+            if pod is None or pod.uid != uid or not pod.pending:
                 continue
             if held is None or held.expires_at < view.plan_expires:
                 self._reserve(Reservation(key, group, node, pod.requests, view.plan_expires))
+
+    def _import_plans_awaiting(self, node: str) -> None:
+        """Import again the plans that named `node` before the model knew it."""
+        for group in sorted(self._plans_awaiting_node.pop(node, ())):
+            self._import_plan(group)
+
+    def _forget_plan_awaiting(self, group: str) -> None:
+        """A PodGroup gone: no node's arrival imports its plan any more."""
+        for node in [node for node, groups in self._plans_awaiting_node.items() if group in groups]:
+            self._plans_awaiting_node[node].discard(group)
+            if not self._plans_awaiting_node[node]:
+                del self._plans_awaiting_node[node]
 
     def _release_withdrawn_plan(self, view: GroupView) -> None:
         """Drop the plan a PodGroup carried with a preemption that was then abandoned, if it is still the

@@ -85,6 +85,8 @@ class ClusterState(ReservationBook):
         self._released_until: dict[str, float] = {}
         """PodGroup → the latest expiry of a plan released for it: a plan annotation no later than that is
         an echo of a released plan and is not held again."""
+        self._plans_awaiting_node: dict[str, set[str]] = {}
+        """Node → the PodGroups whose plan named it before the model knew it (imported again when it arrives)."""
         self._keys: dict[Kind, set[str]] = {kind: set() for kind in Kind}
         self._snapshot: ClusterSnapshot | None = None
         self.rejected_objects = 0
@@ -297,6 +299,8 @@ class ClusterState(ReservationBook):
             return
         self._node_views[name] = view
         self._refresh_node(name)
+        if old is None:
+            self._import_plans_awaiting(name)
         grew = old is None or (view.schedulable and not old.schedulable) or old.allocatable != view.allocatable
         self._changed(capacity=grew)
 
@@ -377,6 +381,7 @@ class ClusterState(ReservationBook):
             self._groups.delete(key)
             self._release_group(key)
             self._forget_preemptions_of(key)
+            self._forget_plan_awaiting(key)
         else:
             self._groups.set(key, merged)
         self._queue.touch(key, *(old.gang_group if old else ()), *(merged.gang_group if merged else ()))

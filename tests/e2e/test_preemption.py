@@ -6,21 +6,19 @@ Three kwok nodes of 4 CPU and 16 GiB; the cluster is filled first, then a higher
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
-from tests.e2e.waits import OBSERVE_S, stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, low_priority_batch_filling, tfjob, tfjob_object, wait_bound
+from tests.e2e.scenarios import (
+    fill_with_a_low_priority_batch,
+    placed,
+    preempt_the_batch_whole_for_a_higher_priority_gang,
+)
+from tests.e2e.workloads import JOB, job_pods, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
-
-
-def placed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Pods holding a node and not being deleted."""
-    return [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
 
 
 def test_an_elastic_light_job_is_scaled_in_toward_its_minimum_for_a_heavier_one(
@@ -77,22 +75,5 @@ def test_the_loops_in_their_own_process_preempt_and_the_extender_holds_their_pla
 
 
 def evict_for_a_higher_priority_class(plane: LocalControlPlane, scene: Scene) -> None:
-    scene.add_nodes(3)
-    ns = scene.namespace
-    low_priority_batch_filling(plane, ns)
-    plane.create_tfjob(ns, tfjob("urgent", scene=ns, workers=3, priority_class=f"{ns}-high"))
-    wait_bound(plane, ns, f"{JOB}=urgent", 4, timeout_s=120)
-    still_placed: list[str] = []
-
-    def evicted_whole() -> bool:
-        still_placed[:] = [
-            f"{p['metadata']['name']} on {p['spec']['nodeName']}" for p in placed(job_pods(plane, ns, "batch"))
-        ]
-        return not still_placed
-
-    try:
-        wait_until("the victim gang evicted whole", evicted_whole, 30, interval_s=0.3)
-    except TimeoutError as error:
-        raise AssertionError(f"{error}; batch pods still placed: {still_placed}") from error
-    # training-operator recreates the evicted pods; with 8 CPU free the 12-pod gang must wait whole
-    stays("no pod of the evicted gang runs alone", lambda: not placed(job_pods(plane, ns, "batch")), OBSERVE_S)
+    fill_with_a_low_priority_batch(plane, scene)
+    preempt_the_batch_whole_for_a_higher_priority_gang(plane, scene)

@@ -15,8 +15,21 @@ import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene, extender_run_with
+from tests.e2e.scenarios import grow_an_elastic_job_as_capacity_frees
 from tests.e2e.waits import stays, wait_until
-from tests.e2e.workloads import JOB, job_pods, not_failed, pod, tfjob, tfjob_object, wait_bound
+from tests.e2e.workloads import (
+    JOB,
+    job_events,
+    job_pods,
+    not_failed,
+    pod,
+    ps_uid,
+    running_workers,
+    tfjob,
+    tfjob_object,
+    wait_bound,
+    workers,
+)
 
 pytestmark = pytest.mark.e2e
 LEASE = ("--lease-namespace", "default", "--lease-name", "e2e-scaler", "--lease-duration-s", "4")
@@ -45,33 +58,6 @@ def with_scaler(plane: LocalControlPlane) -> Iterator[None]:
         yield
 
 
-def workers(plane: LocalControlPlane, namespace: str, name: str) -> int:
-    return int(tfjob_object(plane, namespace, name)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
-
-
-def running_workers(plane: LocalControlPlane, namespace: str, name: str) -> int:
-    return sum(
-        1
-        for p in job_pods(plane, namespace, name)
-        if p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == "worker"
-        and p["spec"].get("nodeName")
-        and not p["metadata"].get("deletionTimestamp")
-    )
-
-
-def ps_uid(plane: LocalControlPlane, namespace: str, name: str) -> str:
-    (ps,) = [p for p in job_pods(plane, namespace, name) if p["metadata"]["name"] == f"{name}-ps-0"]
-    return str(ps["metadata"]["uid"])
-
-
-def job_events(plane: LocalControlPlane, namespace: str, name: str, reason: str) -> list[str]:
-    return [
-        str(e["message"])
-        for e in plane.events(namespace)
-        if e["involvedObject"]["kind"] == "TFJob" and e["involvedObject"]["name"] == name and e["reason"] == reason
-    ]
-
-
 def debug_scaler(port: int) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/scaler", timeout=5) as response:
         result: dict[str, Any] = json.loads(response.read())
@@ -84,19 +70,8 @@ def lease_holder(plane: LocalControlPlane) -> str:
 
 
 def test_a_job_grows_as_capacity_frees_then_the_cluster_stays_quiet(plane: LocalControlPlane, scene: Scene) -> None:
-    scene.add_nodes(2)
     ns = scene.namespace
-    # 8 CPU: "blocker" (PS + 3 workers, done after 8 s) and "elastic" (PS + 2 workers, may grow to 7)
-    plane.create_tfjob(ns, tfjob("blocker", scene=ns, workers=3, run_for="8s"))
-    wait_bound(plane, ns, f"{JOB}=blocker", 4)
-    plane.create_tfjob(ns, tfjob("elastic", scene=ns, workers=2, min_workers=1, max_workers=7, dynamic=True))
-    wait_bound(plane, ns, f"{JOB}=elastic", 3)
-    ps = ps_uid(plane, ns, "elastic")
-    wait_until("the elastic job at its maximum", lambda: running_workers(plane, ns, "elastic") == 7, 60)
-    assert workers(plane, ns, "elastic") == 7
-    grown = job_events(plane, ns, "elastic", "ScaledOut")
-    assert len(grown) >= 2, grown
-    assert all("idle capacity" in message for message in grown)
+    ps, grown = grow_an_elastic_job_as_capacity_frees(plane, scene)
     scaler = debug_scaler(plane.extender_port)
     assert scaler["leading"] and [a["kind"] for a in scaler["actions"]].count("scale-out") >= 2
     actions_before = len(scaler["actions"])

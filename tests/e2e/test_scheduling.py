@@ -12,6 +12,7 @@ import pytest
 
 from extender.devcluster import LocalControlPlane
 from tests.e2e.conftest import Scene
+from tests.e2e.scenarios import wide_job_takes_the_fewest_nodes_with_its_ps_beside_its_workers
 from tests.e2e.waits import OBSERVE_S, wait_until
 from tests.e2e.workloads import (
     JOB,
@@ -23,7 +24,6 @@ from tests.e2e.workloads import (
     placement,
     pod,
     podgroup,
-    ps_and_workers_by_node,
     scheduled_reason,
     tfjob,
     wait_bound,
@@ -43,14 +43,7 @@ def test_a_job_that_fits_one_node_lands_on_one_node(plane: LocalControlPlane, sc
 def test_a_job_too_big_for_one_node_uses_the_fewest_nodes_with_the_ps_beside_its_workers(
     plane: LocalControlPlane, scene: Scene
 ) -> None:
-    scene.add_nodes(3)
-    # 1 PS + 4 workers of 1 CPU = 5 CPU; a node has 4: two nodes, the PS with three workers
-    plane.create_tfjob(scene.namespace, tfjob("wide", scene=scene.namespace, ps=1, workers=4, cpu="1"))
-    pods = wait_bound(plane, scene.namespace, f"{JOB}=wide", 5)
-    ps, workers = ps_and_workers_by_node(pods)
-    assert len(set(placement(pods).values())) == 2, placement(pods)
-    (ps_node,) = ps
-    assert workers[ps_node] == 3, placement(pods)
+    wide_job_takes_the_fewest_nodes_with_its_ps_beside_its_workers(plane, scene)
 
 
 def test_a_gang_that_does_not_fit_binds_nothing_until_room_frees_then_binds_whole(

@@ -10,26 +10,24 @@ the all-or-nothing barrier to kube-scheduler.
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from extender.devcluster import LocalControlPlane, build_control_plane
 from extender.devcluster.plane import WORKLOAD_API
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.scenarios import gangs_of_every_dialect_start_whole
 from tests.e2e.waits import OBSERVE_S
 from tests.e2e.workloads import (
     JOB,
     debug_gang,
+    declare_gang,
+    filter_summaries,
+    gang_tfjob,
     never_bound,
     placement,
-    pod,
-    podgroup,
     ps_and_workers_by_node,
-    tfjob,
     wait_bound,
     wait_for_pods,
 )
@@ -59,52 +57,6 @@ def gated_scene(gated_plane: LocalControlPlane, request: pytest.FixtureRequest) 
         yield current
     finally:
         current.cleanup()
-
-
-def declare_gang(plane: LocalControlPlane, namespace: str, name: str, *, min_count: int) -> None:
-    """A Workload `name` with the gang template `training`, and the PodGroup `name` made from it."""
-    api = plane.workload_api_version
-    policy = {"gang": {"minCount": min_count}}
-    workload = {
-        "apiVersion": api,
-        "kind": "Workload",
-        "metadata": {"name": name},
-        "spec": {"podGroupTemplates": [{"name": "training", "schedulingPolicy": policy}]},
-    }
-    if api.endswith("/v1alpha2"):
-        reference: dict[str, Any] = {
-            "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "training"}}
-        }
-    else:
-        reference = {"workloadRef": {"workloadName": name, "templateName": "training"}}
-    group = {
-        "apiVersion": api,
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"schedulingPolicy": policy, **reference},
-    }
-    plane.post(f"/apis/{api}/namespaces/{namespace}/workloads", workload)
-    plane.post(f"/apis/{api}/namespaces/{namespace}/podgroups", group)
-
-
-def filter_summaries(plane: LocalControlPlane, namespace: str, pods: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Pod name → the summaries of the extender's recent filter decisions on it (for failure messages)."""
-    summaries = {}
-    for item in pods:
-        name = item["metadata"]["name"]
-        url = f"http://127.0.0.1:{plane.extender_port}/debug/decisions?pod={namespace}/{name}"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            decisions = json.load(response)["decisions"]
-        summaries[name] = [d.get("summary", "") for d in decisions if d.get("verb") == "filter"]
-    return summaries
-
-
-def gang_tfjob(name: str, *, scene: str, pod_group: str, **shape: Any) -> dict[str, Any]:
-    """`tfjob(name, ...)` whose every replica joins the `scheduling.k8s.io` PodGroup `pod_group`."""
-    job = tfjob(name, scene=scene, **shape)
-    for replica in job["spec"]["tfReplicaSpecs"].values():
-        replica["template"]["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
-    return job
 
 
 def test_a_gang_of_the_upstream_api_binds_whole_on_the_fewest_nodes_with_its_ps_beside_its_workers(
@@ -144,21 +96,8 @@ def test_a_gang_of_the_upstream_api_that_does_not_fit_binds_nothing(
 
 
 def test_the_podgroup_crd_dialects_still_gang_beside_it(gated_plane: LocalControlPlane, gated_scene: Scene) -> None:
+    gangs_of_every_dialect_start_whole(gated_plane, gated_scene)
     namespace = gated_scene.namespace
-    gated_scene.add_nodes(3)
-    declare_gang(gated_plane, namespace, "upstream", min_count=4)
-    gated_plane.create_tfjob(namespace, gang_tfjob("upstream", scene=namespace, pod_group="upstream", workers=3))
-    gated_plane.create_tfjob(namespace, tfjob("classic", scene=namespace, workers=3))  # scheduling.x-k8s.io
-    gated_plane.create_podgroup(namespace, podgroup("koord", min_member=3, legacy=True))
-    label = {"pod-group.scheduling.sigs.k8s.io": "koord"}
-    for index in range(3):
-        gated_plane.create_pod(namespace, pod(f"koord-{index}", scene=namespace, labels=label))
-    for job in ("upstream", "classic"):
-        pods = wait_bound(gated_plane, namespace, f"{JOB}={job}", 4)
-        why = (job, placement(pods), filter_summaries(gated_plane, namespace, pods))
-        assert len(set(placement(pods).values())) == 1, why
-    koord = wait_bound(gated_plane, namespace, "pod-group.scheduling.sigs.k8s.io=koord", 3)
-    assert len(placement(koord)) == 3
     groups = {name: debug_gang(gated_plane, namespace, name)["apiGroup"] for name in ("upstream", "classic", "koord")}
     assert groups == {
         "upstream": "scheduling.k8s.io",

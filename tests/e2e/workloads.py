@@ -1,7 +1,9 @@
-"""TFJobs, PodGroups and pods as a user would submit them, and what to read back from the cluster: the pods
-of a job (selected by the `JOB` label), which are bound and where, why a pod or gang waits (kube-scheduler's
-condition, the extender's /debug/gangs), and the waits the tests share — for a job's pods to exist, for
-them to bind, and that a gang's pods never bind during an observation window (through `tests.e2e.waits`)."""
+"""TFJobs, PodGroups (in each dialect, Kubernetes' own Workload API among them), PodDisruptionBudgets and pods
+as a user would submit them, and what to read back from the cluster: the pods of a job (selected by the
+`JOB` label), which are bound and where, a job's worker count and Events, why a pod or gang waits
+(kube-scheduler's condition, the extender's /debug/gangs and /debug/decisions), and the waits the tests
+share — for a job's pods to exist, for them to bind, and that a gang's pods never bind during an observation
+window (through `tests.e2e.waits`)."""
 
 from __future__ import annotations
 
@@ -92,6 +94,66 @@ def podgroup(name: str, *, min_member: int, legacy: bool = False, gang_group: li
     }
 
 
+def declare_gang(plane: LocalControlPlane, namespace: str, name: str, *, min_count: int) -> None:
+    """A Workload `name` with the gang template `training`, and the `scheduling.k8s.io` PodGroup `name` made
+    from it (on a control plane started with `workload_api`)."""
+    api = plane.workload_api_version
+    policy = {"gang": {"minCount": min_count}}
+    workload = {
+        "apiVersion": api,
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {"podGroupTemplates": [{"name": "training", "schedulingPolicy": policy}]},
+    }
+    if api.endswith("/v1alpha2"):
+        reference: Obj = {
+            "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "training"}}
+        }
+    else:
+        reference = {"workloadRef": {"workloadName": name, "templateName": "training"}}
+    group = {
+        "apiVersion": api,
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": policy, **reference},
+    }
+    plane.post(f"/apis/{api}/namespaces/{namespace}/workloads", workload)
+    plane.post(f"/apis/{api}/namespaces/{namespace}/podgroups", group)
+
+
+def gang_tfjob(name: str, *, scene: str, pod_group: str, **shape: Any) -> Obj:
+    """`tfjob(name, ...)` whose every replica joins the `scheduling.k8s.io` PodGroup `pod_group`."""
+    job = tfjob(name, scene=scene, **shape)
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+    return job
+
+
+def disruption_budget_allowing(plane: LocalControlPlane, namespace: str, job: str, pods: int) -> Obj:
+    """A PodDisruptionBudget over the pods of TFJob `job` that allows all `pods` of them to be disrupted,
+    with the status the disruption controller would give it once they run (no controller-manager runs
+    here, and the Eviction API refuses every eviction under a budget whose status is not observed yet)."""
+    base = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    created = plane.post(
+        base,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": job},
+            "spec": {"maxUnavailable": pods, "selector": {"matchLabels": {JOB: job}}},
+        },
+    )
+    status = {
+        "observedGeneration": created["metadata"]["generation"],
+        "disruptionsAllowed": pods,
+        "currentHealthy": pods,
+        "desiredHealthy": 0,
+        "expectedPods": pods,
+    }
+    result: Obj = plane.merge_patch(f"{base}/{job}/status", {"status": status})
+    return result
+
+
 def pod(name: str, *, scene: str, cpu: str = "1", memory: str = "1Gi", labels: dict[str, str] | None = None) -> Obj:
     return {
         "apiVersion": "v1",
@@ -121,6 +183,37 @@ def not_failed(job: Obj) -> bool:
     """Whether the TFJob has no `Failed` condition that is True."""
     conditions = (job.get("status") or {}).get("conditions") or []
     return not any(c["type"] == "Failed" and c["status"] == "True" for c in conditions)
+
+
+def workers(plane: LocalControlPlane, namespace: str, name: str) -> int:
+    """The TFJob's `Worker.replicas`."""
+    return int(tfjob_object(plane, namespace, name)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
+
+
+def running_workers(plane: LocalControlPlane, namespace: str, name: str) -> int:
+    """The TFJob's workers holding a node and not being deleted."""
+    return sum(
+        1
+        for p in job_pods(plane, namespace, name)
+        if p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == "worker"
+        and p["spec"].get("nodeName")
+        and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+def ps_uid(plane: LocalControlPlane, namespace: str, name: str) -> str:
+    """The UID of the TFJob's PS pod (a new UID: the PS was replaced)."""
+    (ps,) = [p for p in job_pods(plane, namespace, name) if p["metadata"]["name"] == f"{name}-ps-0"]
+    return str(ps["metadata"]["uid"])
+
+
+def job_events(plane: LocalControlPlane, namespace: str, name: str, reason: str) -> list[str]:
+    """The messages of the Events with `reason` on the TFJob `name`."""
+    return [
+        str(e["message"])
+        for e in plane.events(namespace)
+        if e["involvedObject"]["kind"] == "TFJob" and e["involvedObject"]["name"] == name and e["reason"] == reason
+    ]
 
 
 def job_pods(plane: LocalControlPlane, namespace: str, job: str) -> list[Obj]:
@@ -197,6 +290,18 @@ def debug_gang(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
     with urllib.request.urlopen(url, timeout=5) as response:
         result: Obj = json.load(response)
         return result
+
+
+def filter_summaries(plane: LocalControlPlane, namespace: str, pods: list[Obj]) -> dict[str, list[str]]:
+    """Pod name → the summaries of the extender's recent filter decisions on it (for failure messages)."""
+    summaries = {}
+    for item in pods:
+        name = item["metadata"]["name"]
+        url = f"http://127.0.0.1:{plane.extender_port}/debug/decisions?pod={namespace}/{name}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            decisions = json.load(response)["decisions"]
+        summaries[name] = [d.get("summary", "") for d in decisions if d.get("verb") == "filter"]
+    return summaries
 
 
 def scheduled_reason(pod_obj: Obj) -> str:

@@ -419,7 +419,7 @@ def test_the_network_topology_crd_is_installed_and_readable() -> None:
     assert {
         "apiGroups": ["scheduling.koordinator.sh"],
         "resources": ["clusternetworktopologies"],
-        "verbs": ["get", "list", "watch"],
+        "verbs": ["list", "watch"],
     } in role["rules"]
 
 

@@ -538,6 +538,31 @@ def test_a_bound_member_or_an_unknown_node_is_not_reserved_from_a_plan() -> None
     assert state.snapshot().reservations == {}
 
 
+def test_a_plan_naming_a_node_the_model_learns_of_later_is_held_once_the_node_arrives() -> None:
+    """A process that (re)starts lists its kinds in parallel: the pods and the PodGroup carrying another
+    process's plan may arrive before the nodes that plan names."""
+    state = cluster(
+        make_node("node-0"),
+        make_pod("a", group="g"),
+        make_pod("b", group="g"),
+        planned_group("g", {"a": "node-1", "b": "node-0"}, 500.0),
+    )
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {"default/b": "node-0"}
+    state.apply(Kind.NODE, "ADDED", make_node("node-1"))
+    assert {k: r.node for k, r in state.snapshot().reservations.items()} == {
+        "default/a": "node-1",
+        "default/b": "node-0",
+    }
+    assert state.snapshot().nodes["node-1"].reserved == ONE_POD
+
+
+def test_a_podgroup_gone_before_the_node_its_plan_names_arrives_is_not_imported() -> None:
+    state = cluster(make_pod("a", group="g"), planned_group("g", {"a": "node-1"}, 500.0, min_member=1))
+    state.apply(Kind.PODGROUP, "DELETED", make_podgroup("g", min_member=1))
+    state.apply(Kind.NODE, "ADDED", make_node("node-1"))
+    assert state.snapshot().reservations == {}
+
+
 def test_a_pod_recreated_under_a_planned_name_is_not_held_to_the_old_plan() -> None:
     state = cluster(make_node("node-0"), planned_group("g", {"a": "node-0"}, 500.0, min_member=1))
     state.apply(Kind.POD, "ADDED", make_pod("a", group="g", uid="a-second-life"))

@@ -1,0 +1,396 @@
+"""End to end: the Helm chart's installed form on a control plane with RBAC on, every process under its own
+ServiceAccount.
+
+A control plane of its own for this module (`installed`): etcd, kube-apiserver serving Kubernetes' own gang
+API and writing an audit log of every request (level Metadata), kwok and training-operator, started with
+`--gang-scheduler-name` set to the chart's scheduler name; no extender and no kube-scheduler of the
+control plane's own. The chart is rendered by the repository's Helm for the control plane's Kubernetes
+version, with the values a user sets for this (`VALUES`): debug views behind TokenReview for one viewer
+ServiceAccount, the loops acting, the policy the scenarios need, and kube-scheduler given the feature gate
+the cluster's gang API needs. Every rendered object but the Deployments is applied with the
+administrator's credentials; the Deployments' containers run as local processes exactly as rendered,
+each with a TokenRequest token of its own ServiceAccount (`installed_form`, which lists the only changes).
+
+The tests run in order and the last reads what the others did: the images are the programs run; every
+probe answers within its budget; gangs in all three PodGroup dialects start whole, a wide job with its PS
+beside its workers; a job-level preemption evicts its victims through the Eviction API under a
+PodDisruptionBudget and the loops count it; a long runner is suspended for a fresh gang; an elastic job
+grows into idle room; the debug views want the viewer's token; and the audit log shows that no request of
+the chart's ServiceAccounts was refused and that every grant of the chart's own roles was used (or is on
+`UNREACHED_GRANTS`, with the code path that needs it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+import extender
+from extender.devcluster import ApiError, LocalControlPlane, build_control_plane, wait_until
+from extender.devcluster.plane import SERVICE_ACCOUNT_TOKEN_S
+from extender.state.convert import GANG_PLAN_ANNOTATION
+from tests.e2e import installed_form
+from tests.e2e.audit import AUDIT_POLICY, grants, refused, requests_by
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.installed_form import Container, Probe
+from tests.e2e.scenarios import (
+    BATCH_PODS,
+    every_dialect_podgroup_paths,
+    fill_with_a_low_priority_batch,
+    gangs_of_every_dialect_start_whole,
+    gangs_of_every_dialect_started_whole,
+    grow_an_elastic_job_as_capacity_frees,
+    preempt_the_batch_whole_for_a_higher_priority_gang,
+    submit_gangs_of_every_dialect,
+    suspend_a_long_runner_for_a_fresh_gang,
+    wide_job_takes_the_fewest_nodes_with_its_ps_beside_its_workers,
+)
+from tests.e2e.workloads import disruption_budget_allowing, not_failed, ps_uid, tfjob_object
+from tests.helm import RELEASE, Document, named, render
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "tfjob-system"
+"""The release's namespace."""
+VIEWER = "debug-viewer"
+"""The ServiceAccount allowed to read the debug views (`observe.debug.allowedUsers`)."""
+STRANGER = "not-a-viewer"
+"""A ServiceAccount the API server authenticates but the debug views do not allow."""
+VIEWER_USER = f"system:serviceaccount:{NAMESPACE}:{VIEWER}"
+VALUES: dict[str, Any] = {
+    "policy": {
+        "starvation_limit_s": STARVATION_LIMIT_S,
+        "suspension_min_history": 5,
+        "suspension_newcomer_s": 0,
+        "scale_cooldown_s": 5,
+    },
+    "loops": {"dryRun": False},
+    "observe": {"debug": {"enabled": True, "auth": "tokenReview", "allowedUsers": [VIEWER_USER]}},
+}
+"""What a user sets for this install, but for kube-scheduler's feature gates (the cluster's, added when
+rendering): the shared plane's starvation limit; the suspension scenario's history of five finished jobs and
+no newcomer suspension; the scaler's short cooldown; the loops acting; the debug views for the viewer."""
+PROCESS_NAMES = {"kube-scheduler": "kube-scheduler", "tfjob-extender": "extender", "tfjob-extender-loops": "loops"}
+"""Container → the name of its process in the control plane's group (and its log file); the shared helpers
+read the extender's log as `extender`."""
+UNREACHED_GRANTS: dict[tuple[str, str, str, str], str] = {}
+"""(account, API group, resource[/subresource], verb) the chart grants for a code path this module does not
+reach → that code path. Empty: the scenarios reach every grant, the patches of PodGroups of all three
+dialects by both processes among them (each process alone plans a gang of every dialect while the other is
+down, so neither's patch depends on which of them reserves a plan first)."""
+SCENARIOS = (
+    "gangs placed by the extender",
+    "gangs planned by the loops",
+    "wide job",
+    "preemption",
+    "suspension",
+    "scale-out",
+    "debug views",
+)
+"""What the module must have run through before the audit log says which grants went unused."""
+
+
+@dataclass
+class Installed:
+    plane: LocalControlPlane
+    docs: list[Document]
+    audit_log: Path
+    probe_times: dict[Probe, float | None]
+    ports: dict[str, int]
+    """Process name → its observe port (kube-scheduler's: its secure port)."""
+    tokens: dict[str, str]
+    """ServiceAccount of the viewer and the stranger → a token of it."""
+    passed: set[str] = field(default_factory=set)
+    """The scenarios run through so far (`SCENARIOS`)."""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    run_dir = tmp_path_factory.mktemp("installed")
+    policy, audit_log = run_dir / "audit-policy.yaml", run_dir / "audit.log"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    audit = (f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}")
+    with LocalControlPlane(
+        build_control_plane(),
+        run_dir=run_dir,
+        with_extender=False,
+        with_scheduler=False,
+        with_operator=True,
+        workload_api=True,
+        apiserver_args=audit,
+    ) as plane:
+        values = {**VALUES, "kubeScheduler": {"extraArgs": list(plane.feature_gate_args)}}
+        docs = render(values, release=RELEASE, namespace=NAMESPACE, kube_version=plane.kubernetes_version())
+        apply_all_but_deployments(plane, docs)
+        tokens = {}
+        for account in (VIEWER, STRANGER):
+            plane.post(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", {"metadata": {"name": account}})
+            tokens[account] = plane.request_token(NAMESPACE, account, SERVICE_ACCOUNT_TOKEN_S)
+        started, ports = start_containers(plane, docs, run_dir / "installed")
+        found = installed_form.probes(installed_form.containers(docs))
+        probe_times = installed_form.answer_within_budget(plane, started, found)
+        yield Installed(plane, docs, audit_log, probe_times, ports, tokens)
+
+
+def apply_all_but_deployments(plane: LocalControlPlane, docs: list[Document]) -> None:
+    """Apply the rendered objects but the Deployments as the administrator (the CRDs, which the control
+    plane installed from the same render, are applied over)."""
+    try:
+        plane.create_namespace(NAMESPACE)
+    except ApiError as error:
+        if error.status != 409:
+            raise
+    manifest = yaml.safe_dump_all([doc for doc in docs if doc["kind"] != "Deployment"])
+    command = [str(plane.bin / "kubectl"), "--kubeconfig", str(plane.kubeconfig), "apply", "--server-side", "-f", "-"]
+    done = subprocess.run(command, input=manifest, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def start_containers(
+    plane: LocalControlPlane, docs: list[Document], directory: Path
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Every container of the rendered Deployments as a process of the control plane's group, under its own
+    ServiceAccount; returns container → when it started (monotonic) and process → its observe port."""
+    kubeconfigs: dict[str, Path] = {}
+    started, ports = {}, {}
+    (directory / "credentials").mkdir(parents=True)
+    for container in installed_form.containers(docs):
+        installed_form.refuse_taken_ports(container)
+    for container in installed_form.containers(docs):
+        account = installed_form.service_account(docs, container)
+        if account not in kubeconfigs:
+            path = directory / "credentials" / f"{account}.kubeconfig"
+            kubeconfigs[account] = plane.service_account_kubeconfig(NAMESPACE, account, path)
+        mounts = installed_form.mounted_config_files(docs, container, directory)
+        command = installed_form.local_command(plane, container, kubeconfigs[account], mounts)
+        name = PROCESS_NAMES.get(container.name, container.name)
+        started[container.name] = time.monotonic()
+        plane.spawn(name, command, installed_form.environment(container))
+        (ports[name],) = {probe.port for probe in installed_form.probes([container])}
+        if "serve" in command:
+            plane.extender_port = verb_port(container)
+    return started, ports
+
+
+def verb_port(container: Container) -> int:
+    """The port of `serve`'s verb listener (its `--port`), which kube-scheduler calls and the shared helpers
+    read `/debug` from, open on the loopback address."""
+    args = container.spec["args"]
+    return int(args[args.index("--port") + 1])
+
+
+@contextlib.contextmanager
+def stopped(installed: Installed, process: str) -> Iterator[None]:
+    """The process stopped (SIGTERM, as a rollout would), then started again with its command and ready."""
+    installed.plane.stop_process(process)
+    try:
+        yield
+    finally:
+        start_again(installed, process)
+
+
+def start_again(installed: Installed, process: str) -> None:
+    """A stopped process started again with the command it was first started with, once it is ready."""
+    plane = installed.plane
+    plane.restart(process)
+    readyz = f"http://127.0.0.1:{installed.ports[process]}/readyz"
+    wait_until(f"the restarted {process}'s /readyz", lambda: plane.probe(readyz), 60)
+
+
+@pytest.fixture
+def scene(installed: Installed, request: pytest.FixtureRequest) -> Iterator[Scene]:
+    current = Scene(installed.plane, scene_name(request))
+    try:
+        yield current
+    finally:
+        current.cleanup()
+
+
+def get(url: str, token: str | None = None) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a GET, with the bearer `token` if given."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Content-Type", ""), error.read()
+
+
+def metric(port: int, name: str) -> float:
+    """The value of the sample `name` on the `/metrics` of the listener at `port` (0 when absent)."""
+    status, _, body = get(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200, status
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    return 0.0
+
+
+def version_of(command: list[str]) -> str:
+    """The last word `COMMAND --version` prints (kube-scheduler: `Kubernetes v1.37.1`)."""
+    return subprocess.run([*command, "--version"], check=True, capture_output=True, text=True).stdout.split()[-1]
+
+
+def test_the_rendered_images_are_the_programs_run_here(installed: Installed) -> None:
+    stand_ins = installed_form.stand_ins(installed.plane)
+    images = {c.name: c.image for c in installed_form.containers(installed.docs)}
+    assert images["kube-scheduler"] == ("registry.k8s.io/kube-scheduler", version_of(stand_ins["kube-scheduler"]))
+    assert version_of(stand_ins["kube-scheduler"]) == installed.plane.kubernetes_version()
+    for name in ("tfjob-extender", "tfjob-extender-loops"):
+        assert images[name] == ("ghcr.io/tfjob-extender/tfjob-extender", extender.__version__)
+    assert version_of(stand_ins["tfjob-extender"]) == extender.__version__
+
+
+def test_the_processes_run_under_the_accounts_whose_credentials_they_mount(installed: Installed) -> None:
+    accounts = {
+        c.name: installed_form.service_account(installed.docs, c) for c in installed_form.containers(installed.docs)
+    }
+    assert accounts == {
+        "kube-scheduler": f"{RELEASE}-scheduler",
+        "tfjob-extender": RELEASE,
+        "tfjob-extender-loops": f"{RELEASE}-loops",
+    }
+    assert named(installed.docs, "ServiceAccount", RELEASE)["automountServiceAccountToken"] is False
+
+
+def test_every_probe_the_chart_declares_answers_within_its_budget(installed: Installed) -> None:
+    assert len(installed.probe_times) == 6, "readiness and liveness of each of the three containers"
+    late = {
+        f"{probe.container} {probe.kind} {probe.url}": (took, probe.budget_s)
+        for probe, took in installed.probe_times.items()
+        if took is None or took > probe.budget_s
+    }
+    assert not late, f"probes that did not answer 200 within their budget (took, budget in s): {late}"
+
+
+def test_the_extender_alone_starts_gangs_of_every_dialect_whole(installed: Installed, scene: Scene) -> None:
+    """With the loops down, the extender's `filter` is what reserves and publishes each gang's plan."""
+    with stopped(installed, "loops"):
+        gangs_of_every_dialect_start_whole(installed.plane, scene)
+    installed.passed.add("gangs placed by the extender")
+
+
+def test_the_loops_plan_gangs_of_every_dialect_ahead_of_their_pods_and_the_extender_places_them_so(
+    installed: Installed, scene: Scene
+) -> None:
+    """With the extender down, kube-scheduler's attempts fail and the loops reserve each gang's plan ahead
+    of its pods, on its PodGroup; the extender, back, reads the plans from the API server and steers every
+    member to its planned node."""
+    plane = installed.plane
+    paths = every_dialect_podgroup_paths(plane, scene.namespace)
+
+    def published() -> dict[str, dict[str, str]] | None:
+        annotations = {gang: plane.get(path)["metadata"].get("annotations") or {} for gang, path in paths.items()}
+        plans = {
+            gang: json.loads(a[GANG_PLAN_ANNOTATION])["pods"]
+            for gang, a in annotations.items()
+            if GANG_PLAN_ANNOTATION in a
+        }
+        return plans if len(plans) == len(paths) else None
+
+    with stopped(installed, "extender"):
+        submit_gangs_of_every_dialect(plane, scene)
+        plans = wait_until("the loops' plans on the PodGroups of every dialect", published, 60)
+    assert gangs_of_every_dialect_started_whole(plane, scene) == plans
+    installed.passed.add("gangs planned by the loops")
+
+
+def test_a_wide_job_takes_the_fewest_nodes_with_its_ps_beside_its_workers(installed: Installed, scene: Scene) -> None:
+    wide_job_takes_the_fewest_nodes_with_its_ps_beside_its_workers(installed.plane, scene)
+    installed.passed.add("wide job")
+
+
+def test_a_preemption_evicts_its_victims_through_the_eviction_api_under_their_disruption_budget(
+    installed: Installed, scene: Scene
+) -> None:
+    plane, ns = installed.plane, scene.namespace
+    fill_with_a_low_priority_batch(plane, scene)
+    disruption_budget_allowing(plane, ns, "batch", BATCH_PODS)
+    evictions = "tfjob_extender_preemption_evictions_total"
+    before = metric(installed.ports["loops"], evictions)
+    preempt_the_batch_whole_for_a_higher_priority_gang(plane, scene)
+    budget = plane.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/batch")["status"]
+    victims = {"batch-ps-0", *(f"batch-worker-{index}" for index in range(BATCH_PODS - 1))}
+    assert set(budget.get("disruptedPods") or {}) == victims, "every victim went through the Eviction API"
+    assert budget["disruptionsAllowed"] == 0, budget
+    assert metric(installed.ports["loops"], evictions) - before == BATCH_PODS
+    installed.passed.add("preemption")
+
+
+def test_a_long_runner_is_suspended_for_a_fresh_gang(installed: Installed, scene: Scene) -> None:
+    plane = installed.plane
+
+    def restart_loops() -> None:
+        plane.stop_process("loops")
+        start_again(installed, "loops")
+
+    suspend_a_long_runner_for_a_fresh_gang(plane, scene, restart_loops)
+    installed.passed.add("suspension")
+
+
+def test_an_elastic_job_grows_into_idle_room(installed: Installed, scene: Scene) -> None:
+    plane, ns = installed.plane, scene.namespace
+    ps, grown = grow_an_elastic_job_as_capacity_frees(plane, scene)
+    status, _, body = get(f"http://127.0.0.1:{installed.ports['loops']}/debug/scaler", installed.tokens[VIEWER])
+    assert status == 200, body
+    scaler = json.loads(body)
+    assert scaler["leading"] and [a["kind"] for a in scaler["actions"]].count("scale-out") >= len(grown)
+    assert ps_uid(plane, ns, "elastic") == ps, "the PS is never touched"
+    assert not_failed(tfjob_object(plane, ns, "elastic"))
+    installed.passed.add("scale-out")
+
+
+def test_the_debug_views_want_the_viewers_token_and_the_metrics_are_open(installed: Installed) -> None:
+    for process, path in (("extender", "/debug/state"), ("loops", "/debug/scaler")):
+        url = f"http://127.0.0.1:{installed.ports[process]}{path}"
+        for token in (None, installed.tokens[STRANGER]):
+            status, content_type, body = get(url, token)
+            assert (status, content_type) == (401, "application/json"), (url, status, body)
+            assert "error" in json.loads(body)
+        status, content_type, body = get(url, installed.tokens[VIEWER])
+        assert status == 200, (url, status, body[:300])
+        assert content_type.startswith("application/json"), content_type
+        status, _, _ = get(f"http://127.0.0.1:{installed.ports[process]}/metrics")
+        assert status == 200
+    installed.passed.add("debug views")
+
+
+def test_the_chart_grants_what_its_processes_use_and_nothing_more(installed: Installed) -> None:
+    """RBAC both ways, from the audit log: no request of the chart's ServiceAccounts was refused (a permission
+    the code needs and the chart lacks), and every grant of the chart's own roles was used by the scenarios
+    above (a permission granted and never used), or is on `UNREACHED_GRANTS`."""
+    accounts = {
+        f"system:serviceaccount:{NAMESPACE}:{doc['metadata']['name']}"
+        for doc in installed.docs
+        if doc["kind"] == "ServiceAccount"
+    }
+    assert len(accounts) == 3, accounts
+    requests = requests_by(installed.audit_log, accounts)
+    assert {r.user for r in requests} == accounts, "every process talked to the API server"
+    denied = refused(requests)
+    assert not denied, "requests the chart's RBAC refused (verb, API group, resource/subresource):\n" + "\n".join(
+        denied
+    )
+    missing = [name for name in SCENARIOS if name not in installed.passed]
+    if missing:
+        pytest.skip(f"which grants went unused is known only after every scenario ran; not run: {missing}")
+    granted = grants(installed.docs)
+    unused = sorted(
+        {g.key() for g in granted if g.key() not in UNREACHED_GRANTS and not any(g.used_by(r) for r in requests)}
+    )
+    assert not unused, "grants no request used (account, API group, resource, verb):\n" + "\n".join(map(str, unused))
+    stale = set(UNREACHED_GRANTS) - {g.key() for g in granted}
+    assert not stale, f"UNREACHED_GRANTS names grants the chart no longer makes: {stale}"
