@@ -494,7 +494,7 @@ def malloc_trim() -> None:
 
 def load_once(path: Path) -> dict[str, Any]:
     """In this (fresh) process: what `serve --cluster-snapshot` does before it answers."""
-    from extender.__main__ import settle_heap
+    from extender.cli.serving import settle_heap
     from extender.state.offline import load_snapshot_file
     from extender.state.store import ClusterState
 

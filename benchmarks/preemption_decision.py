@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.__main__ import settle_heap
+from extender.cli.serving import settle_heap
 from extender.policy.model import ClusterSnapshot
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.settings import PolicySettings

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.__main__ import settle_heap
+from extender.cli.serving import settle_heap
 from extender.policy.consolidation import plan_consolidation
 from extender.policy.model import ClusterSnapshot
 from extender.policy.preemption.scale_in import plan_scale_in

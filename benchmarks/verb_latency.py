@@ -175,7 +175,7 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
 
 
 def loaded_model(snapshot: Path, settings: Settings) -> ClusterState:
-    from extender.__main__ import settle_heap
+    from extender.cli.serving import settle_heap
 
     sys.setswitchinterval(settings.switch_interval_s)
     state = ClusterState(settings.policy)

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.__main__ import settle_heap
+from extender.cli.serving import settle_heap
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods

@@ -1,7 +1,6 @@
 """The `tfjob-extender` command: parse the arguments (`extender.cli.args`) and hand the subcommand to the
 module that runs it — `extender.cli.serving` for `serve`, `extender.cli.loop_process` for `loops` and `scaler`,
-the simulator, `explain` and the dev cluster for theirs. The names other code has always imported from here
-(`parse_args`, `settings_from`, `exposure_checked`, `settle_heap`, `main`) stay importable. No policy lives here.
+the simulator, `explain` and the dev cluster for theirs. No policy lives here.
 """
 
 from __future__ import annotations
@@ -11,14 +10,11 @@ from collections.abc import Sequence
 
 from extender import explain as explain_command
 from extender.cli.args import DEFAULTS, parse_args, settings_from
-from extender.cli.exposure import exposure_checked
 from extender.cli.logs import configure_logging
 from extender.cli.loop_process import Loops, run_loops
-from extender.cli.serving import serve, settle_heap
+from extender.cli.serving import serve
 from extender.config import SettingsError
 from extender.sim import cli as sim_cli
-
-__all__ = ["exposure_checked", "main", "parse_args", "settings_from", "settle_heap"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,23 +32,24 @@ class Sample:
     cpu_reserved: float
     """Share of the schedulable CPU held by gang reservations not bound yet."""
     memory_bound: float
-    memory_reserved: float
 
 
 def sample_of(snapshot: ClusterSnapshot, now: float) -> Sample:
     allocatable = cluster_capacity(snapshot)
     reserved = total(snapshot.reserved_by_node.values())
     free = _available(snapshot)
-    shares = []
-    for name in (CPU, MEMORY):
-        whole = allocatable.get(name)
-        if whole <= 0:
-            shares += [0.0, 0.0]
-            continue
-        held = reserved.get(name)
-        used = max(0, whole - free.get(name) - held)
-        shares += [min(1.0, used / whole), min(1.0, held / whole)]
-    return Sample(now, *shares)
+    cpu_bound, cpu_reserved = _shares(allocatable.get(CPU), free.get(CPU), reserved.get(CPU))
+    memory_bound, _ = _shares(allocatable.get(MEMORY), free.get(MEMORY), reserved.get(MEMORY))
+    return Sample(now, cpu_bound, cpu_reserved, memory_bound)
+
+
+def _shares(whole: float, free: float, held: float) -> tuple[float, float]:
+    """(bound, reserved): the shares (0–1) of one resource's schedulable total that bound pods and gang
+    reservations hold."""
+    if whole <= 0:
+        return 0.0, 0.0
+    used = max(0, whole - free - held)
+    return min(1.0, used / whole), min(1.0, held / whole)
 
 
 def _available(snapshot: ClusterSnapshot) -> Resources:

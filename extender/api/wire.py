@@ -34,7 +34,6 @@ JSON_CONTAINERS_MAX = 100_000
 """Objects and lists one request body may hold (a Pod has a few hundred; 5000 Node objects ~ 60 000)."""
 CANDIDATES_MAX = 15_000
 """Candidate nodes one call may name (Kubernetes supports clusters of 5000 nodes)."""
-NODE_NAME_MAX_CHARS = 253
 UID_MAX_CHARS = 128
 INT64_MAX = 2**63 - 1
 VALID_NAMES_MEMO = 16_384

@@ -112,9 +112,6 @@ class GangQueue:
         return lower + self.surplus_by_priority.get(priority, EMPTY)
 
 
-EMPTY_QUEUE = GangQueue()
-
-
 def weight_inputs(settings: PolicySettings) -> tuple[float, ...]:
     """The settings a summary's base weight depends on."""
     return (

@@ -42,7 +42,6 @@ from extender.policy.settings import PolicySettings
 
 class ActionKind(enum.Enum):
     SCALE_OUT = "scale-out"
-    SCALE_IN = "scale-in"
     MIGRATE = "migrate"
 
 

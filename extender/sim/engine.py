@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from extender.policy.model import Role
 from extender.policy.resources import CPU, EMPTY, GPU, Resources
@@ -49,7 +49,6 @@ class RunResult:
     resizes: bool = False
     """The policy changes worker counts of elastic jobs (the others run them at their submitted size)."""
     steps: int = 0
-    extras: dict[str, float] = field(default_factory=dict)
 
 
 class Simulation:

@@ -34,13 +34,6 @@ DUMP_VERSION = "v1beta1"
 Json = Mapping[str, Any]
 
 
-def scheduling_group_of(pod_spec: Json) -> str:
-    """The PodGroup a pod names in `spec.schedulingGroup.podGroupName`, or empty."""
-    group = pod_spec.get("schedulingGroup") or {}
-    name = group.get("podGroupName") if isinstance(group, Mapping) else None
-    return str(name) if name else ""
-
-
 def min_count(obj: Json) -> int | None:
     """`spec.schedulingPolicy.gang.minCount`, or None for a PodGroup without a gang policy."""
     policy = (obj.get("spec") or {}).get("schedulingPolicy") or {}

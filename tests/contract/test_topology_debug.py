@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from extender.__main__ import parse_args, settings_from
 from extender.api.app import create_app, make_service
+from extender.cli.args import parse_args, settings_from
 from extender.config import Settings
 from extender.policy.model import NetworkLayer
 from extender.policy.settings import DEFAULT_NETWORK_TOPOLOGY

@@ -30,7 +30,6 @@ NODES = [f"node-{i}" for i in range(8)]
 QUIET_NODES = NODES[6:]
 GANGS = {"alpha": ("busy", 3), "beta": ("busy", 2), "steady": ("quiet", 1)}
 """Gang → (pool, workers); one PS each, 1 CPU and 1 GiB per pod."""
-FUZZED_POOL = "busy"
 PLAN_TIMEOUT_S = 86_400
 """The gangs' scheduleTimeoutSeconds: their plans outlast any fuzz run."""
 ODD_QUANTITIES = [

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from extender.__main__ import exposure_checked, parse_args, settings_from
 from extender.api.app import create_app, make_service
 from extender.api.auth import TokenFile, TokenReviews, exposure_warnings, guarded, uvicorn_tls_options
+from extender.cli.args import parse_args, settings_from
+from extender.cli.exposure import exposure_checked
 from extender.config import AuthSettings, Settings
 from tests.builders import cluster, make_node
 

@@ -101,13 +101,3 @@ class Loop:
     def delete(self, name: str) -> None:
         key = name if "/" in name else f"default/{name}"
         self.state.apply(Kind.POD, "DELETED", self.raw.pop(key))
-
-    def run_to_binding(self, name: str, candidates: Sequence[str] | None = None) -> str | None:
-        """Filter, prioritize what is feasible, and bind to the best node, as kube-scheduler would."""
-        decision = self.filter(name, candidates)
-        if not decision.feasible:
-            return None
-        scores = self.prioritize(name, decision.feasible).scores
-        node = min(decision.feasible, key=lambda n: (-scores[n], n))
-        self.bind(name, node)
-        return node

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from extender.__main__ import parse_args, settings_from
+from extender.cli.args import parse_args, settings_from
 from extender.policy.backfill import holding_gangs, reserved_room
 from extender.policy.gang import gang_state
 from extender.policy.model import ClusterSnapshot
