@@ -27,13 +27,13 @@ from extender.api.pacing import Pacing
 from extender.api.readiness import Probes
 from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
-from extender.policy import FilterDecision, filter_pod, prioritize_pod
+from extender.policy import prioritize_pod
 from extender.policy.filtering import model_kept_changing
 from extender.policy.ledger import LedgerChange
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.preemption.verb import decide_preempt
 from extender.state import convert
-from extender.state.commits import decide_and_commit
+from extender.state.commits import filter_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -192,14 +192,7 @@ def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot
 def _filter(service: Service, body: bytes, final: bool) -> bytes:
     args = wire.parse_extender_args(body)
     pod, _ = _pod_in_model(service, args.pod, final=final)
-    now = service.clock()
-
-    def decide(snapshot: ClusterSnapshot) -> FilterDecision:
-        known = snapshot.pods.get(pod.key)
-        current = known if known is not None and known.uid == pod.uid else pod
-        return filter_pod(snapshot, current, args.candidates, service.settings.policy, now)
-
-    outcome = decide_and_commit(service.state, decide)
+    outcome = filter_and_commit(service.state, pod, args.candidates, service.settings.policy, service.clock())
     if outcome.decision.model_behind and not final:
         raise PodNotSeenYet(pod.key)
     decision = outcome.decision if outcome.committed else model_kept_changing(outcome.decision, args.candidates)

@@ -5,7 +5,7 @@ step, makes its scheduling moves on the `SimCluster`. Every policy gets the same
 submitted elastic (`enableDynamicWorker`, min/max annotations, minMember = PS + min workers) to each of
 them and trains once its minimum runs; only the policies with `resizes` change worker counts. "Ours"
 runs the service's own pieces on the model the service uses: kube-scheduler (emulated) calls
-`filter_pod` / `prioritize_pod` on a `ClusterState` snapshot and commits plans through
+`filter_and_commit` and `prioritize_pod` on a `ClusterState` snapshot, committing plans through
 `decide_and_commit`, exactly as the HTTP verbs do; the job-level `PreemptionLoop` ticks with an actuator
 that changes the simulated cluster, and so does the service's `ScalerLoop` (scale-out into idle
 capacity, consolidation onto the PS), driven tick by tick on the virtual clock instead of from its
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from extender.loops.actuator import Resize
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
-from extender.policy import FilterDecision, PolicySettings, filter_pod, prioritize_pod
+from extender.policy import PolicySettings, prioritize_pod
 from extender.policy.model import ClusterSnapshot, GroupView, PodView
 from extender.policy.resources import Resources
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec
-from extender.state.commits import decide_and_commit
+from extender.state.commits import filter_and_commit
 from extender.state.gang_annotations import RESUMED_AT_ANNOTATION, SUSPENDED_AT_ANNOTATION
 from extender.state.store import ClusterState
 
@@ -124,11 +124,8 @@ class ModelExtender:
     def filter(self, pod: SimPod, nodes: Sequence[str], now: float) -> list[str]:
         wall = EPOCH + now
         self.state.release_expired(wall)
-
-        def decide(snapshot: ClusterSnapshot) -> FilterDecision:
-            return filter_pod(snapshot, snapshot.pods[pod.key], nodes, self.settings, wall)
-
-        outcome = decide_and_commit(self.state, decide)
+        view, _ = self._view(pod)
+        outcome = filter_and_commit(self.state, view, nodes, self.settings, wall)
         return list(outcome.decision.feasible) if outcome.committed else []
 
     def prioritize(self, pod: SimPod, nodes: Sequence[str]) -> dict[str, int]:

@@ -4,16 +4,19 @@ HTTP verbs, the preemption loop, the scaler, the simulator and the tests all go 
 `decide_and_commit`: it takes a snapshot, asks the caller's pure decision function, and commits the
 decision's `LedgerChange` only if the model has not changed under it in a way it does not survive
 (`ClusterState.commit`); otherwise it decides again on a fresh snapshot, a bounded number of times.
+`filter_and_commit` is the filter verb's pipeline on it, the one the HTTP verb, the simulator and the tests
+share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from extender.policy import FilterDecision, PolicySettings, filter_pod
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot
+from extender.policy.model import ClusterSnapshot, PodView
 from extender.state.store import ClusterState
 
 COMMIT_ATTEMPTS = 3
@@ -47,3 +50,17 @@ def decide_and_commit(
         if not change or state.commit(change, decided_on=snapshot.generation):
             return Outcome(decision, snapshot, True)
     return Outcome(decision, snapshot, False)
+
+
+def filter_and_commit(
+    state: ClusterState, pod: PodView, candidates: Sequence[str], settings: PolicySettings, now: float
+) -> Outcome[FilterDecision]:
+    """`filter_pod` for `pod` among `candidates`, committed: on each snapshot the pod is the model's view when
+    the model has it under the same uid, else `pod` as given (decoded from a request the watch is behind)."""
+
+    def decide(snapshot: ClusterSnapshot) -> FilterDecision:
+        known = snapshot.pods.get(pod.key)
+        current = known if known is not None and known.uid == pod.uid else pod
+        return filter_pod(snapshot, current, candidates, settings, now)
+
+    return decide_and_commit(state, decide)

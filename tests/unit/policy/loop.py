@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from extender.policy import FilterDecision, PolicySettings, ScoreDecision, filter_pod, prioritize_pod
 from extender.policy.model import ClusterSnapshot, PodView
-from extender.state.commits import decide_and_commit
+from extender.state.commits import filter_and_commit
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import Obj, cluster
@@ -53,12 +53,7 @@ class Loop:
     def filter(self, name: str, candidates: Sequence[str] | None = None) -> FilterDecision:
         self.state.release_expired(self.now)
         offered = self.nodes() if candidates is None else list(candidates)
-        key = name if "/" in name else f"default/{name}"
-
-        def decide(snapshot: ClusterSnapshot) -> FilterDecision:
-            return filter_pod(snapshot, snapshot.pods[key], offered, self.settings, self.now)
-
-        outcome = decide_and_commit(self.state, decide)
+        outcome = filter_and_commit(self.state, self.pod(name), offered, self.settings, self.now)
         assert outcome.committed, "nothing else changes the model during a test"
         return outcome.decision
 
