@@ -112,10 +112,11 @@ class GangSummary:
 def summarize(
     snapshot: ClusterSnapshot, origin: str, capacity: Resources, settings: PolicySettings
 ) -> GangSummary | None:
-    """The summary of the gang `origin` defines, or None when it has no members."""
+    """The summary of the gang `origin` defines, or None when it has no members or is left alone (a
+    leftover of a finished job, or left to DRA: `left_alone`), which ranks nowhere and holds nothing."""
     state = gang_state(snapshot, origin)
     members = [pod for pods in state.members.values() for pod in pods]
-    if not members:
+    if not members or state.left_alone:
         return None
     job = job_of(snapshot, members)
     bound = [pod for pod in members if pod.holds_node]

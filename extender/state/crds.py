@@ -81,6 +81,7 @@ def _job(obj: Json) -> JobView:
         suspended_at=_seconds(meta, SUSPENDED_AT_ANNOTATION),
         resumed_at=_seconds(meta, RESUMED_AT_ANNOTATION),
         succeeded=_condition_true(obj, "Succeeded"),
+        failed=_condition_true(obj, "Failed"),
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
         run_s=_seconds(meta, RUN_TIME_ANNOTATION),
         kueue_managed=kueue.managed_by_kueue(meta, spec),

@@ -127,6 +127,8 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     if scheduling_group:
         spec["schedulingGroup"] = scheduling_group
+    if pod.resource_claims:
+        spec["resourceClaims"] = [{"name": "claim", "resourceClaimName": f"{pod.name}-claim"}]
     status: dict[str, Any] = {"phase": pod.phase}
     if pod.scheduled_at:
         status["conditions"] = [
@@ -163,6 +165,9 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
         uids = {name: uid for name, _, uid in group.plan}
         annotations[convert.GANG_PLAN_ANNOTATION] = convert.plan_annotation(nodes, group.plan_expires, uids)
     metadata = _meta(group.name, group.namespace, group.created, annotations=annotations)
+    if group.owner_job:
+        owner = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": group.owner_job.split("/", 1)[1]}
+        metadata["ownerReferences"] = [owner | {"uid": "", "controller": True}]
     if group.api_group == workload_api.API_GROUP:
         return workload_api.podgroup_manifest(group, metadata)
     spec: dict[str, Any] = {"minMember": group.min_member}
@@ -236,8 +241,13 @@ def job_manifest(job: JobView) -> dict[str, Any]:
         ),
         "spec": spec,
     }
-    if job.succeeded:
-        manifest["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    conditions = [
+        {"type": kind, "status": "True"}
+        for kind, held in (("Succeeded", job.succeeded), ("Failed", job.failed))
+        if held
+    ]
+    if conditions:
+        manifest["status"] = {"conditions": conditions}
     return manifest
 
 
