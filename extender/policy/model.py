@@ -273,6 +273,12 @@ class JobView:
     attained_s: float = 0.0
     """Seconds it ran before its last suspension by the extender (annotation `tfjob-extender.io/attained-s`;
     0 if never suspended). A job with attained service ranks after fresh jobs of its PriorityClass."""
+    suspensions: tuple[float, ...] = ()
+    """When the preemption loop suspended it within the hour before its last suspension (annotation
+    `tfjob-extender.io/suspensions`, seconds since the epoch, oldest first)."""
+    min_run_before_preemption_s: float | None = None
+    """Its owner's minimum run before a preemption may take it (annotation
+    `tfjob-extender.io/min-run-before-preemption-s`); None: the policy setting."""
     run_s: float = 0.0
     """The seconds it ran in all, written by the preemption loop when it saw it finish (annotation
     `tfjob-extender.io/run-s`; 0 if not): the run-time history a restarted loop starts from."""

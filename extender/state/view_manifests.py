@@ -25,10 +25,12 @@ from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert, workload_api
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
+    MIN_RUN_ANNOTATION,
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
+    SUSPENSIONS_ANNOTATION,
 )
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.kueue import QUEUE_NAME_LABEL
@@ -262,6 +264,10 @@ def _suspension_annotations(job: JobView) -> dict[str, str]:
     ):
         if seconds:
             annotations[name] = f"{seconds:.3f}"
+    if job.suspensions:
+        annotations[SUSPENSIONS_ANNOTATION] = ",".join(f"{at:.3f}" for at in job.suspensions)
+    if job.min_run_before_preemption_s is not None:
+        annotations[MIN_RUN_ANNOTATION] = f"{job.min_run_before_preemption_s:g}"
     return annotations
 
 
