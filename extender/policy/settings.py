@@ -128,14 +128,14 @@ class PolicySettings:
     off. The job loses what it ran (at most this long) and its start-up, and queues again by its own
     rank."""
 
-    min_run_before_preemption_s: float = 0.0
+    min_run_before_preemption_s: float = 60.0
     """A job runs at least this long (seconds, from the first of its current pods' bindings) before a
     preemption may evict, shrink or suspend it; a TFJob's annotation
     `tfjob-extender.io/min-run-before-preemption-s` lowers or raises it for that job; 0 turns it off. The
     newcomer window of `suspension_newcomer_s` opens once this minimum has passed: a newcomer is a job
     that has run at least its minimum and at most `suspension_newcomer_s` more."""
 
-    max_suspensions_per_hour: int = 0
+    max_suspensions_per_hour: int = 4
     """The most times one TFJob may be suspended for a fresh or starving gang within any hour (a count,
     from the suspension times the loop writes on the TFJob, so it survives a restart); 0: no bound."""
 

@@ -243,7 +243,7 @@ def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for
 
 
 def test_the_loop_suspends_a_newcomer_for_a_starving_gang_without_demoting_it() -> None:
-    settings = replace(SETTINGS, suspension_newcomer_s=60.0)
+    settings = replace(SETTINGS, suspension_newcomer_s=60.0, min_run_before_preemption_s=0.0)
     objects = [*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, created=STARVING_SINCE)]
     actuator = RecordingActuator()
     loop = PreemptionLoop(cluster(*objects), actuator, settings, lambda: NOW, run_clock=RunClock(limit=100))
