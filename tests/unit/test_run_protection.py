@@ -125,3 +125,15 @@ def test_the_suspension_times_and_the_minimum_survive_a_state_dump() -> None:
     job = crds.job_view(long_runner(10)[-1])
     job = replace(job, suspensions=(NOW - 100, NOW), min_run_before_preemption_s=30.0)
     assert crds.job_view(job_manifest(job)) == job
+
+
+def test_the_loop_takes_the_job_once_its_minimum_run_has_passed_on_an_unchanged_model() -> None:
+    running = started(running_gang("batch", workers=11, nodes=NAMES, priority=0, dynamic=False), 10)
+    objects = [*cpu_nodes(3), *running, *waiting_job("urgent", pods=4, priority=100)]
+    actuator = RecordingActuator()
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
+    assert loop.tick(NOW) is None, "batch has run 10 s of its 120"
+    assert actuator.evicted == []
+    later = NOW + MIN_RUN + loop.quiet_recheck_s
+    plan = loop.tick(later)
+    assert plan is not None and plan.evicted == ("default/batch",), "the refusal lasted only until then"
