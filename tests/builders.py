@@ -115,8 +115,10 @@ def make_podgroup(
     timeout_s: int | None = None,
     gang_group: list[str] | None = None,
     gather: dict[str, str] | None = None,
+    owner_job: str = "",
 ) -> Obj:
-    """`gather`: layer → PreferGather / MustGather, written as the network-topology-spec annotation."""
+    """`gather`: layer → PreferGather / MustGather, written as the network-topology-spec annotation;
+    `owner_job`: the TFJob named in its owner references, as training-operator writes it."""
     group = "scheduling.sigs.k8s.io" if legacy else "scheduling.x-k8s.io"
     spec: Obj = {"minMember": min_member}
     if timeout_s is not None:
@@ -130,6 +132,9 @@ def make_podgroup(
         annotations["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps({"gatherStrategy": rules})
     if annotations:
         meta["annotations"] = annotations
+    if owner_job:
+        owner = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": owner_job, "uid": f"uid-job-{owner_job}"}
+        meta["ownerReferences"] = [owner | {"controller": True, "blockOwnerDeletion": True}]
     return {"apiVersion": f"{group}/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 

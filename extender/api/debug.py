@@ -20,7 +20,7 @@ from extender.api.readiness import readiness
 from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
-from extender.policy.gang import gang_state, is_satisfied, waiting_reason
+from extender.policy.gang import GangState, gang_state, is_satisfied, waiting_reason
 from extender.policy.jobstates import each_job_state
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.queue import queue_of
@@ -71,12 +71,21 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float, context: RankC
         "gatedByKubeScheduler": group.gated_by_scheduler if group else None,
         "minMember": group.min_member if group else None,
         "members": members,
-        "status": "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle",
+        "status": _gang_status(state, satisfied, waiting, pending),
         "plan": plan,
-        "why": None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None),
+        "why": state.left_alone_reason
+        or (None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None)),
         "lastFailedPlanAt": failed.at if failed else None,
         "standing": gang_standing(context, key) if context is not None else None,
     }
+
+
+def _gang_status(state: GangState, satisfied: bool, waiting: str | None, pending: bool) -> str:
+    if state.left_to_dra:
+        return "left-to-dra"
+    if state.leftover:
+        return "left-over"
+    return "admitted" if satisfied else "waiting" if waiting else "pending" if pending else "idle"
 
 
 def gangs_pending(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:

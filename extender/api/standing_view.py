@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from extender.policy.gang import gang_state
 from extender.policy.gang_summary import GangSummary
 from extender.policy.model import KUEUE_LEFT_ALONE, ClusterSnapshot, JobView
 from extender.policy.queue import GangQueue, queue_of
@@ -172,6 +173,10 @@ def render_explanation(context: RankContext, namespace: str, name: str) -> dict[
     started = bool(pods) and not pending and bool(bound or any(pod.finished for pod in pods))
     body["status"] = STARTED if started else WAITING
     body["summary"] = _summary(body, pods_total=len(pods), bound=len(bound))
+    left_alone = gang_state(snapshot, group_key).left_alone_reason if group_key else ""
+    if left_alone:
+        body["leftAlone"] = left_alone
+        body["summary"] = f"{key}: {left_alone}"
     return body
 
 

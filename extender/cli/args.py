@@ -213,6 +213,20 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {POLICY.suspension_newcomer_s:g}; 0 turns it off)",
     )
     parser.add_argument(
+        "--min-run-before-preemption-s",
+        type=float,
+        help="seconds a job runs, from the first binding of its current pods, before a preemption may evict, "
+        "shrink or suspend it; a TFJob's annotation tfjob-extender.io/min-run-before-preemption-s overrides it; "
+        "the newcomer suspension window opens when it ends "
+        f"(default {POLICY.min_run_before_preemption_s:g}; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--max-suspensions-per-hour",
+        type=int,
+        help="the most times one TFJob may be suspended for another gang within any hour, counted from the "
+        f"times written on the TFJob (default {POLICY.max_suspensions_per_hour}; 0: no bound)",
+    )
+    parser.add_argument(
         "--network-topology",
         type=network_layers,
         metavar="LAYER=LABEL,...",

@@ -66,6 +66,7 @@ from extender.policy.preemption.choice import PreemptionChoice, carried_out, cho
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
 from extender.policy.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, worth_suspending
+from extender.policy.run_protection import min_run_s, suspension_times_with
 from extender.policy.settings import PolicySettings
 from extender.policy.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
@@ -76,6 +77,7 @@ from extender.state.gang_annotations import (
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
+    SUSPENSIONS_ANNOTATION,
     group_plans,
     preemption_annotation,
 )
@@ -369,7 +371,10 @@ class PreemptionLoop:
         for job, _ in plan.suspended:
             if self._to_resume is not None:
                 self._to_resume[job] = float(stamp)
-            annotations = {SUSPENDED_AT_ANNOTATION: stamp}
+            annotations = {
+                SUSPENDED_AT_ANNOTATION: stamp,
+                SUSPENSIONS_ANNOTATION: suspension_times_with(jobs.get(job), now),
+            }
             if job in self._suspendable.long_runners or job not in self._suspendable.newcomers:
                 # a newcomer is not demoted: it had barely started, and queues again by its own rank
                 annotations[ATTAINED_ANNOTATION] = f"{clock.ran(job, jobs, now):.3f}"
@@ -413,7 +418,9 @@ class PreemptionLoop:
         newcomers = frozenset(
             job
             for job, ran in candidates.items()
-            if window > 0 and ran <= window and not snapshot.jobs[job].suspended_at
+            if window > 0
+            and (minimum := min_run_s(snapshot.jobs[job], self.settings)) <= ran <= minimum + window
+            and not snapshot.jobs[job].suspended_at
         )
         return Suspendable(worth_suspending(curve, candidates, self.settings.suspension_min_history), newcomers)
 

@@ -19,7 +19,7 @@ from extender.policy.model import FailedPlan, Reservation
 @dataclass(frozen=True, slots=True)
 class FilterDecision:
     outcome: str
-    """passthrough | fit | no-fit | steered | planned | waiting | unplannable | yielding."""
+    """passthrough | fit | no-fit | steered | planned | waiting | unplannable | yielding | left-over."""
     summary: str
     feasible: tuple[str, ...]
     failed: Mapping[str, str] = field(default_factory=dict)

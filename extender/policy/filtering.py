@@ -15,6 +15,9 @@ For a gang member:
    `backfill`). A failed plan is reused while neither capacity nor membership changed. A plan that would
    delay a higher-ranked waiting gang, or fits only in room held for a starving one, is not reserved:
    the gang yields (see `admission`).
+A pod with resource claims, or a member of a gang with such a pod, passes through untouched: it is left to
+kube-scheduler's DRA plugin (`left_alone`). A pending member of a leftover gang (its TFJob succeeded,
+failed, is suspended or gone) is turned away, and any plan its gang still holds is released.
 For a gang kube-scheduler gates itself (`GroupView.gated_by_scheduler`, with
 `PolicySettings.defer_to_scheduler_gang_barrier`), the barrier is kube-scheduler's: where the extender
 would turn a member away because its gang is incomplete or does not fit whole, it answers plain fit
@@ -42,6 +45,7 @@ from extender.policy.gang import (
     standing_failed_plan,
     waiting_reason,
 )
+from extender.policy.left_alone import LEFT_TO_DRA
 from extender.policy.memo import by_identity, by_value
 from extender.policy.model import ClusterSnapshot, PodView
 from extender.policy.resources import describe
@@ -67,6 +71,8 @@ def filter_pod(
     """Decide which of `candidates` may take `pod`, and why the others may not."""
     if pod.scheduler_name != settings.scheduler_name:
         return FilterDecision("passthrough", f"not scheduled by {settings.scheduler_name}", tuple(candidates))
+    if pod.resource_claims:
+        return FilterDecision("passthrough", f"pod {pod.key}: {LEFT_TO_DRA}", tuple(candidates))
     if not pod.group:
         return fit_filter(snapshot, pod, candidates)
     known = snapshot.pods.get(pod.key)
@@ -76,6 +82,12 @@ def filter_pod(
             "event has not arrived); the gang is planned once it is"
         )
         return _reject(candidates, "waiting", reason, resolvable=True)
+    state = gang_state(snapshot, pod.group)
+    if state.left_to_dra:
+        return FilterDecision("passthrough", f"gang {state.key}: {LEFT_TO_DRA}", tuple(candidates))
+    if state.leftover:
+        release = tuple(state.members) if _holds_reservations(snapshot, state) else ()
+        return _with_release(_reject(candidates, "left-over", state.leftover, resolvable=False), release)
     leaving = snapshot.members_leaving(pod.group)
     if leaving:
         reason = (
@@ -85,7 +97,6 @@ def filter_pod(
         return _reject(candidates, "waiting", reason, resolvable=False)
     held = snapshot.reservations.get(pod.key) or planned_reservation(snapshot, pod, now)
     if held is not None and held.expires_at > now:
-        state = gang_state(snapshot, pod.group)
         broken = waiting_reason(state)
         if broken is not None:
             decision = _reject(candidates, "waiting", broken, resolvable=False)
@@ -100,7 +111,6 @@ def filter_pod(
             del others[held.node]
             return FilterDecision("steered", reason, (held.node,), unresolvable=others)
         return _admit(snapshot, pod, candidates, settings, now, replanning=True)
-    state = gang_state(snapshot, pod.group)
     if is_satisfied(snapshot, state):
         return _inside_gathered_domain(snapshot, state, fit_filter(snapshot, pod, candidates), settings)
     return _admit(snapshot, pod, candidates, settings, now, replanning=False)
@@ -212,8 +222,7 @@ def _admit(
         decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
         return _barrier(snapshot, pod, candidates, state, settings, decision)
     verdict, precedence = plan_in_rank(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
-    held = any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
-    release = tuple(state.members) if replanning or held else ()
+    release = tuple(state.members) if replanning or _holds_reservations(snapshot, state) else ()
     if not verdict.admitted:
         decision = _reject(
             candidates,
@@ -308,6 +317,10 @@ def _with_release(decision: FilterDecision, groups: tuple[str, ...]) -> FilterDe
         decision.unresolvable,
         release_groups=groups,
     )
+
+
+def _holds_reservations(snapshot: ClusterSnapshot, state: GangState) -> bool:
+    return any(pod.key in snapshot.reservations for members in state.members.values() for pod in members)
 
 
 def _victims_terminating(snapshot: ClusterSnapshot, gang: str) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from extender.policy.gang_capacity import free_capacity, placement_unit
 from extender.policy.gang_capacity import roomy_nodes as roomy_nodes  # re-exported: victims imports it from here
 from extender.policy.index_order import place_in_index_order
+from extender.policy.left_alone import LEFT_TO_DRA, leftover_reason, needs_dra
 from extender.policy.model import ClusterSnapshot, FailedPlan, GangKey, GatherRule, GroupView, PodView, Reservation
 from extender.policy.placement import FreeCapacity, Placement, PlacementUnit, place
 from extender.policy.resources import Resources, describe, smallest
@@ -48,6 +49,20 @@ class GangState:
     """Group keys with pods but no PodGroup object yet."""
     members: Mapping[str, tuple[PodView, ...]]
     """Group key → its unfinished, not-deleting members past every scheduling gate."""
+    leftover: str = ""
+    """Why the gang is a leftover of a finished, failed, suspended or deleted TFJob (`left_alone`), or ""."""
+    left_to_dra: bool = False
+    """A member has resource claims: the gang is left to kube-scheduler's DRA plugin (`left_alone`)."""
+
+    @property
+    def left_alone(self) -> bool:
+        """The extender ranks, plans and holds nothing for this gang."""
+        return bool(self.leftover) or self.left_to_dra
+
+    @property
+    def left_alone_reason(self) -> str:
+        """Why the extender holds nothing for this gang, or "" when it manages it."""
+        return f"gang {self.key}: {LEFT_TO_DRA}" if self.left_to_dra else self.leftover
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +105,16 @@ def gang_state(snapshot: ClusterSnapshot, group_key: str) -> GangState:
         )
         for key in keys
     }
-    return GangState(GangKey.of(keys), groups, missing, members)
+    gang = GangKey.of(keys)
+    every_member = [pod for pods in members.values() for pod in pods]
+    return GangState(
+        gang,
+        groups,
+        missing,
+        members,
+        leftover=leftover_reason(snapshot, gang, groups, every_member),
+        left_to_dra=needs_dra(every_member),
+    )
 
 
 def membership_generation(snapshot: ClusterSnapshot, state: GangState) -> int:
@@ -116,10 +140,30 @@ def admitted_count(snapshot: ClusterSnapshot, members: Sequence[PodView]) -> int
 
 
 def is_satisfied(snapshot: ClusterSnapshot, state: GangState) -> bool:
-    """Every group of the gang already has `minMember` members placed or reserved."""
+    """Every group of the gang already has `minMember` members placed or reserved, or keeps its quorum
+    while replacements of lost members wait (`replacements_only`)."""
     return not state.missing and all(
-        admitted_count(snapshot, state.members[group.key]) >= group.min_member for group in state.groups
+        admitted_count(snapshot, members := state.members[group.key]) >= group.min_member
+        or replacements_only(snapshot, members, group.min_member)
+        for group in state.groups
     )
+
+
+def replacements_only(snapshot: ClusterSnapshot, members: Sequence[PodView], min_member: int) -> bool:
+    """The group has started and its pending members are all replacements: some member runs, every pending
+    one was created after the group's first member was bound and after every member holding a node was
+    created (a pod its controller recreated after a node failure or an eviction), and with them the group
+    reaches `minMember`. Such a member joins alone, like a
+    surplus one: the rest of its gang runs already, and holding it for the whole gang would never end."""
+    holding = [pod for pod in members if pod.holds_node]
+    started = min((pod.scheduled_at for pod in holding if pod.scheduled_at), default=0.0)
+    if not started or not any(pod.phase == "Running" for pod in holding):
+        return False
+    newest_running = max(started, *(pod.created for pod in holding))
+    pending = [pod for pod in members if pod.pending]
+    if not pending or any(pod.created <= newest_running for pod in pending):
+        return False
+    return admitted_count(snapshot, members) + len(pending) >= min_member
 
 
 def waiting_reason(state: GangState) -> str | None:
@@ -157,6 +201,8 @@ def plan_gang(
     waiting = waiting_reason(state)
     if waiting is not None:
         return GangVerdict(state.key, False, waiting, waiting_for_members=True)
+    if state.left_alone:
+        return GangVerdict(state.key, False, state.left_alone_reason)
     own_reservations = {
         pod.key for members in state.members.values() for pod in members if pod.key in snapshot.reservations
     }

@@ -65,6 +65,9 @@ class GangSummary:
     """What the gang's size is measured by (`weights.gang_demand`)."""
     size_class: int = 0
     """The size class of `demand` in the cluster (`weights.size_class`), before starvation."""
+    started: float = 0.0
+    """When its current run began: the first binding of a member holding a node (seconds since the epoch;
+    0 when none is bound or the times are unknown)."""
     demoted: bool = False
     """Its job ran before and was suspended (`JobView.attained_s`): it ranks after fresh jobs of its
     PriorityClass, unless it starves."""
@@ -112,10 +115,11 @@ class GangSummary:
 def summarize(
     snapshot: ClusterSnapshot, origin: str, capacity: Resources, settings: PolicySettings
 ) -> GangSummary | None:
-    """The summary of the gang `origin` defines, or None when it has no members."""
+    """The summary of the gang `origin` defines, or None when it has no members or is left alone (a
+    leftover of a finished job, or left to DRA: `left_alone`), which ranks nowhere and holds nothing."""
     state = gang_state(snapshot, origin)
     members = [pod for pods in state.members.values() for pod in pods]
-    if not members:
+    if not members or state.left_alone:
         return None
     job = job_of(snapshot, members)
     bound = [pod for pod in members if pod.holds_node]
@@ -138,6 +142,7 @@ def summarize(
         growable=job is not None and job.enable_dynamic_worker and job.max_workers > job.replicas.get(Role.WORKER, 0),
         demand=demand,
         size_class=size_class(dominant_share(demand, capacity), settings),
+        started=min((pod.scheduled_at for pod in bound if pod.scheduled_at), default=0.0),
         demoted=job is not None and job.attained_s > 0,
     )
 

@@ -158,6 +158,9 @@ class PodView:
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
     scheduled_at: float = 0.0
     """When the pod was bound (its PodScheduled condition turned true), seconds since the epoch; 0 if not."""
+    resource_claims: bool = False
+    """`spec.resourceClaims` is not empty: it needs devices kube-scheduler's DRA plugin allocates, on
+    capacity the extender cannot see, so neither it nor its gang is planned by the extender."""
     key: str = field(init=False, compare=False)
     """`namespace/name`, computed once."""
     constraint: NodeConstraint = field(init=False, compare=False)
@@ -210,6 +213,8 @@ class GroupView:
     preemption: PreemptionRecord | None = None
     """The preemption carried out for this group's gang, as announced on it (annotation
     `tfjob-extender.io/preemption`) by the process that carried it out, before its evictions."""
+    owner_job: str = ""
+    """`namespace/name` of the TFJob named in its owner references (training-operator sets one), or empty."""
     gated_by_scheduler: bool = False
     """kube-scheduler itself holds this group's all-or-nothing barrier: a `scheduling.k8s.io` PodGroup
     with a gang policy, whose pods kube-scheduler's GangScheduling plugin (feature gate `GenericWorkload`)
@@ -263,9 +268,17 @@ class JobView:
     """When the preemption loop last resumed it (annotation `tfjob-extender.io/resumed-at`; 0 if never)."""
     succeeded: bool = False
     """training-operator says it succeeded (a `Succeeded` condition that is True)."""
+    failed: bool = False
+    """training-operator says it failed (a `Failed` condition that is True)."""
     attained_s: float = 0.0
     """Seconds it ran before its last suspension by the extender (annotation `tfjob-extender.io/attained-s`;
     0 if never suspended). A job with attained service ranks after fresh jobs of its PriorityClass."""
+    suspensions: tuple[float, ...] = ()
+    """When the preemption loop suspended it within the hour before its last suspension (annotation
+    `tfjob-extender.io/suspensions`, seconds since the epoch, oldest first)."""
+    min_run_before_preemption_s: float | None = None
+    """Its owner's minimum run before a preemption may take it (annotation
+    `tfjob-extender.io/min-run-before-preemption-s`); None: the policy setting."""
     run_s: float = 0.0
     """The seconds it ran in all, written by the preemption loop when it saw it finish (annotation
     `tfjob-extender.io/run-s`; 0 if not): the run-time history a restarted loop starts from."""
@@ -394,6 +407,8 @@ class ClusterSnapshot:
     leaving: Mapping[str, frozenset[str]] = field(default_factory=empty_frozen_map)
     """PodGroup → keys of its pods a recorded preemption removes that still hold their node (the same
     incarnation, by UID): while a group has any, its gang takes no new member."""
+    jobs_synced: bool = True
+    """Every TFJob has been listed: a TFJob the model lacks is gone (False while the first list is under way)."""
     network_topology: tuple[NetworkLayer, ...] | None = None
     """The layers of the ClusterNetworkTopology named `default`, top first; None when there is none."""
     node_labels_epoch: NodeLabelsEpoch = field(default_factory=NodeLabelsEpoch, compare=False)

@@ -5,7 +5,8 @@ belongs to no TFJob and no gang gets no score at all (an empty list): the extend
 kube-scheduler's own scoring for it. Any other pod of a TFJob scores each node by co-location (a worker
 beside its job's PS, a PS beside its workers, or at least beside other pods of its job) and by how idle
 the node stays once the pod is on it; the two are weighted by settings and rounded to integers. Pods of
-other schedulers score zero everywhere.
+other schedulers, and pods left to kube-scheduler's DRA plugin (resource claims in their gang), score
+zero everywhere.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from extender.policy.capacity import CapacityTable, Demand, Floats, Rows
 from extender.policy.decisions import ScoreDecision
+from extender.policy.left_alone import LEFT_TO_DRA, gang_needs_dra
 from extender.policy.model import ClusterSnapshot, PodView, Role
 from extender.policy.settings import PolicySettings
 
@@ -29,6 +31,8 @@ def prioritize_pod(
     """Score every candidate node for `pod` (integers in 0..settings.max_score)."""
     if pod.scheduler_name != settings.scheduler_name:
         return ScoreDecision("passthrough", "not ours: no preference", candidates, [0] * len(candidates))
+    if pod.resource_claims or (pod.group and gang_needs_dra(snapshot, pod.group)):
+        return ScoreDecision("passthrough", LEFT_TO_DRA, candidates, [0] * len(candidates))
     held = snapshot.reservations.get(pod.key)
     if held is not None:
         planned = [settings.max_score if node == held.node else 0 for node in candidates]

@@ -128,6 +128,17 @@ class PolicySettings:
     off. The job loses what it ran (at most this long) and its start-up, and queues again by its own
     rank."""
 
+    min_run_before_preemption_s: float = 60.0
+    """A job runs at least this long (seconds, from the first of its current pods' bindings) before a
+    preemption may evict, shrink or suspend it; a TFJob's annotation
+    `tfjob-extender.io/min-run-before-preemption-s` lowers or raises it for that job; 0 turns it off. The
+    newcomer window of `suspension_newcomer_s` opens once this minimum has passed: a newcomer is a job
+    that has run at least its minimum and at most `suspension_newcomer_s` more."""
+
+    max_suspensions_per_hour: int = 4
+    """The most times one TFJob may be suspended for a fresh or starving gang within any hour (a count,
+    from the suspension times the loop writes on the TFJob, so it survives a restart); 0: no bound."""
+
     suspension_history_jobs: int = 1000
     """The most recent finished run times kept to estimate expected remaining run time (a count)."""
 
@@ -349,6 +360,8 @@ POLICY_RULES: dict[str, Rule] = {
     "rank_gangs_checked": COUNT,
     "suspension_min_history": COUNT,
     "suspension_newcomer_s": SECONDS,
+    "min_run_before_preemption_s": SECONDS,
+    "max_suspensions_per_hour": COUNT,
     "suspension_history_jobs": Numbers(1, integer=True),
     "scale_out_step": COUNT,
     "scale_out_by_gain": Switch(),

@@ -46,6 +46,8 @@ class SimPod:
     uid: str
     node: str = ""
     phase: str = "Pending"
+    bound_at: float = 0.0
+    """Virtual time it was bound (0: not bound, or bound by a policy that does not say when)."""
 
     @property
     def bound(self) -> bool:
@@ -134,12 +136,14 @@ class SimCluster:
             self._create(job, Role.WORKER, index, now)
         return job
 
-    def bind(self, key: str, node: str) -> None:
+    def bind(self, key: str, node: str, *, at: float = 0.0) -> None:
+        """Bind the pod to `node` at virtual time `at` (its PodScheduled condition, when given)."""
         pod = self.pods[key]
         if pod.node:
             raise ValueError(f"{key} is already bound to {pod.node}")
         pod.node = node
         pod.phase = "Running"
+        pod.bound_at = at
         self.used[node] = self.used[node] + pod.requests
         self._touch(pod, "MODIFIED")
 
@@ -259,7 +263,7 @@ class SimCluster:
                 ],
             },
             "spec": spec,
-            "status": {"phase": pod.phase},
+            "status": {"phase": pod.phase} | _scheduled(pod),
         }
 
     def _tfjob_object(self, job: SimJob, now: float) -> dict[str, Any]:
@@ -287,6 +291,13 @@ class SimCluster:
             "spec": {"enableDynamicWorker": job.elastic, "tfReplicaSpecs": replica_specs},
             "status": {"conditions": [{"type": "Succeeded", "status": "True"}] if job.finished else []},
         }
+
+
+def _scheduled(pod: SimPod) -> dict[str, Any]:
+    """The PodScheduled condition of a pod bound at a known time (what the minimum run is counted from)."""
+    if not pod.node or not pod.bound_at:
+        return {}
+    return {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(pod.bound_at)}]}
 
 
 def _template(requests: Resources) -> dict[str, Any]:

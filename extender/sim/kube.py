@@ -73,7 +73,7 @@ class KubeScheduler:
                 self._failed(pod, now)
                 continue
             self._backoff.pop(pod.key, None)
-            self.cluster.bind(pod.key, node)
+            self.cluster.bind(pod.key, node, at=now)
             bound += 1
         return bound
 

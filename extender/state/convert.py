@@ -194,6 +194,7 @@ def _pod(obj: Json) -> PodView:
         scheduling_gated=bool(fields.objects(spec, "schedulingGates", "spec.schedulingGates")),
         topology_index=_topology_index(meta),
         scheduled_at=_scheduled_at(status),
+        resource_claims=bool(fields.objects(spec, "resourceClaims", "spec.resourceClaims")),
     )
 
 
@@ -236,6 +237,15 @@ def _group_of(namespace: str, labels: Json, spec: Json) -> str:
     return ""
 
 
+def _owner_job(namespace: str, meta: Json) -> str:
+    """The TFJob among the object's owner references (`namespace/name`), or empty."""
+    for index, owner in enumerate(fields.objects(meta, "ownerReferences", "metadata.ownerReferences")):
+        path = f"metadata.ownerReferences[{index}]"
+        if fields.text(owner, "kind", f"{path}.kind") == TFJOB_KIND:
+            return f"{namespace}/{fields.path_segment(owner.get('name'), f'{path}.name')}"
+    return ""
+
+
 def _job_of(namespace: str, meta: Json, labels: Json) -> str:
     for index, owner in enumerate(fields.objects(meta, "ownerReferences", "metadata.ownerReferences")):
         path = f"metadata.ownerReferences[{index}]"
@@ -264,6 +274,7 @@ def _group(obj: Json, api_group: str) -> GroupView:
         gang_group=gang_annotations.gang_group(key, annotation_of(meta, GANG_GROUPS_ANNOTATION)),
         min_resources=resources_of(fields.mapping(spec, "minResources", "spec.minResources"), "spec.minResources"),
         created=created_at(meta),
+        owner_job=_owner_job(namespace, meta),
         gather=gang_annotations.gather_rules(annotation_of(meta, NETWORK_TOPOLOGY_SPEC_ANNOTATION)),
         **gang_annotations.gang_plan(annotation_of(meta, GANG_PLAN_ANNOTATION)),
         **gang_annotations.announced_preemption(annotation_of(meta, PREEMPTION_ANNOTATION), key),

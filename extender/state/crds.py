@@ -19,15 +19,20 @@ from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
     CONSOLIDATED_AT_ANNOTATION,
     MAX_WORKERS_ANNOTATION,
+    MIN_RUN_ANNOTATION,
     MIN_WORKERS_ANNOTATION,
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SCALED_AT_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
+    SUSPENSIONS_ANNOTATION,
     WORKER_PLAN_ANNOTATION,
 )
 from extender.state.objects import NON_NEGATIVE, annotation_of, converted, created_at, key_of, requests_of, role_of
+
+SUSPENSION_TIMES_MAX = 1000
+"""The most times a suspension-times annotation may list (a count): more is refused as malformed."""
 
 
 def job_view(obj: Any) -> JobView:
@@ -81,8 +86,13 @@ def _job(obj: Json) -> JobView:
         suspended_at=_seconds(meta, SUSPENDED_AT_ANNOTATION),
         resumed_at=_seconds(meta, RESUMED_AT_ANNOTATION),
         succeeded=_condition_true(obj, "Succeeded"),
+        failed=_condition_true(obj, "Failed"),
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
         run_s=_seconds(meta, RUN_TIME_ANNOTATION),
+        suspensions=_times(meta, SUSPENSIONS_ANNOTATION),
+        min_run_before_preemption_s=_seconds(meta, MIN_RUN_ANNOTATION)
+        if annotation_of(meta, MIN_RUN_ANNOTATION) is not None
+        else None,
         kueue_managed=kueue.managed_by_kueue(meta, spec),
     )
 
@@ -106,6 +116,18 @@ def _priority_class_name(parent: Json, key: str, path: str) -> str:
 def _seconds(meta: Json, annotation: str) -> float:
     value = annotation_of(meta, annotation)
     return 0.0 if value is None else fields.seconds_text(value, f"annotation {annotation}")
+
+
+def _times(meta: Json, annotation: str) -> tuple[float, ...]:
+    """A comma-separated list of times (seconds since the epoch), sorted; () when absent."""
+    value = annotation_of(meta, annotation)
+    if value is None or not str(value).strip():
+        return ()
+    where = f"annotation {annotation}"
+    parts = str(value).split(",")
+    if len(parts) > SUSPENSION_TIMES_MAX:
+        raise FieldError(f"{where} lists more than {SUSPENSION_TIMES_MAX} times")
+    return tuple(sorted(fields.seconds_text(part.strip(), where) for part in parts))
 
 
 def _workers(meta: Json, annotation: str, default: int) -> int:

@@ -60,6 +60,13 @@ RESUMED_AT_ANNOTATION = ANNOTATION_PREFIX + "resumed-at"
 whose suspension is not newer than its resumption was suspended by someone else: the loop leaves it."""
 ATTAINED_ANNOTATION = ANNOTATION_PREFIX + "attained-s"
 """Written with each suspension the preemption loop makes: the seconds the job has run in all so far."""
+SUSPENSIONS_ANNOTATION = ANNOTATION_PREFIX + "suspensions"
+"""Written with each suspension the preemption loop makes: the times (seconds since the epoch,
+comma-separated) of its suspensions within the last hour, this one included, which bound how often one
+job is suspended (`PolicySettings.max_suspensions_per_hour`) across restarts of the loop."""
+MIN_RUN_ANNOTATION = ANNOTATION_PREFIX + "min-run-before-preemption-s"
+"""On a TFJob, set by its owner: the seconds it runs before a preemption may evict, shrink or suspend it
+(overrides `PolicySettings.min_run_before_preemption_s` for this job)."""
 RUN_TIME_ANNOTATION = ANNOTATION_PREFIX + "run-s"
 """Written by the preemption loop when it sees a TFJob finish: the seconds it ran in all. A loop that
 starts later (after a restart, or a new leader) reads its run-time history back from these."""

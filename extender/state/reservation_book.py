@@ -12,7 +12,8 @@ from __future__ import annotations
 import heapq
 
 from extender.policy.frozenmap import CowMap
-from extender.policy.model import GroupView, NodeView, PodView, Reservation
+from extender.policy.left_alone import group_left_over
+from extender.policy.model import GroupView, JobView, NodeView, PodView, Reservation
 from extender.policy.queue import QueueBuilder
 from extender.policy.resources import EMPTY, Resources
 
@@ -26,6 +27,7 @@ class ReservationBook:
     _node_views: dict[str, NodeView]
     _pods: CowMap[str, PodView]
     _groups: CowMap[str, GroupView]
+    _jobs: CowMap[str, JobView]
     _group_members: CowMap[str, frozenset[str]]
     _reservations: CowMap[str, Reservation]
     _reserved_by_node: CowMap[str, Resources]
@@ -82,6 +84,8 @@ class ReservationBook:
         they are, like the reservations of a dump."""
         view = self._groups.get(group)
         if view is None or not view.plan or view.plan_expires <= self._released_until.get(group, 0.0):
+            return
+        if group_left_over(view, self._jobs, jobs_synced=False):
             return
         for name, node, uid in view.plan:
             key = f"{view.namespace}/{name}"

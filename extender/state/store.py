@@ -21,6 +21,7 @@ from typing import Any
 
 from extender.policy.frozenmap import CowMap
 from extender.policy.ledger import LedgerChange, still_holds
+from extender.policy.left_alone import job_finished_reason
 from extender.policy.model import (
     ClusterSnapshot,
     FailedPlan,
@@ -120,6 +121,9 @@ class ClusterState(ReservationBook):
     def mark_synced(self, kind: Kind) -> None:
         with self._lock:
             self._synced.add(kind)
+            if kind is Kind.TFJOB:
+                self._queue.touch_everything()
+                self._changed()
 
     def mark_unsynced(self, kind: Kind) -> None:
         with self._lock:
@@ -198,6 +202,7 @@ class ClusterState(ReservationBook):
                 priority_classes=self._priority_classes.freeze(),
                 preemptions=self._preemptions.freeze(),
                 leaving=self._leaving.freeze(),
+                jobs_synced=Kind.TFJOB in self._synced,
                 network_topology=self._network_topology,
                 node_labels_epoch=self._labels_epoch,
                 capacity=self._capacity.freeze(),
@@ -279,11 +284,16 @@ class ClusterState(ReservationBook):
             self._changed(capacity=True)
 
     def _touch_job(self, job: str) -> None:
-        """The gangs of the job's pods (their weight, priority and arrival come from the job)."""
+        """The gangs of the job's pods (their weight, priority and arrival come from the job); a job that
+        succeeded, failed or is suspended releases whatever plan its gangs hold (`left_alone`)."""
+        view = self._jobs.get(job)
+        finished = view is not None and bool(job_finished_reason(view))
         for key in self._job_members.get(job) or ():
             pod = self._pods.get(key)
             if pod is not None:
                 self._queue.touch(pod.group)
+                if finished and pod.group and key in self._reservations:
+                    self._release_group(pod.group)
 
     def _set_node(self, name: str, view: NodeView | None) -> None:
         old = self._node_views.get(name)

@@ -25,10 +25,12 @@ from extender.policy.resources import EMPTY, PODS, Resources
 from extender.state import convert, workload_api
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
+    MIN_RUN_ANNOTATION,
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
+    SUSPENSIONS_ANNOTATION,
 )
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.kueue import QUEUE_NAME_LABEL
@@ -127,6 +129,8 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     if scheduling_group:
         spec["schedulingGroup"] = scheduling_group
+    if pod.resource_claims:
+        spec["resourceClaims"] = [{"name": "claim", "resourceClaimName": f"{pod.name}-claim"}]
     status: dict[str, Any] = {"phase": pod.phase}
     if pod.scheduled_at:
         status["conditions"] = [
@@ -163,6 +167,9 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
         uids = {name: uid for name, _, uid in group.plan}
         annotations[convert.GANG_PLAN_ANNOTATION] = convert.plan_annotation(nodes, group.plan_expires, uids)
     metadata = _meta(group.name, group.namespace, group.created, annotations=annotations)
+    if group.owner_job:
+        owner = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": group.owner_job.split("/", 1)[1]}
+        metadata["ownerReferences"] = [owner | {"uid": "", "controller": True}]
     if group.api_group == workload_api.API_GROUP:
         return workload_api.podgroup_manifest(group, metadata)
     spec: dict[str, Any] = {"minMember": group.min_member}
@@ -236,8 +243,13 @@ def job_manifest(job: JobView) -> dict[str, Any]:
         ),
         "spec": spec,
     }
-    if job.succeeded:
-        manifest["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    conditions = [
+        {"type": kind, "status": "True"}
+        for kind, held in (("Succeeded", job.succeeded), ("Failed", job.failed))
+        if held
+    ]
+    if conditions:
+        manifest["status"] = {"conditions": conditions}
     return manifest
 
 
@@ -252,6 +264,10 @@ def _suspension_annotations(job: JobView) -> dict[str, str]:
     ):
         if seconds:
             annotations[name] = f"{seconds:.3f}"
+    if job.suspensions:
+        annotations[SUSPENSIONS_ANNOTATION] = ",".join(f"{at:.3f}" for at in job.suspensions)
+    if job.min_run_before_preemption_s is not None:
+        annotations[MIN_RUN_ANNOTATION] = f"{job.min_run_before_preemption_s:g}"
     return annotations
 
 

@@ -24,6 +24,9 @@ from extender.devcluster.resources import source
 
 STARVATION_LIMIT_S = 20.0
 """The extender under test lets a gang wait this long before capacity is held for it."""
+MIN_RUN_S = 0.0
+"""The extender under test may preempt a job as soon as it runs: the scenes compress minutes into seconds,
+and the minimum run before preemption is covered by the unit tests."""
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +37,7 @@ def plane() -> Iterator[LocalControlPlane]:
     cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")
-    args = ("--starvation-limit-s", str(STARVATION_LIMIT_S))
+    args = ("--starvation-limit-s", str(STARVATION_LIMIT_S), "--min-run-before-preemption-s", str(MIN_RUN_S))
     with LocalControlPlane(build_control_plane(), extender_args=args) as control_plane:
         yield control_plane
 

@@ -43,7 +43,7 @@ from extender.devcluster.plane import SERVICE_ACCOUNT_TOKEN_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from tests.e2e import installed_form
 from tests.e2e.audit import AUDIT_POLICY, grants, refused, requests_by
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_name
 from tests.e2e.installed_form import Container, Probe
 from tests.e2e.scenarios import (
     BATCH_PODS,
@@ -75,6 +75,7 @@ VALUES: dict[str, Any] = {
         "suspension_min_history": 5,
         "suspension_newcomer_s": 0,
         "scale_cooldown_s": 5,
+        "min_run_before_preemption_s": MIN_RUN_S,
     },
     "loops": {"dryRun": False},
     "observe": {"debug": {"enabled": True, "auth": "tokenReview", "allowedUsers": [VIEWER_USER]}},

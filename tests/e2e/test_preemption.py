@@ -10,7 +10,7 @@ import json
 import pytest
 
 from extender.devcluster import LocalControlPlane
-from tests.e2e.conftest import Scene
+from tests.e2e.conftest import MIN_RUN_S, Scene
 from tests.e2e.scenarios import (
     fill_with_a_low_priority_batch,
     placed,
@@ -60,7 +60,7 @@ def test_the_loops_in_their_own_process_preempt_and_the_extender_holds_their_pla
     plane.extender_args = (*own_args, "--no-loops")
     try:
         plane.start_extender()
-        plane.start_scaler("loops", (), command_name="loops")
+        plane.start_scaler("loops", ("--min-run-before-preemption-s", str(MIN_RUN_S)), command_name="loops")
         evict_for_a_higher_priority_class(plane, scene)
         group = plane.get(f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{scene.namespace}/podgroups/urgent")
         annotations = group["metadata"]["annotations"]

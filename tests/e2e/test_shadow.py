@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from extender.devcluster import LocalControlPlane
-from tests.e2e.conftest import Scene, extender_run_with
+from tests.e2e.conftest import MIN_RUN_S, Scene, extender_run_with
 from tests.e2e.waits import stays, wait_until
 from tests.e2e.workloads import JOB, bound, job_pods, low_priority_batch_filling, tfjob, tfjob_object, wait_bound
 
@@ -93,6 +93,8 @@ def test_in_shadow_mode_a_job_that_would_grow_does_not_and_the_plan_is_shown(
 
 LOOPS_ARGS = (
     "--dry-run",
+    "--min-run-before-preemption-s",
+    str(MIN_RUN_S),
     "--observe-debug",
     "--lease-namespace",
     "default",

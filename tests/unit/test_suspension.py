@@ -23,6 +23,7 @@ from extender.state.gang_annotations import (
     RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
+    SUSPENSIONS_ANNOTATION,
 )
 from extender.state.kinds import Kind
 from extender.state.view_manifests import job_manifest
@@ -230,7 +231,11 @@ def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for
     assert plan is not None and plan.suspended == (("default/long", "default/long"),)
     [(job, suspend, annotations)] = actuator.suspended
     assert (job, suspend) == ("default/long", True)
-    assert annotations == {ATTAINED_ANNOTATION: "100.000", SUSPENDED_AT_ANNOTATION: f"{NOW + 100:.3f}"}
+    assert annotations == {
+        ATTAINED_ANNOTATION: "100.000",
+        SUSPENDED_AT_ANNOTATION: f"{NOW + 100:.3f}",
+        SUSPENSIONS_ANNOTATION: f"{NOW + 100:.3f}",
+    }
     assert actuator.evicted == [], "a suspended job is not evicted: training-operator deletes its pods"
     assert ("TFJob", "default/long", "Suspended", plan.reason) in actuator.events
     held = {r.pod for r in loop.state.snapshot().reservations.values()}
@@ -238,14 +243,15 @@ def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for
 
 
 def test_the_loop_suspends_a_newcomer_for_a_starving_gang_without_demoting_it() -> None:
-    settings = replace(SETTINGS, suspension_newcomer_s=60.0)
+    settings = replace(SETTINGS, suspension_newcomer_s=60.0, min_run_before_preemption_s=0.0)
     objects = [*cpu_nodes(3), *long_runner(), *waiting_job("big", pods=4, created=STARVING_SINCE)]
     actuator = RecordingActuator()
     loop = PreemptionLoop(cluster(*objects), actuator, settings, lambda: NOW, run_clock=RunClock(limit=100))
     assert loop.tick(NOW - 10) is None, "the run clock sees the runner start"
     plan = loop.tick(NOW)
     assert plan is not None and plan.suspended == (("default/long", "default/long"),)
-    assert actuator.suspended == [("default/long", True, {SUSPENDED_AT_ANNOTATION: f"{NOW:.3f}"})], (
+    stamps = {SUSPENDED_AT_ANNOTATION: f"{NOW:.3f}", SUSPENSIONS_ANNOTATION: f"{NOW:.3f}"}
+    assert actuator.suspended == [("default/long", True, stamps)], (
         "no attained-s: it had barely started, so it queues again by its own rank"
     )
     late = PreemptionLoop(cluster(*objects), RecordingActuator(), settings, lambda: NOW, run_clock=RunClock(100))

@@ -26,6 +26,7 @@ from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.queue import queue_of
 from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.resources import Resources
+from extender.policy.run_protection import suspended_too_often, too_young_to_preempt
 from extender.policy.settings import PolicySettings
 
 
@@ -93,8 +94,22 @@ def choose_preemption(
             )
         if isinstance(decision, PreemptionPlan):
             return PreemptionChoice(decision, refusals)
-        refusals[key] = (snapshot.generation, rank.weight)
+        if not held_back_by_time(snapshot, settings, now):
+            refusals[key] = (snapshot.generation, rank.weight)
     return PreemptionChoice(None, refusals)
+
+
+def held_back_by_time(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> bool:
+    """Some running job is kept from being taken only until a time passes: it has not run its minimum yet,
+    or it was suspended as often as an hour allows (`run_protection`). A refusal then holds only until
+    that time, on the same model: it is not remembered."""
+    for summary in queue_of(snapshot, settings).summaries.values():
+        if not summary.bound_pods or summary.ages:
+            continue
+        job = snapshot.jobs.get(summary.job) if summary.job else None
+        if too_young_to_preempt(job, summary.started, settings, now) or suspended_too_often(job, settings, now):
+            return True
+    return False
 
 
 def free_in_all(snapshot: ClusterSnapshot) -> Resources | None:

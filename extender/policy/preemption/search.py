@@ -23,6 +23,7 @@ from extender.policy.queue import GangQueue, queue_of
 from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
 from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.resources import EMPTY, Resources, describe, total
+from extender.policy.run_protection import suspended_too_often, too_young_to_preempt
 from extender.policy.settings import PolicySettings
 
 
@@ -247,16 +248,22 @@ def candidate_subjects(
     never the pods of a TFJob Kueue admits (Kueue preempts those, and would requeue one resized).
     A gang at rest (running, not waiting) ranks by its size class, base weight and arrival, read straight
     from its summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower
-    rank on size and weight is taken (`may_preempt`), or a suspension."""
+    rank on size and weight is taken (`may_preempt`), or a suspension. A job that has not run its minimum
+    yet is not taken at all, and one suspended too often in the last hour is not taken whole
+    (`run_protection`)."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
     subjects: list[Subject] = []
     for summary in queue.summaries.values():
         if summary.priority > preemptor.priority or not summary.bound or _kueue_managed(snapshot, summary.job):
             continue
+        job = snapshot.jobs.get(summary.job) if summary.job else None
+        if too_young_to_preempt(job, summary.started, settings, now):
+            continue
         lower = summary.priority < preemptor.priority
         suspend = summary.key in suspensions or (lower and _may_suspend(snapshot, summary.job))
-        if not (lower or summary.surplus or suspend):
+        whole = (lower or suspend) and not (suspend and suspended_too_often(job, settings, now))
+        if not (whole or summary.surplus):
             continue
         if summary.origin in own or own.intersection(GangKey(summary.key).groups):
             continue
@@ -269,7 +276,7 @@ def candidate_subjects(
         if summary.surplus and (lower or _lower_in_class(size, weight, preemptor)):
             order = (SURPLUS, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
-        if lower or suspend:
+        if whole:
             kind = SUSPENSION if suspend else WHOLE_GANG
             order = (kind, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend))

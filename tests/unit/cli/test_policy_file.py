@@ -38,6 +38,8 @@ EVERY_FIELD_CHANGED: dict[str, Any] = {
     "rank_gangs_checked": 5,
     "suspension_min_history": 3,
     "suspension_newcomer_s": 0,
+    "min_run_before_preemption_s": 45,
+    "max_suspensions_per_hour": 3,
     "suspension_history_jobs": 50,
     "scale_out_step": 3,
     "scale_out_by_gain": False,

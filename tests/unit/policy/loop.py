@@ -57,6 +57,16 @@ class Loop:
         assert outcome.committed, "nothing else changes the model during a test"
         return outcome.decision
 
+    def run_to_binding(self, name: str, candidates: Sequence[str] | None = None) -> str | None:
+        """Filter, prioritize what is feasible, and bind to the best node, as kube-scheduler would."""
+        decision = self.filter(name, candidates)
+        if not decision.feasible:
+            return None
+        scores = self.prioritize(name, decision.feasible).scores
+        node = min(decision.feasible, key=lambda n: (-scores[n], n))
+        self.bind(name, node)
+        return node
+
     def prioritize(self, name: str, candidates: Sequence[str] | None = None) -> ScoreDecision:
         offered = self.nodes() if candidates is None else list(candidates)
         return prioritize_pod(self.snapshot, self.pod(name), offered, self.settings)
