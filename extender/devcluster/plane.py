@@ -319,11 +319,18 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         return settings
 
     def start_scheduler(
-        self, name: str, settings: dict[str, Any], verbosity: int = 2, *, binary: Path | None = None
+        self,
+        name: str,
+        settings: dict[str, Any],
+        verbosity: int = 2,
+        *,
+        binary: Path | None = None,
+        extra_args: tuple[str, ...] = (),
     ) -> int:
         """A kube-scheduler process called `name` with the configuration `settings` (a
         KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers. `binary`: another
-        build of kube-scheduler (one with out-of-tree plugins registered) instead of the control plane's."""
+        build of kube-scheduler (one with out-of-tree plugins registered) instead of the control plane's;
+        `extra_args`: more command-line flags."""
         path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
@@ -337,6 +344,7 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
                 f"--secure-port={port}",
                 f"--v={verbosity}",
                 *self._gates,
+                *extra_args,
             ],
         )
         wait_until(
