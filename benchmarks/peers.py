@@ -19,9 +19,9 @@ Workloads (`--workloads`), each from `--seed` on for `--seeds` seeds:
   bind (`scheduler_throughput.Bench`, which also gives CPU per pod and the extender's verb latencies);
 - `cpu-mix`: 8 nodes × 16 CPU, 24 TFJobs of 1 PS and 1–15 workers (1 or 2 CPU per pod), all submitted at
   once (`cpu_mix`);
-- `gpu-gangs`: 8 nodes of 4 GPUs, rigid TFJobs of one CPU PS and 1–8 one-GPU workers arriving as the
-  simulator's `gpu-gangs` scenario has them (`extender/sim/gpu_traces.py`), its times scaled by
-  `--gpu-time-scale`;
+- `gpu-gangs`: 8 nodes of 4 GPUs, 30 rigid TFJobs of one CPU PS and 1–8 one-GPU workers drawn as the
+  simulator's `gpu-gangs` scenario draws them (`extender/sim/gpu_traces.py`), arriving three times as fast
+  (`GPU_GANG_LOAD`), its times scaled by `--gpu-time-scale`;
 - `kod2`: the KOD2 experiment's 3 nodes and 10 TFJobs (`extender/sim/workload.kod2`), times scaled by
   `--kod2-time-scale`, submitted to training-operator, which creates each job's PodGroup and pods. It runs
   with `--gang-scheduler-name=tfjob-scheduler` once for all three schedulers; the TFJob's pod templates name
@@ -76,7 +76,16 @@ from extender.policy.resources import CPU, GPU
 from extender.sim.gpu_traces import gpu_gangs
 from extender.sim.report import percentile
 from extender.sim.throughput import MODELS, HardwareProfile, Task, job_rate
-from extender.sim.workload import KOD2_BATCHES, JobSpec, NodeSpec, Workload, kod2, replace_spec, with_run_time
+from extender.sim.workload import (
+    KOD2_BATCHES,
+    JobSpec,
+    NodeSpec,
+    Workload,
+    kod2,
+    replace_spec,
+    with_load,
+    with_run_time,
+)
 from tests.e2e.bulk import Api, create_all, run_threads
 
 VOLCANO = (
@@ -95,6 +104,9 @@ CPU_MIX_NIC_GBPS = 10.0
 """The CPU-mix nodes' network (Gb/s). At the KOD2 testbed's 1 Gb/s a job spread over nodes runs up to 15×
 longer than beside its PS (a single run of the mix then lasts many minutes); at 10 Gb/s up to 1.6×."""
 GPU_GANG_JOBS = 30
+GPU_GANG_LOAD = 3.0
+"""gpu-gangs arrivals this many times as fast as the simulator's scenario has them (its 1.2 GPU-seconds asked
+per GPU-second over the arrival window becomes 3.6), so that gangs queue."""
 METRICS_WITHOUT_AUTH = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
 """kube-scheduler's /metrics answers the benchmark without a token review (it listens on 127.0.0.1 only)."""
 IN_TREE_POINTS = ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit")
@@ -271,7 +283,7 @@ def contended(key: str, seed: int, args: argparse.Namespace) -> Contended:
     if key == "cpu-mix":
         return Contended(key, cpu_mix(seed), 1.0, through_operator=False)
     if key == "gpu-gangs":
-        trace = gpu_gangs(seed, jobs=GPU_GANG_JOBS)
+        trace = with_load(gpu_gangs(seed, jobs=GPU_GANG_JOBS), GPU_GANG_LOAD)
         return Contended(key, scaled_arrivals(trace, args.gpu_time_scale), args.gpu_time_scale, False)
     if key == "kod2":
         return Contended(key, scaled_arrivals(kod2(seed), args.kod2_time_scale), args.kod2_time_scale, True)
@@ -322,19 +334,22 @@ def pod_roles(spec: JobSpec) -> dict[str, Role]:
 
 
 class PlacementWatch(BindWatch):
-    """The bind watch, also recording each pod's node and when it was first seen Succeeded."""
+    """The bind watch, also recording each pod's node, its phase, and when it was first seen Succeeded."""
 
     def __init__(self, api: Api, namespace: str) -> None:
         super().__init__(api, namespace)
         self.nodes: dict[str, str] = {}
         self.done: dict[str, float] = {}
+        self.phases: dict[str, str] = {}
 
     def observe(self, name: str, pod: dict[str, Any], now: float) -> None:
         with self.changed:
             node = (pod.get("spec") or {}).get("nodeName")
             if node:
                 self.nodes.setdefault(name, node)
-            if (pod.get("status") or {}).get("phase") == "Succeeded":
+            phase = (pod.get("status") or {}).get("phase") or "Pending"
+            self.phases[name] = phase
+            if phase == "Succeeded":
                 self.done.setdefault(name, now)
             super().observe(name, pod, now)
 
@@ -417,6 +432,8 @@ class ContendedRun:
         self.roles = {spec.name: pod_roles(spec) for spec in case.workload.jobs}
         self.specs = {spec.name: spec for spec in case.workload.jobs}
         self.outcomes: dict[str, JobOutcome] = {}
+        self.group_status: dict[str, dict[str, Any]] = {}
+        """PodGroup → the status last written for it (Coscheduling runs only, see `_write_group_status`)."""
         self.lock = threading.Lock()
         self.hardware = case.workload.hardware
 
@@ -473,10 +490,13 @@ class ContendedRun:
             with watch.changed:
                 watch.changed.wait(0.5)
                 bound, nodes, done = dict(watch.bound), dict(watch.nodes), dict(watch.done)
+                phases = dict(watch.phases)
             with self.lock:
                 outcomes = dict(self.outcomes)
             for outcome in outcomes.values():
                 self._advance(outcome, bound, nodes, done)
+                if self.scheduler.key == "coscheduling":
+                    self._write_group_status(outcome.spec, phases)
             now = time.monotonic()
             counts = (len(outcomes), len(bound), len(done))
             if counts != last_counts:
@@ -513,6 +533,31 @@ class ContendedRun:
             self._start(outcome, {name: nodes[name] for name in pods})
         if outcome.started is not None and outcome.finished is None and all(name in done for name in pods):
             outcome.finished = max(done[name] for name in pods)
+
+    def _write_group_status(self, spec: JobSpec, phases: dict[str, str]) -> None:
+        """Write the PodGroup's status as scheduler-plugins' PodGroup controller, which runs beside the
+        Coscheduling scheduler, does on every change of its pods (`pkg/controllers/podgroup_controller.go`):
+        counts of running, succeeded and failed pods and a phase. Coscheduling registers PodGroup updates as
+        what moves the pods it rejected back to its queue: without them, a gang turned away is retried only
+        when a new pod is added or after kube-scheduler's 5-minute flush of unschedulable pods."""
+        pods = [phases[name] for name in self.roles[spec.name] if name in phases]
+        minimum = spec.ps + spec.workers
+        running, succeeded = pods.count("Running"), pods.count("Succeeded")
+        failed = pods.count("Failed")
+        if len(pods) < minimum:
+            phase = "Pending"
+        elif succeeded >= minimum:
+            phase = "Finished"
+        elif running + succeeded >= minimum:
+            phase = "Running"
+        else:
+            phase = "Scheduling"
+        status = {"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
+        if self.group_status.get(spec.name) == status:
+            return
+        self.group_status[spec.name] = status
+        path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups/{spec.name}/status"
+        self.api.call("PATCH", path, orjson.dumps({"status": status}), ok=(200, 404), content_type=MERGE_PATCH)
 
     def _start(self, outcome: JobOutcome, placement: dict[str, str]) -> None:
         """The job's gang is whole: its run time in this placement, written on its pods as the time kwok
@@ -877,7 +922,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--qps", type=float, default=5000, help="every scheduler's client QPS")
     parser.add_argument("--burst", type=int, default=5000, help="every scheduler's client burst")
     parser.add_argument("--threads", type=int, default=16, help="concurrent API requests when creating")
-    parser.add_argument("--stall-s", type=float, default=60, help="end a run after this long with no progress")
+    parser.add_argument(
+        "--stall-s",
+        type=float,
+        default=330,
+        help="end a run after this long with nothing running and nothing changing (default: past kube-scheduler's "
+        "5-minute retry of pods no event moved)",
+    )
     parser.add_argument("--phase-timeout-s", type=float, default=1800, help="longest drain phase")
     parser.add_argument("--run-timeout-s", type=float, default=1800, help="longest contended run")
     parser.add_argument("--settle-s", type=float, default=3, help="idle time after a start or a clean-up")
