@@ -807,11 +807,16 @@ def print_drains(rows: list[DrainRow]) -> None:
 
 
 def run_drains(
-    plane: LocalControlPlane, lineup: Lineup, schedulers: list[Scheduler], args: argparse.Namespace, seeds: list[int]
-) -> list[DrainRow]:
+    plane: LocalControlPlane,
+    lineup: Lineup,
+    schedulers: list[Scheduler],
+    args: argparse.Namespace,
+    seeds: list[int],
+    rows: list[DrainRow],
+) -> None:
+    """Every drain of the line-up, appended to `rows` as it ends (an interrupted run still reports them)."""
     api = Api(plane.api_port, plane.token)
     bench = PeerBench(plane, args)
-    rows: list[DrainRow] = []
     for count in args.drain_nodes:
         nodes = [
             kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
@@ -838,7 +843,6 @@ def run_drains(
                             for key in after
                         }
                         rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
-    return rows
 
 
 def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) -> dict[str, float]:
@@ -866,9 +870,10 @@ def run_contended(
     key: str,
     args: argparse.Namespace,
     seeds: list[int],
-) -> list[RunSummary]:
+    runs: list[RunSummary],
+) -> None:
+    """Every run of one contended workload, appended to `runs` as it ends."""
     api = Api(plane.api_port, plane.token)
-    runs = []
     if key == "kod2" and "training-operator" not in plane.processes:
         start_operator(plane)
     try:
@@ -891,7 +896,6 @@ def run_contended(
     finally:
         if key == "kod2":
             plane.stop_process("training-operator")
-    return runs
 
 
 def prefixed(workload: Workload) -> Workload:
@@ -966,18 +970,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         loads: list[float] = []
         sampler = LoadSampler(loads)
         sampler.start()
-        for key in workloads:
-            if key == "drain":
-                drains = run_drains(plane, lineup, schedulers, args, seeds)
-            else:
-                runs += run_contended(plane, lineup, schedulers, key, args, seeds)
-        sampler.stop()
-        if drains:
-            print_drains(drains)
-        if runs:
-            print_contended(runs)
-        if loads:
-            print(f"\n# load average (1 min) during the run: mean {statistics.fmean(loads):.2f}, max {max(loads):.2f}")
+        try:
+            for key in workloads:
+                if key == "drain":
+                    run_drains(plane, lineup, schedulers, args, seeds, drains)
+                else:
+                    run_contended(plane, lineup, schedulers, key, args, seeds, runs)
+        finally:
+            sampler.stop()
+            if drains:
+                print_drains(drains)
+            if runs:
+                print_contended(runs)
+            if loads:
+                mean, peak = statistics.fmean(loads), max(loads)
+                print(f"\n# load average (1 min) during the run: mean {mean:.2f}, max {peak:.2f}")
 
 
 class LoadSampler:
