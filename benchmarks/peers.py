@@ -86,7 +86,7 @@ from extender.sim.workload import (
     with_load,
     with_run_time,
 )
-from tests.e2e.bulk import Api, create_all, run_threads
+from tests.e2e.bulk import Api, create_all, delete_all
 
 VOLCANO = (
     "Volcano: left out — the Go module proxy answers 403 'This module version is not available' for "
@@ -194,18 +194,7 @@ def set_nodes(api: Api, nodes: Sequence[dict[str, Any]], threads: int) -> None:
     """Make the cluster's nodes exactly `nodes`: delete the others, create the missing, wait until all are Ready."""
     wanted = {node["metadata"]["name"]: node for node in nodes}
     existing = {node["metadata"]["name"] for node in list_all(api, "/api/v1/nodes")}
-    stale = iter(sorted(existing - set(wanted)))
-    lock = threading.Lock()
-
-    def delete() -> None:
-        while True:
-            with lock:
-                name = next(stale, None)
-            if name is None:
-                return
-            api.call("DELETE", f"/api/v1/nodes/{name}", ok=(200, 202, 404))
-
-    run_threads(threads, delete)
+    delete_all(api, [f"/api/v1/nodes/{name}" for name in sorted(existing - set(wanted))], threads)
     missing = [("/api/v1/nodes", name, orjson.dumps(node)) for name, node in wanted.items() if name not in existing]
     started = time.monotonic()
     create_all(api, missing, threads, None)
@@ -597,18 +586,8 @@ class ContendedRun:
         """TFJobs first (so training-operator recreates nothing), then pods one by one, then PodGroups."""
         self.api.call("DELETE", f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs")
         base = f"/api/v1/namespaces/{self.namespace}/pods"
-        names = iter([pod["metadata"]["name"] for pod in list_all(self.api, base)])
-        lock = threading.Lock()
-
-        def delete() -> None:
-            while True:
-                with lock:
-                    name = next(names, None)
-                if name is None:
-                    return
-                self.api.call("DELETE", f"{base}/{name}?gracePeriodSeconds=0", ok=(200, 202, 404))
-
-        run_threads(self.args.threads, delete)
+        names = [pod["metadata"]["name"] for pod in list_all(self.api, base)]
+        delete_all(self.api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], self.args.threads)
         self.api.call("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups")
         deadline = time.monotonic() + 120
         while self.api.call("GET", f"{base}?limit=1")["items"]:

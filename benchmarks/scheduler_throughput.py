@@ -79,7 +79,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.devcluster import LocalControlPlane, build_control_plane, free_port, kwok_node
-from tests.e2e.bulk import Api, create_all, run_threads
+from tests.e2e.bulk import Api, create_all, delete_all
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "stub": "stub-scheduler", "tfjob": "kube-scheduler"}
@@ -552,18 +552,7 @@ class Bench:
         """Delete the phase's pods one by one from many connections (a deletecollection of thousands of pods
         can outlast the API server's request timeout), then its PodGroups and TFJobs."""
         base = f"/api/v1/namespaces/{namespace}/pods"
-        pending = iter(names)
-        lock = threading.Lock()
-
-        def worker() -> None:
-            while True:
-                with lock:
-                    name = next(pending, None)
-                if name is None:
-                    return
-                self.api.call("DELETE", f"{base}/{name}?gracePeriodSeconds=0", ok=(200, 202, 404))
-
-        run_threads(self.args.threads, worker)
+        delete_all(self.api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], self.args.threads)
         for path in (
             f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
             f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",

@@ -88,3 +88,20 @@ def create_all(api: Api, requests: list[tuple[str, str, bytes]], threads: int, r
 
     run_threads(threads, worker)
     return sent
+
+
+def delete_all(api: Api, paths: list[str], threads: int) -> None:
+    """DELETE every path from `threads` connections (one by one: a deletecollection of thousands of objects
+    can outlast the API server's request timeout); an object already gone counts as deleted."""
+    pending = iter(paths)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                path = next(pending, None)
+            if path is None:
+                return
+            api.call("DELETE", path, ok=(200, 202, 404))
+
+    run_threads(threads, worker)
