@@ -79,7 +79,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.devcluster import LocalControlPlane, build_control_plane, free_port, kwok_node
-from tests.e2e.bulk import Api, create_all, run_threads
+from tests.e2e.bulk import Api, create_all, delete_all
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "stub": "stub-scheduler", "tfjob": "kube-scheduler"}
@@ -148,7 +148,7 @@ class BindWatch:
                 meta = obj.get("metadata") or {}
                 self._version = meta.get("resourceVersion") or self._version
                 if event.get("type") in ("ADDED", "MODIFIED") and meta.get("name"):
-                    self._record(meta["name"], bool((obj.get("spec") or {}).get("nodeName")), now)
+                    self.observe(meta["name"], obj, now)
         finally:
             connection.close()
 
@@ -157,8 +157,12 @@ class BindWatch:
         listed = self.api.call("GET", f"/api/v1/namespaces/{self.namespace}/pods")
         now = time.monotonic()
         for pod in listed["items"]:
-            self._record(pod["metadata"]["name"], bool(pod["spec"].get("nodeName")), now)
+            self.observe(pod["metadata"]["name"], pod, now)
         self._version = listed["metadata"]["resourceVersion"]
+
+    def observe(self, name: str, pod: dict[str, Any], now: float) -> None:
+        """One pod as a watch event or a list delivered it at `now` (a subclass may record more of it)."""
+        self._record(name, bool((pod.get("spec") or {}).get("nodeName")), now)
 
     def _record(self, name: str, bound: bool, now: float) -> None:
         with self.changed:
@@ -319,7 +323,7 @@ def podgroup(name: str, min_member: int) -> dict[str, Any]:
     }
 
 
-def gang_pod(job: str, uid: str, role: str, index: int) -> dict[str, Any]:
+def gang_pod(job: str, uid: str, role: str, index: int, scheduler: str = "tfjob-scheduler") -> dict[str, Any]:
     labels = {
         "scheduling.x-k8s.io/pod-group": job,
         "training.kubeflow.org/job-name": job,
@@ -333,7 +337,7 @@ def gang_pod(job: str, uid: str, role: str, index: int) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": f"{job}-{role}-{index}", "labels": labels, "ownerReferences": [owner]},
         "spec": {
-            "schedulerName": "tfjob-scheduler",
+            "schedulerName": scheduler,
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "containers": [container("1", "1Gi")],
@@ -372,6 +376,10 @@ class Bench:
         self.args = args
         self.api = Api(plane.api_port, plane.token)
         self.runs = 0
+
+    def scheduler_name(self, phase: Phase) -> str:
+        """The `schedulerName` the phase's pods carry."""
+        return {"default": "default-scheduler", "stub": "stub-scheduler"}.get(phase.profile, "tfjob-scheduler")
 
     def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
         """Process column → the processes counted in it."""
@@ -416,8 +424,8 @@ class Bench:
     def workload(self, phase: Phase, namespace: str) -> list[tuple[str, str, bytes]]:
         pods_path = f"/api/v1/namespaces/{namespace}/pods"
         count = phase_pod_count(phase, self.args.pods)
+        scheduler = self.scheduler_name(phase)
         if not phase.gang_size:
-            scheduler = {"default": "default-scheduler", "stub": "stub-scheduler"}.get(phase.profile, "tfjob-scheduler")
             return [
                 (pods_path, f"pod-{i:05d}", orjson.dumps(plain_pod(f"pod-{i:05d}", scheduler))) for i in range(count)
             ]
@@ -435,8 +443,8 @@ class Bench:
                 orjson.dumps(podgroup(job, phase.gang_size)),
             )
             uid = created["metadata"]["uid"]
-            members = [gang_pod(job, uid, "ps", 0)] + [
-                gang_pod(job, uid, "worker", i) for i in range(phase.gang_size - 1)
+            members = [gang_pod(job, uid, "ps", 0, scheduler)] + [
+                gang_pod(job, uid, "worker", i, scheduler) for i in range(phase.gang_size - 1)
             ]
             requests += [(pods_path, pod["metadata"]["name"], orjson.dumps(pod)) for pod in members]
         return requests
@@ -470,8 +478,10 @@ class Bench:
         watch: BindWatch,
     ) -> Result:
         count = len(requests)
-        reset_peak_rss(pids["extender"][0])
-        before_verbs = verb_buckets(self.plane.extender_port)
+        extender = pids.get("extender", ())
+        if extender:
+            reset_peak_rss(extender[0])
+        before_verbs = verb_buckets(self.plane.extender_port) if extender else {}
         before_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
         resumed = 0.0
         if mode == "drain":
@@ -500,8 +510,8 @@ class Bench:
             creator.join()
             created_s = max(sent.values()) - start if sent else 0.0
         after_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
-        after_verbs = verb_buckets(self.plane.extender_port)
-        memory = memory_kib(pids["extender"][0])
+        after_verbs = verb_buckets(self.plane.extender_port) if extender else {}
+        memory = memory_kib(extender[0]) if extender else {"VmRSS": 0, "VmHWM": 0}
         with watch.changed:
             bound = dict(watch.bound)
         last_bind = max(bound.values()) if bound else end_check
@@ -542,18 +552,7 @@ class Bench:
         """Delete the phase's pods one by one from many connections (a deletecollection of thousands of pods
         can outlast the API server's request timeout), then its PodGroups and TFJobs."""
         base = f"/api/v1/namespaces/{namespace}/pods"
-        pending = iter(names)
-        lock = threading.Lock()
-
-        def worker() -> None:
-            while True:
-                with lock:
-                    name = next(pending, None)
-                if name is None:
-                    return
-                self.api.call("DELETE", f"{base}/{name}?gracePeriodSeconds=0", ok=(200, 202, 404))
-
-        run_threads(self.args.threads, worker)
+        delete_all(self.api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], self.args.threads)
         for path in (
             f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
             f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",

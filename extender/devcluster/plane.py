@@ -362,22 +362,33 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
             extender["urlPrefix"] = f"http://127.0.0.1:{self.extender_port}"
         return settings
 
-    def start_scheduler(self, name: str, settings: dict[str, Any], verbosity: int = 2) -> int:
+    def start_scheduler(
+        self,
+        name: str,
+        settings: dict[str, Any],
+        verbosity: int = 2,
+        *,
+        binary: Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> int:
         """A kube-scheduler process called `name` with the configuration `settings` (a
-        KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers."""
+        KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers. `binary`: another
+        build of kube-scheduler (one with out-of-tree plugins registered) instead of the control plane's;
+        `extra_args`: more command-line flags."""
         path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
         self.spawn(
             name,
             [
-                str(self.bin / "kube-scheduler"),
+                str(binary or self.bin / "kube-scheduler"),
                 f"--config={path}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--v={verbosity}",
                 *self._gates,
+                *extra_args,
             ],
         )
         wait_until(

@@ -60,10 +60,14 @@ def filter_args(pod: dict[str, Any], names: list[str] | None = NODES) -> dict[st
 
 
 def assert_partition(reply: dict[str, Any], candidates: list[str]) -> None:
-    """Every candidate in exactly one of NodeNames, FailedNodes, FailedAndUnresolvableNodes."""
+    """A reply that keeps nodes names no per-node reason (kube-scheduler reads them only when no node is
+    left); one that keeps none puts every candidate in exactly one of FailedNodes, FailedAndUnresolvableNodes."""
     kept = reply["NodeNames"] or []
     failed = reply["FailedNodes"] or {}
     unresolvable = reply["FailedAndUnresolvableNodes"] or {}
-    for node in candidates:
-        assert [node in kept, node in failed, node in unresolvable].count(True) == 1, node
     assert set(kept) <= set(candidates)
+    if kept:
+        assert not failed and not unresolvable, "reasons sent beside kept nodes"
+        return
+    for node in candidates:
+        assert [node in failed, node in unresolvable].count(True) == 1, node

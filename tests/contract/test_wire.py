@@ -24,6 +24,20 @@ def test_filter_plans_the_gang_and_steers_the_pod_to_its_planned_node(client: Te
     assert set(reply) == {"NodeNames", "Nodes", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
 
 
+def test_a_steered_member_gets_its_planned_node_alone_and_no_reason_per_other_node(client: TestClient) -> None:
+    """kube-scheduler reads per-node reasons only when no node is left; a steered member's reply carries none,
+    so kube-scheduler decodes no reason per candidate on every member of a gang. The decision record keeps
+    what each node was told."""
+    post(client, "filter", filter_args(worker("mnist-ps-0")))
+    many = [f"node-{i}" for i in range(3, 500)]
+    reply = post(client, "filter", filter_args(worker("mnist-worker-1"), [*NODES, *many]))
+    assert len(reply["NodeNames"]) == 1
+    assert reply["FailedNodes"] == {} and reply["FailedAndUnresolvableNodes"] == {}
+    record = client.get("/debug/decisions", params={"pod": "default/mnist-worker-1"}).json()["decisions"][0]
+    assert record["outcome"] == "steered"
+    assert sum(len(nodes) for nodes in record["unresolvable"].values()) == len(NODES) + len(many) - 1
+
+
 def test_filter_answers_every_member_of_the_gang_from_the_same_plan(client: TestClient) -> None:
     planned = {
         name: post(client, "filter", filter_args(worker(name)))["NodeNames"]
@@ -54,7 +68,10 @@ def test_plain_pod_gets_resource_fit_with_a_reason_per_rejected_node(client: Tes
     post(client, "filter", filter_args(worker()))  # the gang reserves 4 CPU on one node, 1 on another
     reply = post(client, "filter", filter_args(make_pod("plain", cpu="3500m", memory="1Gi")))
     assert_partition(reply, NODES)
-    assert reply["FailedNodes"], "reserved capacity must count as used"
+    assert len(reply["NodeNames"]) == 1, "reserved capacity must count as used"
+    reply = post(client, "filter", filter_args(make_pod("large", cpu="4500m", memory="1Gi")))
+    assert_partition(reply, NODES)
+    assert set(reply["FailedNodes"]) == set(NODES)
     assert all("insufficient" in reason for reason in reply["FailedNodes"].values())
 
 

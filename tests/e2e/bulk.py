@@ -25,10 +25,17 @@ class Api:
     def connect(self, timeout: float | None = 60) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection("127.0.0.1", self.port, context=UNVERIFIED_TLS, timeout=timeout)
 
-    def call(self, method: str, path: str, body: bytes | None = None, ok: tuple[int, ...] = (200, 201)) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        ok: tuple[int, ...] = (200, 201),
+        content_type: str = "application/json",
+    ) -> Any:
         headers = dict(self.headers)
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         for attempt in range(3):
             connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
             if connection is None:
@@ -81,3 +88,20 @@ def create_all(api: Api, requests: list[tuple[str, str, bytes]], threads: int, r
 
     run_threads(threads, worker)
     return sent
+
+
+def delete_all(api: Api, paths: list[str], threads: int) -> None:
+    """DELETE every path from `threads` connections (one by one: a deletecollection of thousands of objects
+    can outlast the API server's request timeout); an object already gone counts as deleted."""
+    pending = iter(paths)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                path = next(pending, None)
+            if path is None:
+                return
+            api.call("DELETE", path, ok=(200, 202, 404))
+
+    run_threads(threads, worker)
