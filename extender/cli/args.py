@@ -1,28 +1,23 @@
 """Arguments of the `tfjob-extender` command and the `Settings` they make. `parse_args` builds one parser
 with a subcommand per mode (serve, simulate, loops, scaler, explain, dev-cluster); the `add_*_arguments`
-helpers add the groups of options several subcommands share (policy settings, scaler tuning, TLS and tokens
-of the verb listener and of the observe listener, a loop process's cluster and port), and `settings_from`
-turns the parsed namespace into the frozen `Settings` the rest of the program reads.
-
-The policy settings come from a policy file (`--config`, the same YAML for `serve`, `loops` and `scaler`)
-with the policy flags given explicitly on top: every policy flag defaults to None, so a flag left out
-never overrides the file. The merged settings are checked against `POLICY_RULES`; a refusal raises
-`SettingsError`, a one-line message naming the flag or the file's key. Nothing here starts anything.
+helpers add the groups of options several subcommands share (scaler tuning, TLS and tokens of the verb
+listener and of the observe listener, a loop process's cluster and port; the policy file and flags come
+from `extender.cli.policy_args`), and `settings_from` turns the parsed namespace into the frozen
+`Settings` the rest of the program reads, its policy merged and checked by `policy_args.policy_from`.
+Nothing here starts anything.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from extender import __version__
 from extender import explain as explain_command
-from extender.config import AuthSettings, ScalerSettings, Settings, SettingsError, load_policy_file
-from extender.policy.model import NetworkLayer
-from extender.policy.settings import POLICY_RULES, STARVING_HOLDS, PolicySettings, policy_problems
+from extender.cli.policy_args import add_policy_arguments, policy_from
+from extender.config import AuthSettings, ScalerSettings, Settings
 from extender.sim import cli as sim_cli
 
 DEFAULTS = Settings()
@@ -31,11 +26,6 @@ COMMAND_DESCRIPTION = "The `tfjob-extender` command: parse arguments, build the 
 """`tfjob-extender --help`'s description."""
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
-INVERTED_POLICY_FLAGS = {
-    "consolidation_enabled": "--no-consolidation",
-    "defer_to_scheduler_gang_barrier": "--own-barrier-for-gated-gangs",
-}
-"""Policy settings whose flag turns them off (the others' flags are their names in kebab case)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -170,79 +160,6 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
-    """The policy file and the policy flags, which `serve` and `loops` must be given alike (a flag given
-    overrides the file; one left out does not): which pods are ours, starvation and what the room held for
-    the starving gang at the head of its PriorityClass does to other gangs, the run-time history the
-    preemption loop needs before it suspends a job, the network topology and who gates scheduling.k8s.io
-    gangs."""
-    parser.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help="policy file: YAML mapping policy setting names (e.g. starvation_limit_s: 600) to values; "
-        "give serve and loops the same one. Flags given explicitly override it",
-    )
-    parser.add_argument(
-        "--scheduler-name", help=f"schedulerName of the pods to manage (default {POLICY.scheduler_name})"
-    )
-    parser.add_argument(
-        "--starvation-limit-s",
-        type=float,
-        help="seconds a gang may wait before it starves and capacity is held for it "
-        f"(default {POLICY.starvation_limit_s:g})",
-    )
-    parser.add_argument(
-        "--starving-hold",
-        choices=STARVING_HOLDS,
-        help="which gangs that fit only in room held for a starving gang are kept out of it: the ones that "
-        "arrived after it began to starve, until they starve (newcomers), all (block) or none (steer) "
-        f"(default {POLICY.starving_hold})",
-    )
-    parser.add_argument(
-        "--suspension-min-history",
-        type=int,
-        help="finished jobs whose run times must be known before a suspendable job is suspended for a fresh "
-        f"gang (default {POLICY.suspension_min_history})",
-    )
-    parser.add_argument(
-        "--suspension-newcomer-s",
-        type=float,
-        help="a suspendable job that started at most this many seconds ago may be suspended for a starving gang "
-        "that outranks it: waiting after fit stays bounded under overload, at the cost of restarts "
-        f"(default {POLICY.suspension_newcomer_s:g}; 0 turns it off)",
-    )
-    parser.add_argument(
-        "--min-run-before-preemption-s",
-        type=float,
-        help="seconds a job runs, from the first binding of its current pods, before a preemption may evict, "
-        "shrink or suspend it; a TFJob's annotation tfjob-extender.io/min-run-before-preemption-s overrides it; "
-        "the newcomer suspension window opens when it ends "
-        f"(default {POLICY.min_run_before_preemption_s:g}; 0 turns it off)",
-    )
-    parser.add_argument(
-        "--max-suspensions-per-hour",
-        type=int,
-        help="the most times one TFJob may be suspended for another gang within any hour, counted from the "
-        f"times written on the TFJob (default {POLICY.max_suspensions_per_hour}; 0: no bound)",
-    )
-    parser.add_argument(
-        "--network-topology",
-        type=network_layers,
-        metavar="LAYER=LABEL,...",
-        help="network layers, top first, used when the cluster has no ClusterNetworkTopology named default "
-        "(default: spine, block, accelerator by NVIDIA topograph's labels; an empty string: none)",
-    )
-    parser.add_argument(
-        "--own-barrier-for-gated-gangs",
-        action="store_false",
-        dest="defer_to_scheduler_gang_barrier",
-        default=None,
-        help="keep the extender's all-or-nothing barrier for scheduling.k8s.io gang PodGroups too (for a "
-        "kube-scheduler running without the GenericWorkload feature gate; default: leave it to kube-scheduler)",
-    )
-
-
 def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
     """TLS and bearer-token checks of the verb listener, for a port reachable from off the loopback address."""
     group = parser.add_argument_group("TLS and authentication of the verb listener (for a port off loopback)")
@@ -317,34 +234,6 @@ def add_scaler_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--lease-name", default=loop.lease_name, help="(default %(default)s)")
     group.add_argument("--lease-duration-s", type=int, default=loop.lease_duration_s, help="(default %(default)s)")
     group.add_argument("--identity", default="", help="name in the Lease (default: host, pid, random suffix)")
-
-
-def network_layers(text: str) -> tuple[NetworkLayer, ...]:
-    """`SpineLayer=network.topology.nvidia.com/spine,BlockLayer=...`: layer=label pairs, top first."""
-    layers = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, label = item.partition("=")
-        if not name or not label:
-            raise argparse.ArgumentTypeError(f"{item!r} is not LAYER=LABEL")
-        layers.append(NetworkLayer(name, (label,)))
-    return tuple(layers)
-
-
-def policy_flag(setting: str) -> str:
-    """The command-line flag of a policy setting."""
-    return INVERTED_POLICY_FLAGS.get(setting, "--" + setting.replace("_", "-"))
-
-
-def policy_from(args: argparse.Namespace) -> PolicySettings:
-    """The policy file's settings (the defaults without one), with the policy flags given explicitly on top;
-    `SettingsError` when the file or a flag gives a value a setting does not take."""
-    config: Path | None = getattr(args, "config", None)
-    policy = load_policy_file(config) if config is not None else PolicySettings()
-    flags = {key: value for key in POLICY_RULES if (value := getattr(args, key, None)) is not None}
-    policy = replace(policy, **flags)
-    for key, problem in policy_problems(policy).items():
-        raise SettingsError(f"{policy_flag(key)}: {problem}" if key in flags else f"{key}: {problem}")
-    return policy
 
 
 def auth_from(args: argparse.Namespace, prefix: str) -> AuthSettings:
