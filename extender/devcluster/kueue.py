@@ -18,15 +18,13 @@ from __future__ import annotations
 import base64
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from extender.devcluster.access import PlaneAccess
 from extender.devcluster.processes import ControlPlaneError, create_once, free_port, run_build_script, wait_until
 from extender.devcluster.resources import source
-
-if TYPE_CHECKING:
-    from extender.devcluster.plane import LocalControlPlane
 
 KUEUE_NAMESPACE = "kueue-system"
 TFJOB_FRAMEWORK = "kubeflow.org/tfjob"
@@ -49,7 +47,7 @@ def build_kueue() -> Path:
     return run_build_script(source().kueue_build_script)
 
 
-def start_kueue(plane: LocalControlPlane, cache: Path) -> None:
+def start_kueue(plane: PlaneAccess, cache: Path) -> None:
     plane.install_crds([yaml.safe_load(path.read_text()) for path in sorted((cache / "crds").glob("*.yaml"))])
     plane.create_namespace(KUEUE_NAMESPACE)
     certs = plane.run_dir / "kueue-certs"

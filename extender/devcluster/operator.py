@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from extender.devcluster.access import PlaneAccess
 from extender.devcluster.objects import SCHEDULER_NAME
 from extender.devcluster.processes import create_once, free_port, wait_until
-
-if TYPE_CHECKING:
-    from extender.devcluster.plane import LocalControlPlane
 
 OPERATOR_CERT_SUBDIR = Path("k8s-webhook-server/serving-certs")
 """Where training-operator's webhook server reads its certificate, under its TMPDIR (one per control plane, so
@@ -25,7 +22,7 @@ OPERATOR_CERT_PROBE = Path("/tmp/k8s-webhook-server/serving-certs/tls.crt")
 (`pkg/cert/cert.go` of v1.9.4), whatever TMPDIR says. Only its existence is checked, never its content."""
 
 
-def start_operator(plane: LocalControlPlane) -> None:
+def start_operator(plane: PlaneAccess) -> None:
     plane.create_namespace("kubeflow")
     secret = "/api/v1/namespaces/kubeflow/secrets/training-operator-webhook-cert"
     plane.post("/api/v1/namespaces/kubeflow/secrets", {"metadata": {"name": "training-operator-webhook-cert"}})

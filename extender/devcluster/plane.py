@@ -8,7 +8,8 @@ and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-
 `--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
 `hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
 (built once, cached outside the repo; see `resources`). Every process logs into the run directory;
-`stop()` ends exactly the processes it started, in reverse order.
+`stop()` ends exactly the processes it started, in reverse order. What a running control plane offers the
+pieces started against it (its directories, kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
 
 With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
 PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
@@ -22,11 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,13 +33,13 @@ from typing import Any
 import yaml
 from kubernetes import config
 
+from extender.devcluster.access import PlaneAccess
 from extender.devcluster.kueue import build_kueue, start_kueue
-from extender.devcluster.objects import KWOK_NODE_ANNOTATION, ClusterClient
+from extender.devcluster.objects import KWOK_NODE_ANNOTATION
 from extender.devcluster.operator import start_operator
 from extender.devcluster.processes import (
     UNVERIFIED_TLS,
     ControlPlaneError,
-    ProcessGroup,
     free_port,
     run_build_script,
     wait_until,
@@ -56,9 +55,6 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
-SERVICE_ACCOUNT_TOKEN_S = 3600
-"""Lifetime of the ServiceAccount tokens `service_account_kubeconfig` requests, in seconds: as long as the
-kubelet's projected tokens, far longer than any run of the control plane."""
 
 
 def build_control_plane() -> Path:
@@ -66,7 +62,7 @@ def build_control_plane() -> Path:
     return run_build_script(source().build_script)
 
 
-class LocalControlPlane(ClusterClient, ProcessGroup):
+class LocalControlPlane(PlaneAccess):
     def __init__(
         self,
         cache: Path,
@@ -98,18 +94,10 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
         self._gates: tuple[str, ...] = ()
         self._runtime_config: tuple[str, ...] = ()
-        self.bin = cache / "bin"
-        self.crds = cache / "crds"
         self.with_operator = with_operator
         self.with_kueue = with_kueue
-        self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="tfjob-e2e-"))
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}
-        self.token = secrets.token_hex(24)
-        self.api_port = free_port()
+        super().__init__(cache, run_dir)
         self.extender_port = free_port()
-        self.kubeconfig = self.run_dir / "admin.kubeconfig"
-        self.api = None
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -157,45 +145,6 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         """The `--feature-gates` flag kube-apiserver and kube-scheduler run with (none without
         `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
         return self._gates
-
-    @property
-    def certificate_authority(self) -> Path:
-        """The API server's self-signed serving certificate, which its clients trust."""
-        return self.run_dir / "pki" / "apiserver.crt"
-
-    def write_kubeconfig(self, path: Path, user: str, token: str) -> Path:
-        """A kubeconfig at `path` that reaches this API server with the bearer `token` (as `user`)."""
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "e2e",
-            "clusters": [
-                {
-                    "name": "e2e",
-                    "cluster": {
-                        "server": f"https://127.0.0.1:{self.api_port}",
-                        "certificate-authority": str(self.certificate_authority),
-                    },
-                }
-            ],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
-        }
-        path.write_text(yaml.safe_dump(kubeconfig))
-        return path
-
-    def service_account_kubeconfig(self, namespace: str, account: str, path: Path) -> Path:
-        """A kubeconfig at `path` holding a token of the ServiceAccount `namespace/account` from the
-        TokenRequest API (valid for `SERVICE_ACCOUNT_TOKEN_S`)."""
-        token = self.request_token(namespace, account, SERVICE_ACCOUNT_TOKEN_S)
-        return self.write_kubeconfig(path, f"system:serviceaccount:{namespace}:{account}", token)
-
-    def kubernetes_version(self) -> str:
-        """The version of the kube-apiserver binary, e.g. `v1.37.1`."""
-        printed = subprocess.run(
-            [str(self.bin / "kube-apiserver"), "--version"], check=True, capture_output=True, text=True
-        ).stdout
-        return printed.split()[-1]
 
     def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
         version = self.kubernetes_version()
@@ -312,20 +261,6 @@ class LocalControlPlane(ClusterClient, ProcessGroup):
         podgroups = [yaml.safe_load(path.read_text()) for path in self.source.crd_files]
         tfjobs = yaml.safe_load((self.crds / "tfjobs.yaml").read_text())
         self.install_crds([*podgroups, tfjobs])
-
-    def install_crds(self, crds: list[dict[str, Any]]) -> None:
-        """Create these CRDs and wait until each is established."""
-        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-        for crd in crds:
-            self.post(path, crd)
-        for crd in crds:
-            name = crd["metadata"]["name"]
-
-            def established(name: str = name) -> bool:
-                conditions = (self.get(f"{path}/{name}").get("status") or {}).get("conditions") or []
-                return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-            wait_until(f"CRD {name} established", established, 60)
 
     def _start_kwok(self) -> None:
         home = self.run_dir / "kwok-home"

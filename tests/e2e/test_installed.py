@@ -39,7 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import extender
 from extender.devcluster import ApiError, LocalControlPlane, build_control_plane, wait_until
-from extender.devcluster.plane import SERVICE_ACCOUNT_TOKEN_S
+from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from tests.e2e import installed_form
 from tests.e2e.audit import AUDIT_POLICY, grants, refused, requests_by
