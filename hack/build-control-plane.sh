@@ -8,6 +8,7 @@
 # local path), so it is built from a wrapper module that requires k8s.io/kubernetes and points each
 # staging module at its published v0.X.Y tag; etcd's server module is built the same way.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 
 # Supported: v1.37.1 (the default), v1.36.4 and v1.35.4, the current patches whose k8s.io/kubernetes module
 # and every staging module (v0.37.1, v0.36.4, v0.35.4) the Go module proxy serves; hack/test-matrix.sh runs
@@ -25,28 +26,18 @@ ETCD_VERSION=${ETCD_VERSION:-$default_etcd}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}   # the newest kwok release; it speaks only core/v1 and coordination/v1
 TO_VERSION=${TO_VERSION:-v1.9.4}
 KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_to-${TO_VERSION}"
-CACHE=${TFJOB_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/control-plane}/$KEY
+CACHE=$(cache_dir TFJOB_E2E_CACHE control-plane "$KEY")
 BIN=$CACHE/bin
 CRDS=$CACHE/crds
 
-if [ "${1:-}" = "--print-dir" ]; then
-  echo "$CACHE"
-  exit 0
-fi
+cache_print_if_asked --print-dir "$CACHE" "$@"
 
 complete() {
   for f in etcd kube-apiserver kube-scheduler kubectl kwok training-operator.v1; do [ -x "$BIN/$f" ] || return 1; done
   [ -s "$CRDS/tfjobs.yaml" ]
 }
-if complete; then
-  echo "[build] control plane cached: $CACHE"
-  echo "$CACHE"
-  exit 0
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "[build] error: 'go' is not installed; the local control plane is built from Go modules (Go >= 1.26)." >&2
-  exit 3
-fi
+reuse_cached "control plane" "$CACHE" complete
+require_go "the local control plane is built from Go modules"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 mkdir -p "$BIN" "$CRDS"

@@ -8,26 +8,17 @@
 # checks deprecated APIs against and `helm template` assumes when given no --kube-version (Helm 4 reads it
 # from its build information, and the linker ignores the two flags there).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 
 # v3.22.0 is what the chart is tested with. HELM_VERSION=v4.x.y builds helm.sh/helm/v4 the same way (not
 # tested here).
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-CACHE=${TFJOB_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/tools}/helm-${HELM_VERSION}
+CACHE=$(cache_dir TFJOB_TOOLS_CACHE tools "helm-${HELM_VERSION}")
 HELM=$CACHE/helm
 
-if [ "${1:-}" = "--print-path" ]; then
-  echo "$HELM"
-  exit 0
-fi
-if [ -x "$HELM" ]; then
-  echo "[build] helm cached: $HELM"
-  echo "$HELM"
-  exit 0
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "[build] error: 'go' is not installed; helm is built from its Go module (Go >= 1.26)." >&2
-  exit 3
-fi
+cache_print_if_asked --print-path "$HELM" "$@"
+reuse_cached helm "$HELM" test -x "$HELM"
+require_go "helm is built from its Go module"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 major=${HELM_VERSION#v}

@@ -7,29 +7,20 @@
 #
 # Kueue's go.mod has no local replaces, so `go install module@version` builds it as published.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 
 KUEUE_VERSION=${KUEUE_VERSION:-v0.17.0}
-CACHE=${TFJOB_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-extender/control-plane}/kueue-${KUEUE_VERSION}
+CACHE=$(cache_dir TFJOB_E2E_CACHE control-plane "kueue-${KUEUE_VERSION}")
 BIN=$CACHE/bin
 CRDS=$CACHE/crds
 
-if [ "${1:-}" = "--print-dir" ]; then
-  echo "$CACHE"
-  exit 0
-fi
+cache_print_if_asked --print-dir "$CACHE" "$@"
 
 complete() {
   [ -x "$BIN/kueue" ] && [ -n "$(ls "$CRDS"/*.yaml 2>/dev/null)" ] && [ -s "$CACHE/webhooks.yaml" ]
 }
-if complete; then
-  echo "[build] kueue cached: $CACHE"
-  echo "$CACHE"
-  exit 0
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "[build] error: 'go' is not installed; Kueue is built from its Go module (Go >= 1.26)." >&2
-  exit 3
-fi
+reuse_cached kueue "$CACHE" complete
+require_go "Kueue is built from its Go module"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0
 mkdir -p "$BIN" "$CRDS"
