@@ -57,7 +57,6 @@ import statistics
 import sys
 import threading
 import time
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -86,7 +85,7 @@ from extender.sim.workload import (
     with_load,
     with_run_time,
 )
-from tests.e2e.bulk import Api, create_all, delete_all
+from tests.e2e.bulk import Api, clear_namespace, create_all, delete_all, list_all
 
 VOLCANO = (
     "Volcano: left out — the Go module proxy answers 403 'This module version is not available' for "
@@ -94,6 +93,8 @@ VOLCANO = (
 )
 JOB_LABEL = "training.kubeflow.org/job-name"
 MERGE_PATCH = "application/merge-patch+json"
+CLEAR_TIMEOUT_S = 120.0
+"""Seconds a run's namespace has to lose its pods after the run."""
 CPU_MIX_JOBS = 24
 CPU_MIX_NODES = 8
 CPU_MIX_NODE_CPU = 16
@@ -176,18 +177,6 @@ class Lineup:
 
 
 # -- nodes -------------------------------------------------------------------------------------------------
-
-
-def list_all(api: Api, path: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        query = f"?limit=1000&continue={urllib.parse.quote(token)}" if token else "?limit=1000"
-        page = api.call("GET", f"{path}{query}")
-        items += page["items"]
-        token = page["metadata"].get("continue") or ""
-        if not token:
-            return items
 
 
 def set_nodes(api: Api, nodes: Sequence[dict[str, Any]], threads: int) -> None:
@@ -583,17 +572,7 @@ class ContendedRun:
         outcome.held = held
 
     def clean(self) -> None:
-        """TFJobs first (so training-operator recreates nothing), then pods one by one, then PodGroups."""
-        self.api.call("DELETE", f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs")
-        base = f"/api/v1/namespaces/{self.namespace}/pods"
-        names = [pod["metadata"]["name"] for pod in list_all(self.api, base)]
-        delete_all(self.api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], self.args.threads)
-        self.api.call("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups")
-        deadline = time.monotonic() + 120
-        while self.api.call("GET", f"{base}?limit=1")["items"]:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"pods of {self.namespace} were not deleted")
-            time.sleep(0.5)
+        clear_namespace(self.api, self.namespace, self.args.threads, CLEAR_TIMEOUT_S)
         time.sleep(self.args.settle_s)
 
 

@@ -79,7 +79,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.devcluster import LocalControlPlane, build_control_plane, free_port, kwok_node
-from tests.e2e.bulk import Api, create_all, delete_all
+from tests.e2e.bulk import Api, clear_namespace, create_all
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "stub": "stub-scheduler", "tfjob": "kube-scheduler"}
@@ -87,6 +87,8 @@ SCHEDULER_UNDER_TEST = {"default": "default-scheduler", "stub": "stub-scheduler"
 PROCESSES = ("sched", "kube-apiserver", "etcd", "kwok", "extender", "other", "bench")
 VERB_HISTOGRAM = "tfjob_extender_verb_duration_seconds_bucket"
 STUB_PROCESS = "stub-extender"
+CLEAR_TIMEOUT_S = 300.0
+"""Seconds a phase's namespace has to lose its pods (thousands of them) after the phase."""
 STUB_SOURCE = Path(__file__).resolve().parent / "stub_extender" / "main.go"
 
 
@@ -466,7 +468,8 @@ class Bench:
             f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
             flush=True,
         )
-        self.clean(namespace, [name for _, name, _ in requests])
+        clear_namespace(self.api, namespace, self.args.threads, CLEAR_TIMEOUT_S)
+        time.sleep(self.args.settle_s)
         return result
 
     def _measure(
@@ -547,23 +550,6 @@ class Bench:
             gangs_complete=complete_gangs,
             watch_restarts=watch.restarts,
         )
-
-    def clean(self, namespace: str, names: list[str]) -> None:
-        """Delete the phase's pods one by one from many connections (a deletecollection of thousands of pods
-        can outlast the API server's request timeout), then its PodGroups and TFJobs."""
-        base = f"/api/v1/namespaces/{namespace}/pods"
-        delete_all(self.api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], self.args.threads)
-        for path in (
-            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
-            f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",
-        ):
-            self.api.call("DELETE", path)
-        deadline = time.monotonic() + 300
-        while self.api.call("GET", f"{base}?limit=1")["items"]:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"pods of {namespace} were not deleted")
-            time.sleep(1)
-        time.sleep(self.args.settle_s)
 
 
 def gang_partial(

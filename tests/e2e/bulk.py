@@ -6,12 +6,16 @@ from __future__ import annotations
 import http.client
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from extender.devcluster import UNVERIFIED_TLS
+
+CLEAR_POLL_S = 0.5
+"""Seconds between two checks that a namespace being cleared has no pod left."""
 
 
 class Api:
@@ -105,3 +109,31 @@ def delete_all(api: Api, paths: list[str], threads: int) -> None:
             api.call("DELETE", path, ok=(200, 202, 404))
 
     run_threads(threads, worker)
+
+
+def list_all(api: Api, path: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        query = f"?limit=1000&continue={urllib.parse.quote(token)}" if token else "?limit=1000"
+        page = api.call("GET", f"{path}{query}")
+        items += page["items"]
+        token = page["metadata"].get("continue") or ""
+        if not token:
+            return items
+
+
+def clear_namespace(api: Api, namespace: str, threads: int, timeout_s: float) -> None:
+    """Delete what a run left in `namespace`: its TFJobs first (so training-operator recreates no pod), then
+    its pods one by one from `threads` connections (`delete_all`), then its PodGroups; returns once no pod
+    is left, and raises RuntimeError when pods are still there after `timeout_s` seconds."""
+    api.call("DELETE", f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs")
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    names = [pod["metadata"]["name"] for pod in list_all(api, base)]
+    delete_all(api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], threads)
+    api.call("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups")
+    deadline = time.monotonic() + timeout_s
+    while api.call("GET", f"{base}?limit=1")["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pods of {namespace} were not deleted")
+        time.sleep(CLEAR_POLL_S)
