@@ -21,8 +21,9 @@ from typing import Any
 from extender import __version__
 from extender import explain as explain_command
 from extender.config import AuthSettings, ScalerSettings, Settings, SettingsError, load_policy_file
-from extender.policy.model import NetworkLayer
-from extender.policy.settings import POLICY_RULES, STARVING_HOLDS, PolicySettings, policy_problems
+from extender.policy.core.setting_rules import POLICY_RULES, policy_problems
+from extender.policy.core.settings import STARVING_HOLDS, PolicySettings
+from extender.policy.core.views import NetworkLayer
 from extender.sim import cli as sim_cli
 
 DEFAULTS = Settings()

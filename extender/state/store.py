@@ -19,31 +19,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from extender.policy.frozenmap import CowMap
-from extender.policy.ledger import LedgerChange, still_holds
-from extender.policy.left_alone import job_finished_reason
-from extender.policy.model import (
-    ClusterSnapshot,
-    FailedPlan,
-    GangKey,
-    GroupView,
-    JobView,
-    NetworkLayer,
-    NodeLabelsEpoch,
-    NodeState,
-    NodeView,
-    PodView,
-    PreemptionRecord,
-    Reservation,
-)
-from extender.policy.queue import QueueBuilder
-from extender.policy.resources import EMPTY, Resources
-from extender.policy.settings import PolicySettings
+from extender.policy.core.frozenmap import CowMap
+from extender.policy.core.ledger import LedgerChange, still_holds
+from extender.policy.core.resources import EMPTY, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan, NodeLabelsEpoch, NodeState, Reservation
+from extender.policy.core.views import GangKey, GroupView, JobView, NetworkLayer, NodeView, PodView, PreemptionRecord
+from extender.policy.gang.left_alone import job_finished_reason
 from extender.state import convert
 from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.leaving_pods import LeavingPods
+from extender.state.queue_builder import QueueBuilder
 from extender.state.reservation_book import ReservationBook
 
 log = logging.getLogger(__name__)

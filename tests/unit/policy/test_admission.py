@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from extender.policy.ranking import gang_rank
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
+from extender.policy.rank.ranking import gang_rank
 from tests.builders import Obj, make_node, make_pod, make_podgroup
 from tests.unit.policy.loop import Loop
 

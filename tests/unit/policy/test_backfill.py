@@ -7,13 +7,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from extender.cli.args import parse_args, settings_from
-from extender.policy.backfill import holding_gangs, reserved_room
-from extender.policy.gang import gang_state
-from extender.policy.model import ClusterSnapshot
-from extender.policy.queue import queue_of
-from extender.policy.ranking import rank_gangs
-from extender.policy.resources import CPU, GPU, Resources
-from extender.policy.settings import PolicySettings
+from extender.policy.core.resources import CPU, GPU, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.gang.state import gang_state
+from extender.policy.rank.backfill import holding_gangs, reserved_room
+from extender.policy.rank.queue import queue_of
+from extender.policy.rank.ranking import rank_gangs
 from tests.builders import Obj, make_node, make_pod, make_podgroup
 from tests.unit.policy.loop import Loop
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from extender.policy.model import PodView, Role
-from extender.policy.placement import PlacementUnit, idleness, place_units
-from extender.policy.resources import CPU, EMPTY, GPU, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, PODS, Resources
+from extender.policy.core.views import PodView, Role
+from extender.policy.gang.placement import PlacementUnit, idleness, place_units
 from tests.builders import make_node, make_pod, make_podgroup, tfjob_pods
 from tests.unit.policy.loop import Loop
 

@@ -1,11 +1,11 @@
-"""Copy-on-write maps and their frozen views (`extender.policy.frozenmap`)."""
+"""Copy-on-write maps and their frozen views (`extender.policy.core.frozenmap`)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.frozenmap import CowMap, FrozenMap, empty_frozen_map
+from extender.policy.core.frozenmap import CowMap, FrozenMap, empty_frozen_map
 
 
 def filled(count: int, bucket_count: int = 4) -> CowMap[str, int]:

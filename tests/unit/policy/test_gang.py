@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from extender.policy.gang import gang_state, plan_gang
-from extender.policy.model import ClusterSnapshot
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.gang.planner import plan_gang
+from extender.policy.gang.state import gang_state
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
 from tests.unit.policy.loop import NOW, SETTINGS, Loop
 
@@ -350,7 +351,7 @@ def test_a_failed_plan_is_remembered_and_reused_while_nothing_changes(monkeypatc
     assert memo.reason == NINE
     assert memo.capacity_generation == snapshot.capacity_generation
     assert memo.at == NOW
-    monkeypatch.setattr("extender.policy.admission.plan_gang", no_planning)
+    monkeypatch.setattr("extender.policy.rank.admission.plan_gang", no_planning)
     second = loop.filter("mnist-worker-5")
     assert second.summary == first.summary == NINE
     assert second.outcome == "unplannable"
@@ -388,7 +389,7 @@ def test_a_membership_change_forces_a_new_plan(monkeypatch: pytest.MonkeyPatch) 
         calls.append("plan")
         return plan_gang(snapshot, *args, **kwargs)
 
-    monkeypatch.setattr("extender.policy.admission.plan_gang", counting)
+    monkeypatch.setattr("extender.policy.rank.admission.plan_gang", counting)
     loop.filter("mnist-worker-1")
     assert calls == []
     loop.delete("mnist-worker-7")  # 8 left of minMember 9: the memo no longer applies

@@ -14,7 +14,7 @@ import pytest
 
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
-from extender.policy.queue import queue_of
+from extender.policy.rank.queue import queue_of
 from extender.state.gang_annotations import plan_annotation
 from extender.state.kinds import Kind
 from tests.builders import Obj, cluster, make_node, make_pod, make_podgroup, make_tfjob, waiting_job

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.policy.memo import by_identity, by_value
+from extender.policy.core.memo import by_identity, by_value
 
 
 def test_a_value_is_remembered_for_the_very_tuple_and_the_memo_is_bounded() -> None:

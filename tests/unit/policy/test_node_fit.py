@@ -1,5 +1,5 @@
 """The gang plan places every member only on nodes its own node selector, required node affinity and
-tolerations admit, as kube-scheduler's filters would (`policy.node_fit`), and the model reads those fields."""
+tolerations admit, as kube-scheduler's filters would (`policy.core.node_fit`), and the model reads those fields."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from extender.policy.gang import gang_state, plan_gang
-from extender.policy.node_fit import NodeConstraint, Operator, Requirement, Taint, Term, Toleration
-from extender.policy.settings import PolicySettings
+from extender.policy.core.node_fit import NodeConstraint, Operator, Requirement, Taint, Term, Toleration
+from extender.policy.core.settings import PolicySettings
+from extender.policy.gang.planner import plan_gang
+from extender.policy.gang.state import gang_state
 from extender.state import convert
 from extender.state.convert import ConversionError
 from extender.state.kinds import Kind

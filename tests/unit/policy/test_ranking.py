@@ -20,8 +20,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from extender.policy.model import ClusterSnapshot, JobView, Role
-from extender.policy.ranking import (
+from extender.policy.core.resources import CPU, GPU, MEMORY, PODS, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import JobView, Role
+from extender.policy.rank.ranking import (
     JobRank,
     aged_weight,
     cluster_capacity,
@@ -30,9 +33,7 @@ from extender.policy.ranking import (
     job_weight,
     rank_gangs,
 )
-from extender.policy.resources import CPU, GPU, MEMORY, PODS, Resources
-from extender.policy.settings import PolicySettings
-from extender.policy.weights import aged_classes, aging, size_class
+from extender.policy.rank.weights import aged_classes, aging, size_class
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, snapshot, tfjob_pods
 from tests.unit.policy.loop import Loop
 

@@ -8,7 +8,7 @@ higher-ranked gang `big` that has starved for long waits for room.
 
 from __future__ import annotations
 
-from extender.policy.queue import queue_of
+from extender.policy.rank.queue import queue_of
 from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, waiting_job
 from tests.unit.policy.loop import NOW, SETTINGS, Loop
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from extender.policy.residual_life import RunTimes, worth_suspending
+from extender.policy.preemption.residual_life import RunTimes, worth_suspending
 
 
 def test_with_every_job_finished_the_residual_is_the_mean_of_what_is_left_of_the_longer_ones() -> None:

@@ -1,4 +1,4 @@
-"""Integer resource arithmetic and Kubernetes quantity parsing (`extender.policy.resources`)."""
+"""Integer resource arithmetic and Kubernetes quantity parsing (`extender.policy.core.resources`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from extender.policy.resources import (
+from extender.policy.core.resources import (
     AMOUNT_MAX,
     CPU,
     EMPTY,

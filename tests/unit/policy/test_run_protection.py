@@ -16,10 +16,10 @@ import pytest
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.run_clock import RunClock
+from extender.policy.core.settings import PolicySettings
+from extender.policy.preemption.residual_life import Suspendable
+from extender.policy.preemption.run_protection import HOUR_S
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.residual_life import Suspendable
-from extender.policy.run_protection import HOUR_S
-from extender.policy.settings import PolicySettings
 from extender.state import crds
 from extender.state.gang_annotations import (
     MIN_RUN_ANNOTATION,

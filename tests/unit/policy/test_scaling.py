@@ -7,19 +7,16 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.consolidation import plan_consolidation
-from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.core.resources import EMPTY, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import Role
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.search import PreemptionRefusal
 from extender.policy.preemption.victims import PreemptionPlan
-from extender.policy.ranking import gang_rank
-from extender.policy.resources import EMPTY, Resources
-from extender.policy.scaling import (
-    ActionKind,
-    ScalingPlan,
-    plan_scale_out,
-)
-from extender.policy.settings import PolicySettings
+from extender.policy.rank.ranking import gang_rank
+from extender.policy.scaling.consolidation import plan_consolidation
+from extender.policy.scaling.scale_out import ActionKind, ScalingPlan, plan_scale_out
 from tests.builders import (
     Obj,
     cpu_nodes,

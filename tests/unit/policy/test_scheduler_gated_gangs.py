@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from tests.builders import Obj, in_scheduling_group, make_k8s_podgroup, make_node, make_pod, make_tfjob, tfjob_pods
 from tests.unit.policy.loop import NOW, SETTINGS, Loop
 

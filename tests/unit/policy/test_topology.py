@@ -17,11 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.gang import gang_state, plan_gang
-from extender.policy.model import NODE_LAYER, Gather, GatherRule, NetworkLayer, NodeState, NodeView
-from extender.policy.resources import Resources
-from extender.policy.settings import PolicySettings
-from extender.policy.topology import build_tree, must_gather_depth
+from extender.policy.core.resources import Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import NodeState
+from extender.policy.core.views import NODE_LAYER, Gather, GatherRule, NetworkLayer, NodeView
+from extender.policy.gang.planner import plan_gang
+from extender.policy.gang.state import gang_state
+from extender.policy.gang.topology import build_tree, must_gather_depth
 from tests.builders import Obj, make_network_topology, make_node, make_pod, make_podgroup, snapshot
 from tests.unit.policy.loop import NOW, SETTINGS, Loop
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import Role
 from extender.policy.preemption.search import PreemptionRefusal, may_preempt
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.ranking import JobRank, gang_rank
-from extender.policy.settings import PolicySettings
+from extender.policy.rank.ranking import JobRank, gang_rank
 from tests.builders import cpu_nodes, make_pod, make_podgroup, running_gang, snapshot, waiting_job
 
 NOW = 1_800_000_000.0
