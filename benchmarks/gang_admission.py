@@ -34,7 +34,7 @@ from extender.cli.serving import settle_heap
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.policy import PolicySettings, filter_pod
-from extender.policy.model import ClusterSnapshot
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.preemption.choice import choose_preemption
 from extender.state.store import ClusterState
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot

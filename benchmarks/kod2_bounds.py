@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.policy.model import Role
-from extender.policy.resources import CPU, Resources
+from extender.policy.core.resources import CPU, Resources
+from extender.policy.core.views import Role
 from extender.sim import cli, report
 from extender.sim.engine import Simulation
 from extender.sim.throughput import MODELS, Task, job_rate

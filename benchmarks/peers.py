@@ -70,8 +70,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.scheduler_throughput import Bench, BindWatch, Phase, Result, gang_pod, podgroup
 from extender.devcluster import COMPLETE_AFTER, UNVERIFIED_TLS, LocalControlPlane, build_control_plane, kwok_node
 from extender.devcluster.operator import start_operator
-from extender.policy.model import Role
-from extender.policy.resources import CPU, GPU
+from extender.policy.core.resources import CPU, GPU
+from extender.policy.core.views import Role
 from extender.sim.gpu_traces import gpu_gangs
 from extender.sim.report import percentile
 from extender.sim.throughput import MODELS, HardwareProfile, Task, job_rate

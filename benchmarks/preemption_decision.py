@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.cli.serving import settle_heap
-from extender.policy.model import ClusterSnapshot
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.settings import PolicySettings
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 
 NOW = 1_772_359_300.0

@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extender.cli.serving import settle_heap
-from extender.policy.consolidation import plan_consolidation
-from extender.policy.model import ClusterSnapshot
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.preemption.scale_in import plan_scale_in
-from extender.policy.scaling import plan_scale_out
-from extender.policy.settings import PolicySettings
+from extender.policy.scaling.consolidation import plan_consolidation
+from extender.policy.scaling.scale_out import plan_scale_out
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 
 NOW = 1_772_359_300.0

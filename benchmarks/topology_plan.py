@@ -28,10 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extender.policy.gang import GangVerdict, gang_state, plan_gang
-from extender.policy.model import ClusterSnapshot
-from extender.policy.settings import PolicySettings
-from extender.policy.topology import build_tree
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.gang.planner import GangVerdict, plan_gang
+from extender.policy.gang.state import gang_state
+from extender.policy.gang.topology import build_tree
 from tests.builders import make_node, make_pod, make_podgroup, snapshot
 
 NOW = 1_772_359_300.0

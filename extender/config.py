@@ -9,7 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from extender.policy.settings import PolicySettings, SettingValueError, policy_from_mapping
+from extender.policy.core.setting_rules import SettingValueError, policy_from_mapping
+from extender.policy.core.settings import PolicySettings
 
 
 class SettingsError(ValueError):

@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, FailedPlan, Reservation
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan, Reservation
 from extender.sim.workload import JobSpec
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

@@ -20,8 +20,8 @@ from extender.api.metrics import Metrics
 from extender.api.queue_routes import make_queue_router
 from extender.api.ui import make_ui_router
 from extender.config import Settings
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.state.store import ClusterState
 
 MAX_ERROR_CHARS = 500

@@ -20,11 +20,12 @@ from extender.api.readiness import readiness
 from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
-from extender.policy.gang import GangState, gang_state, is_satisfied, waiting_reason
-from extender.policy.jobstates import each_job_state
-from extender.policy.model import ClusterSnapshot, PodView
-from extender.policy.queue import queue_of
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView
+from extender.policy.gang.state import GangState, gang_state, is_satisfied, waiting_reason
+from extender.policy.rank.jobstates import each_job_state
+from extender.policy.rank.queue import queue_of
 from extender.state.dump_format import reservation_record
 from extender.state.state_dump import dump_state_chunks
 

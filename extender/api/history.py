@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
+from extender.policy.core.decisions import FilterDecision, PreemptDecision, ScoreDecision
 
 Decision = FilterDecision | ScoreDecision | PreemptDecision
 

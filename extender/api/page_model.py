@@ -1,6 +1,6 @@
 """What the live page shows, as one JSON-able document (`/debug/view`), rendered by the `/ui` templates.
 
-Built from one snapshot: the queue in rank order with what each gang waits for (`policy.standing`), each
+Built from one snapshot: the queue in rank order with what each gang waits for (`policy.rank.standing`), each
 node as a row of its pods — coloured by job, PS and workers marked, reserved members as ghosts — the
 recent decisions, preemptions (carried out, or planned in shadow mode), scaler actions, and the
 utilisation series. A job's colour is a hue derived from its key, so it stays the same across refreshes
@@ -19,10 +19,11 @@ from typing import Any
 from extender.api.standing_view import RankContext, render_standing
 from extender.api.utilisation import Sample
 from extender.api.verbs import Service
-from extender.policy.jobstates import each_job_state
-from extender.policy.model import ClusterSnapshot, PodView, Role
-from extender.policy.resources import CPU, MEMORY
-from extender.policy.standing import explain_queue
+from extender.policy.core.resources import CPU, MEMORY
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView, Role
+from extender.policy.rank.jobstates import each_job_state
+from extender.policy.rank.standing import explain_queue
 
 CHART_WIDTH = 640
 CHART_HEIGHT = 120

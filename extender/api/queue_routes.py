@@ -2,7 +2,7 @@
 
 `/debug/queue` lists every gang with pending members — those whose plan is reserved first, then the wait
 queue in rank order (the order admission defers in) — each with its weights, starvation clock and what
-it waits for (`policy.standing`). It is streamed a few gangs at a time: explaining a gang may cost a
+it waits for (`policy.rank.standing`). It is streamed a few gangs at a time: explaining a gang may cost a
 placement, and kube-scheduler's calls are answered in between. `/debug/explain` resolves a TFJob, a
 PodGroup or a pod to its gang and answers what `tfjob-extender explain` prints; an object the model does
 not know is a 404 whose body still says so (`status: unknown`). Read-only, like every debug route.
@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from extender.api.debug import json_document
 from extender.api.standing_view import UNKNOWN, RankContext, render_explanation, render_standing
 from extender.api.verbs import Service
-from extender.policy.standing import explain_queue
+from extender.policy.rank.standing import explain_queue
 
 QUEUE_CHUNK_GANGS = 4
 """Gangs explained between two hand-backs of the event loop (each may cost a placement)."""

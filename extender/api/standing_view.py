@@ -3,7 +3,7 @@
 `/debug/jobs` and `/debug/gangs` add a `standing` object to each entry (`job_standing`, `gang_standing`):
 base weight and its inputs, aged weight, PriorityClass value, starvation clock, the 1-based rank
 among waiting gangs, and for a TFJob Kueue admits `admittedBy` and what the loops leave to Kueue
-(`loops`). `/debug/queue` lists `policy.standing.explain_queue` (`render_standing`), and
+(`loops`). `/debug/queue` lists `policy.rank.standing.explain_queue` (`render_standing`), and
 `/debug/explain/{namespace}/{name}` resolves a TFJob, PodGroup or pod to its gang and answers everything
 `tfjob-extender explain` prints (`render_explanation`). All of it reads one snapshot; nothing is changed.
 """
@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from extender.policy.gang import gang_state
-from extender.policy.gang_summary import GangSummary
-from extender.policy.model import KUEUE_LEFT_ALONE, ClusterSnapshot, JobView
-from extender.policy.queue import GangQueue, queue_of
-from extender.policy.resources import Resources
-from extender.policy.settings import PolicySettings
-from extender.policy.standing import (
+from extender.policy.core.resources import Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import KUEUE_LEFT_ALONE, JobView
+from extender.policy.gang.state import gang_state
+from extender.policy.rank.gang_summary import GangSummary
+from extender.policy.rank.queue import GangQueue, queue_of
+from extender.policy.rank.standing import (
     Standing,
     WaitKind,
     WeightBreakdown,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.policy.gang import gang_state
-from extender.policy.model import NODE_LAYER, ClusterSnapshot, PodView
-from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources, describe, to_base_units, total
-from extender.policy.settings import PolicySettings
-from extender.policy.topology import Domain, offer_slots, shapes_of, tree_of
+from extender.policy.core.resources import CPU, EMPTY, MEMORY, PODS, Resources, describe, to_base_units, total
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import NODE_LAYER, PodView
+from extender.policy.gang.state import gang_state
+from extender.policy.gang.topology import Domain, offer_slots, shapes_of, tree_of
 
 DEFAULT_REQUESTS = {CPU: "1", MEMORY: "1Gi"}
 

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.policy.model import ClusterSnapshot
-from extender.policy.resources import CPU, MEMORY, Resources, total
-from extender.policy.weights import cluster_capacity
+from extender.policy.core.resources import CPU, MEMORY, Resources, total
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.rank.weights import cluster_capacity
 
 DEFAULT_INTERVAL_S = 5.0
 """Seconds between two samples."""

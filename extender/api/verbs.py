@@ -28,10 +28,11 @@ from extender.api.readiness import Probes
 from extender.api.utilisation import UtilisationHistory
 from extender.config import Settings
 from extender.policy import prioritize_pod
-from extender.policy.filtering import model_kept_changing
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView
 from extender.policy.preemption.verb import decide_preempt
+from extender.policy.verbs.filtering import model_kept_changing
 from extender.state import convert
 from extender.state.commits import filter_and_commit
 from extender.state.store import ClusterState

@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
-from extender.policy.memo import by_identity, keep
+from extender.policy.core.decisions import FilterDecision, PreemptDecision, ScoreDecision
+from extender.policy.core.memo import by_identity, keep
 from extender.state.fields import is_dns_subdomain
 
 Json = Mapping[str, Any]

@@ -14,8 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from extender.config import SettingsError, load_policy_file
-from extender.policy.model import NetworkLayer
-from extender.policy.settings import POLICY_RULES, STARVING_HOLDS, PolicySettings, policy_problems
+from extender.policy.core.setting_rules import POLICY_RULES, policy_problems
+from extender.policy.core.settings import STARVING_HOLDS, PolicySettings
+from extender.policy.core.views import NetworkLayer
 
 POLICY = PolicySettings()
 """The policy's defaults, quoted in the flags' help."""

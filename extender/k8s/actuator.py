@@ -33,7 +33,7 @@ from kubernetes.client import ApiClient
 from extender.k8s.client import ApiCallError, api_call
 from extender.k8s.plans import group_path
 from extender.loops.actuator import EvictionRefused, Resize
-from extender.policy.model import GroupView, PodView, Role
+from extender.policy.core.views import GroupView, PodView, Role
 
 log = logging.getLogger(__name__)
 

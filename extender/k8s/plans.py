@@ -17,8 +17,9 @@ import threading
 from kubernetes.client import ApiClient
 
 from extender.k8s.client import api_call
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, GroupView
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GroupView
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from extender.state.gang_annotations import group_plans
 from extender.state.kinds import BY_KIND

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extender.policy.model import GroupView, PodView
+from extender.policy.core.views import GroupView, PodView
 
 
 class EvictionRefused(Exception):

@@ -6,7 +6,7 @@ level-triggered on a fresh snapshot:
 1. release expired plans; reserve the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`)
    and not placed yet, so a scaler running in another process steers them too; resume the TFJobs this
    loop suspended whose pods training-operator has deleted; while some gang waits, weigh which running
-   suspendable TFJobs are worth suspending for a fresh gang (`policy.residual_life`, from the run times
+   suspendable TFJobs are worth suspending for a fresh gang (`policy.preemption.residual_life`, from the run times
    `RunClock` has seen), and which started moments ago (`suspension_newcomer_s`: a starving gang may
    suspend those);
 2. walk the waiting gangs in rank order (planning at most `max_gangs_checked_per_tick` of them, passing
@@ -57,18 +57,19 @@ from extender.loops.leadership import AlwaysLeader, LeaderElector
 from extender.loops.run_clock import RunClock
 from extender.loops.ticking import Ticker
 from extender.loops.waitevents import WaitEventReporter
-from extender.policy.gang import GangVerdict
-from extender.policy.jobstates import JobState, JobStateTracker
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord, Reservation, Role
-from extender.policy.partial import PartialGang, overdue_partial_gangs
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.core.views import GangKey, PodView, PreemptionRecord, Role
+from extender.policy.gang.planner import GangVerdict
 from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
+from extender.policy.preemption.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, worth_suspending
+from extender.policy.preemption.run_protection import min_run_s, suspension_times_with
 from extender.policy.preemption.victims import PreemptionPlan
-from extender.policy.queue import queue_of
-from extender.policy.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, worth_suspending
-from extender.policy.run_protection import min_run_s, suspension_times_with
-from extender.policy.settings import PolicySettings
-from extender.policy.workerplan import imported_reservations
+from extender.policy.rank.jobstates import JobState, JobStateTracker
+from extender.policy.rank.partial import PartialGang, overdue_partial_gangs
+from extender.policy.rank.queue import queue_of
+from extender.policy.scaling.workerplan import imported_reservations
 from extender.state.commits import decide_and_commit
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,

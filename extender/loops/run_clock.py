@@ -1,6 +1,6 @@
 """How long each TFJob has run, and how long the finished ones ran: the loop's memory for suspensions.
 
-Fed with the job states the preemption loop derives every tick (`policy.jobstates`): a job's current run
+Fed with the job states the preemption loop derives every tick (`policy.rank.jobstates`): a job's current run
 starts when it is first seen RUNNING and ends when it leaves that state; a job seen COMPLETED adds its
 run time (with what it ran before its last suspension, `JobView.attained_s`) to the history, of which
 the most recent `limit` are kept. The clock reads ticks, so times are as fine as the loop's interval. It
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-from extender.policy.jobstates import JobState, JobStatus
-from extender.policy.model import JobView
+from extender.policy.core.views import JobView
+from extender.policy.rank.jobstates import JobState, JobStatus
 
 
 class RunClock:

@@ -1,7 +1,7 @@
 """The scaler loop: grows running elastic TFJobs into idle capacity and consolidates them onto their PS.
 
 Level-triggered: every `interval_s` the active instance plans from a fresh snapshot with the pure planners
-(`policy.scaling`) and carries the actions out through a `ScalingActuator`:
+(`policy.scaling.scale_out`) and carries the actions out through a `ScalingActuator`:
 - scale-out: the new workers' reservations are committed first (the extender steers the pods, whose
   names are deterministic, to the nodes counted on), then the Worker replicas are raised, conditioned on
   the count planned from; if that count changed meanwhile the step is dropped and its plan released;
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field, replace
 from extender.loops.actuator import EvictionRefused, ScalingActuator
 from extender.loops.leadership import AlwaysLeader, LeaderElector
 from extender.loops.ticking import Ticker
-from extender.policy.consolidation import plan_consolidation
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, Reservation
-from extender.policy.scaling import ActionKind, ScalingAction, plan_scale_out
-from extender.policy.settings import PolicySettings
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.scaling.consolidation import plan_consolidation
+from extender.policy.scaling.scale_out import ActionKind, ScalingAction, plan_scale_out
 from extender.state.convert import (
     CONSOLIDATED_AT_ANNOTATION,
     SCALED_AT_ANNOTATION,

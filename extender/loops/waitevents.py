@@ -2,7 +2,7 @@
 
 `filter` and `prioritize` are queries and change nothing, so the reason a gang waits reaches its pods
 from the loop instead: each tick (that found the model changed) the first `gangs_per_tick` gangs of
-`policy.standing.explain_queue` are explained, and each gang whose reason *kind* changed gets one Event
+`policy.rank.standing.explain_queue` are explained, and each gang whose reason *kind* changed gets one Event
 per pending member (at most `pods_per_gang`), with the stable reason string of `WaitKind` (e.g.
 `GangWaitingForRoom`) and the message a person reads. The same kind with a new message (e.g. the best plan
 now places one pod more) is written again only after `repeat_after_s`, so a busy queue cannot flood the
@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from extender.loops.actuator import Actuator
-from extender.policy.gang import gang_state
-from extender.policy.model import ClusterSnapshot, GangKey
-from extender.policy.settings import PolicySettings
-from extender.policy.standing import Standing, WaitKind, explain_queue
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GangKey
+from extender.policy.gang.state import gang_state
+from extender.policy.rank.standing import Standing, WaitKind, explain_queue
 
 
 @dataclass

@@ -4,11 +4,11 @@ Nothing here performs I/O, reads a clock, starts a thread or mutates its inputs;
 scaler and the simulator all call these same functions.
 """
 
-from extender.policy.decisions import FilterDecision, PreemptDecision, ScoreDecision
-from extender.policy.filtering import filter_pod
+from extender.policy.core.decisions import FilterDecision, PreemptDecision, ScoreDecision
+from extender.policy.core.settings import PolicySettings
 from extender.policy.preemption.verb import preempt_pod
-from extender.policy.scoring import prioritize_pod
-from extender.policy.settings import PolicySettings
+from extender.policy.verbs.filtering import filter_pod
+from extender.policy.verbs.scoring import prioritize_pod
 
 __all__ = [
     "FilterDecision",

@@ -32,8 +32,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from extender.policy.model import Role
-from extender.policy.resources import CPU, GPU, MEMORY, Resources
+from extender.policy.core.resources import CPU, GPU, MEMORY, Resources
+from extender.policy.core.views import Role
 from extender.sim.cluster import SimCluster, SimJob, SimPod
 from extender.sim.kube import MAX_NODE_SCORE
 from extender.sim.policies import Policy

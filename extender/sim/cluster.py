@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from extender.policy.model import Role
-from extender.policy.resources import EMPTY, Resources
+from extender.policy.core.resources import EMPTY, Resources
+from extender.policy.core.views import Role
 from extender.sim.throughput import HardwareProfile
 from extender.sim.workload import JobSpec, NodeSpec
 from extender.state import convert

@@ -20,8 +20,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.policy.model import Role
-from extender.policy.resources import CPU, EMPTY, GPU, Resources
+from extender.policy.core.resources import CPU, EMPTY, GPU, Resources
+from extender.policy.core.views import Role
 from extender.sim.cluster import SimCluster, SimJob
 from extender.sim.policies import JobProgress, Policy
 from extender.sim.throughput import MODELS, HardwareProfile, Rate, Task, job_rate

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extender.policy.resources import CPU, MEMORY, Resources
+from extender.policy.core.resources import CPU, MEMORY, Resources
 from extender.sim.cluster import SimCluster, SimPod
 
 MAX_NODE_SCORE = 100

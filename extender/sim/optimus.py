@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extender.policy.model import Role
+from extender.policy.core.views import Role
 from extender.sim.baselines import active_jobs, bind_all, current_free, is_running, node_share, pack
 from extender.sim.cluster import SimJob
 from extender.sim.policies import Policy

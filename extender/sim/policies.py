@@ -22,8 +22,9 @@ from extender.loops.actuator import Resize
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
 from extender.policy import PolicySettings, prioritize_pod
-from extender.policy.model import ClusterSnapshot, GroupView, PodView
-from extender.policy.resources import Resources
+from extender.policy.core.resources import Resources
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GroupView, PodView
 from extender.sim.cluster import EPOCH, SimCluster, SimPod
 from extender.sim.kube import KubeScheduler
 from extender.sim.workload import JobSpec

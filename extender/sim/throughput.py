@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.policy.resources import CPU, GPU, Resources
+from extender.policy.core.resources import CPU, GPU, Resources
 
 
 @dataclass(frozen=True, slots=True)

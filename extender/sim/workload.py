@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from extender.policy.model import Role
-from extender.policy.resources import PODS, Resources
+from extender.policy.core.resources import PODS, Resources
+from extender.policy.core.views import Role
 from extender.sim.throughput import MODELS, HardwareProfile, Task, job_rate
 from extender.state import convert
 from extender.state.manifests import read_documents

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from extender.policy.capacity import EMPTY_LAYOUT, CapacityTable, ColumnLayout, Mask, Matrix, Rows, clamp
-from extender.policy.resources import Resources
+from extender.policy.core.capacity import EMPTY_LAYOUT, CapacityTable, ColumnLayout, Mask, Matrix, Rows, clamp
+from extender.policy.core.resources import Resources
 
 _INITIAL_ROWS = 64
 

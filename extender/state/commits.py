@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from extender.policy import FilterDecision, PolicySettings, filter_pod
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView
 from extender.state.store import ClusterState
 
 COMMIT_ATTEMPTS = 3

@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from extender.policy.model import GroupView, NodeView, PodView
-from extender.policy.node_fit import NODE_NAME_FIELD, TAINT_EFFECTS, Operator, Requirement, Taint, Term, Toleration
+from extender.policy.core.node_fit import NODE_NAME_FIELD, TAINT_EFFECTS, Operator, Requirement, Taint, Term, Toleration
+from extender.policy.core.views import GroupView, NodeView, PodView
 from extender.state import fields, gang_annotations, workload_api
 from extender.state.crds import job_view as job_view
 from extender.state.crds import network_layers as network_layers

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.policy.model import CLUSTER_LAYER, NODE_LAYER, JobView, NetworkLayer, Role
-from extender.policy.resources import Resources
+from extender.policy.core.resources import Resources
+from extender.policy.core.views import CLUSTER_LAYER, NODE_LAYER, JobView, NetworkLayer, Role
 from extender.state import fields, gang_annotations, kueue
 from extender.state.fields import FieldError, Json
 from extender.state.gang_annotations import (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.policy.model import Reservation
-from extender.policy.resources import Resources
+from extender.policy.core.resources import Resources
+from extender.policy.core.snapshot import Reservation
 
 DUMP_EXTENSION_KEY = "tfjobExtender"
 """Top-level key of a dump holding what is not a Kubernetes object: generation and reservations."""

@@ -14,15 +14,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from extender.policy.model import (
-    ClusterSnapshot,
-    GangKey,
-    Gather,
-    GatherRule,
-    GroupView,
-    PreemptionRecord,
-    Reservation,
-)
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.core.views import GangKey, Gather, GatherRule, GroupView, PreemptionRecord
 from extender.state.fields import FieldError, checked_text, dns_label, dns_subdomain, path_segment, show
 
 GANG_GROUPS_ANNOTATION = "gang.scheduling.koordinator.sh/groups"

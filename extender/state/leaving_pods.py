@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.policy.frozenmap import CowMap
-from extender.policy.model import PodView, PreemptionRecord
+from extender.policy.core.frozenmap import CowMap
+from extender.policy.core.views import PodView, PreemptionRecord
 
 
 class LeavingPods:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from extender.policy.model import Reservation
+from extender.policy.core.snapshot import Reservation
 from extender.state.dump_format import DUMP_EXTENSION_KEY, SnapshotFileError, parse_reservations
 from extender.state.json_documents import NotJson, json_documents
 from extender.state.kinds import BY_KIND, Kind, kind_of_manifest

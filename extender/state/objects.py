@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from extender.policy.memo import by_value
-from extender.policy.model import Role
-from extender.policy.resources import PODS, QuantityError, Resources
+from extender.policy.core.memo import by_value
+from extender.policy.core.resources import PODS, QuantityError, Resources
+from extender.policy.core.views import Role
 from extender.state import fields
 from extender.state.fields import FieldError, Json
 

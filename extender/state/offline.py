@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import Reservation
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.snapshot import Reservation
 from extender.state.dump_format import SnapshotFileError
 from extender.state.kinds import BY_KIND
 from extender.state.manifest_files import iter_objects, load_objects

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import heapq
 
-from extender.policy.frozenmap import CowMap
-from extender.policy.left_alone import group_left_over
-from extender.policy.model import GroupView, JobView, NodeView, PodView, Reservation
-from extender.policy.queue import QueueBuilder
-from extender.policy.resources import EMPTY, Resources
+from extender.policy.core.frozenmap import CowMap
+from extender.policy.core.resources import EMPTY, Resources
+from extender.policy.core.snapshot import Reservation
+from extender.policy.core.views import GroupView, JobView, NodeView, PodView
+from extender.policy.gang.left_alone import group_left_over
+from extender.state.queue_builder import QueueBuilder
 
 
 class ReservationBook:

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from extender.policy.frozenmap import FrozenMap
-from extender.policy.model import ClusterSnapshot
+from extender.policy.core.frozenmap import FrozenMap
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.state.dump_format import DUMP_EXTENSION_KEY, reservation_record
 from extender.state.view_manifests import (
     group_manifest,

@@ -6,7 +6,9 @@ built from copy-on-write maps: taking one costs O(buckets), and it is cached unt
 Two counters drive the failed-plan memo: `capacity_generation` moves only when free capacity may have
 grown, and each PodGroup's membership generation moves when its members or its spec change.
 All methods are thread-safe (one lock); nothing here performs I/O or reads a clock. The reservation
-bookkeeping (hold, drop, release a gang, import a PodGroup's plan) is `ReservationBook`, in `reservation_book`.
+bookkeeping (hold, drop, release a gang, import a PodGroup's plan) is `ReservationBook`, in `reservation_book`;
+the preemptions known and their leaving pods are `PreemptionRecords`; node usage and member indexes are in
+`membership`.
 """
 
 from __future__ import annotations
@@ -14,36 +16,26 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from extender.policy.frozenmap import CowMap
-from extender.policy.ledger import LedgerChange, still_holds
-from extender.policy.left_alone import job_finished_reason
-from extender.policy.model import (
-    ClusterSnapshot,
-    FailedPlan,
-    GangKey,
-    GroupView,
-    JobView,
-    NetworkLayer,
-    NodeLabelsEpoch,
-    NodeState,
-    NodeView,
-    PodView,
-    PreemptionRecord,
-    Reservation,
-)
-from extender.policy.queue import QueueBuilder
-from extender.policy.resources import EMPTY, Resources
-from extender.policy.settings import PolicySettings
+from extender.policy.core.frozenmap import CowMap
+from extender.policy.core.ledger import LedgerChange, still_holds
+from extender.policy.core.resources import EMPTY, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan, NodeLabelsEpoch, NodeState, Reservation
+from extender.policy.core.views import GangKey, GroupView, JobView, NetworkLayer, NodeView, PodView, PreemptionRecord
+from extender.policy.gang.left_alone import job_finished_reason
 from extender.state import convert
 from extender.state.capacity import CapacityLedger
 from extender.state.feed import EventType
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.leaving_pods import LeavingPods
+from extender.state.membership import NodeUsage, index_member, membership_changed
+from extender.state.preemption_records import PreemptionRecords
+from extender.state.queue_builder import QueueBuilder
 from extender.state.reservation_book import ReservationBook
 
 log = logging.getLogger(__name__)
@@ -52,7 +44,7 @@ GROUP_KINDS = (Kind.PODGROUP_K8S, Kind.PODGROUP, Kind.PODGROUP_SIGS)
 """The three PodGroup dialects; when several define the same namespace/name, the first listed wins."""
 
 
-class ClusterState(ReservationBook):
+class ClusterState(ReservationBook, PreemptionRecords):
     """Watch-fed model of nodes, pods, PodGroups, TFJobs and PriorityClasses, plus gang reservations."""
 
     def __init__(self, settings: PolicySettings | None = None) -> None:
@@ -62,9 +54,7 @@ class ClusterState(ReservationBook):
         self._capacity_generation = 0
         self._synced: set[Kind] = set()
         self._node_views: dict[str, NodeView] = {}
-        self._usage: dict[str, tuple[Resources, frozenset[str]]] = {}
-        self._jobs_on: dict[str, Counter[str]] = {}
-        """Node → bound pods per job (a pod without a job counts under its own key)."""
+        self._usage = NodeUsage()
         self._nodes: CowMap[str, NodeState] = CowMap()
         self._capacity = CapacityLedger()
         self._pods: CowMap[str, PodView] = CowMap()
@@ -318,39 +308,24 @@ class ClusterState(ReservationBook):
         view = self._node_views.get(name)
         if view is None:
             return
-        requested, pods = self._usage.get(name, (EMPTY, frozenset()))
+        requested, pods = self._usage.on(name)
         state = NodeState(view, requested, pods, self._reserved_by_node.get(name) or EMPTY)
         self._nodes.set(name, state)
-        jobs = len(self._jobs_on.get(name, ()))
-        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable, jobs)
-
-    def _use(self, pod: PodView, sign: int) -> None:
-        requested, pods = self._usage.get(pod.node_name, (EMPTY, frozenset()))
-        jobs = self._jobs_on.setdefault(pod.node_name, Counter())
-        owner = pod.job or pod.key
-        if sign > 0:
-            self._usage[pod.node_name] = (requested + pod.requests, pods | {pod.key})
-            jobs[owner] += 1
-        else:
-            self._usage[pod.node_name] = (requested - pod.requests, pods - {pod.key})
-            jobs[owner] -= 1
-            if jobs[owner] <= 0:
-                del jobs[owner]
-        self._refresh_node(pod.node_name)
+        self._capacity.set_node(name, view.allocatable, state.available, view.schedulable, self._usage.jobs_on(name))
 
     def _set_pod(self, key: str, pod: PodView | None) -> None:
         old = self._pods.get(key)
-        if old is not None and old.holds_node:
-            self._use(old, -1)
-        if pod is not None and pod.holds_node:
-            self._use(pod, +1)
+        for bound, sign in ((old, -1), (pod, +1)):
+            if bound is not None and bound.holds_node:
+                self._usage.add(bound, sign)
+                self._refresh_node(bound.node_name)
         freed = old is not None and old.holds_node and (pod is None or not pod.holds_node)
         if pod is None:
             self._pods.delete(key)
         else:
             self._pods.set(key, pod)
-        self._index_member(self._group_members, old.group if old else "", pod.group if pod else "", key)
-        self._index_member(self._job_members, old.job if old else "", pod.job if pod else "", key)
+        index_member(self._group_members, old.group if old else "", pod.group if pod else "", key)
+        index_member(self._job_members, old.job if old else "", pod.job if pod else "", key)
         if old != pod:
             self._queue.touch(old.group if old else "", pod.group if pod else "")
             self._queue.loose_pod(old, pod)
@@ -359,23 +334,9 @@ class ClusterState(ReservationBook):
         if pod is not None and pod.group and pod.pending and key not in self._reservations:
             self._import_plan(pod.group, only=key)
         for group in {old.group if old else "", pod.group if pod else ""} - {""}:
-            if old is None or pod is None or _membership_changed(old, pod):
+            if old is None or pod is None or membership_changed(old, pod):
                 self._bump_group(group)
         self._changed(capacity=freed or released)
-
-    def _index_member(self, index: CowMap[str, frozenset[str]], old: str, new: str, key: str) -> None:
-        if old == new:
-            if new and key not in (index.get(new) or frozenset()):
-                index.set(new, (index.get(new) or frozenset()) | {key})
-            return
-        if old:
-            remaining = (index.get(old) or frozenset()) - {key}
-            if remaining:
-                index.set(old, remaining)
-            else:
-                index.delete(old)
-        if new:
-            index.set(new, (index.get(new) or frozenset()) | {key})
 
     def _bump_group(self, group: str) -> None:
         self._group_generations.set(group, self._generation + 1)
@@ -408,43 +369,6 @@ class ClusterState(ReservationBook):
         self._bump_group(key)
         self._changed(capacity=view is None)
 
-    def _record_preemption(self, record: PreemptionRecord) -> None:
-        """Remember a preemption (decided here, or announced on its gang's PodGroup by the process that
-        carried it out), unless a later one for the same gang is already known."""
-        known = self._preemptions.get(record.gang)
-        if known == record or (known is not None and known.at > record.at):
-            return
-        if known is not None:
-            self._leaving.forget(known, self._pods)
-        self._preemptions.set(record.gang, record)
-        self._leaving.record(record, self._pods)
-
-    def _forget_preemption(self, gang: str, only: PreemptionRecord | None) -> None:
-        """Drop the record of an abandoned preemption for `gang` (only if it is `only`, when given)."""
-        known = self._preemptions.get(gang)
-        if known is None or (only is not None and known != only):
-            return
-        self._preemptions.delete(gang)
-        self._leaving.forget(known, self._pods)
-
-    def _forget_preemptions_of(self, group: str) -> None:
-        """Drop the records of preemptions carried out for a gang this PodGroup belonged to: with the
-        PodGroup gone, the gang they made room for is gone too."""
-        for gang in [gang for gang in self._preemptions if group in GangKey(gang).groups]:
-            self._forget_preemption(gang, None)
-
     def _forget_failures_of(self, group: str) -> None:
         for gang in [gang for gang in self._failed_plans if group in GangKey(gang).groups]:
             self._failed_plans.delete(gang)
-
-
-def _membership_changed(old: PodView, new: PodView) -> bool:
-    return (
-        old.node_name != new.node_name
-        or old.phase != new.phase
-        or old.terminating != new.terminating
-        or old.group != new.group
-        or old.requests != new.requests
-        or old.constraint != new.constraint
-        or old.scheduling_gated != new.scheduling_gated
-    )

@@ -10,18 +10,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from extender.policy.model import (
-    NODE_LAYER,
-    ClusterSnapshot,
-    GroupView,
-    JobView,
-    NetworkLayer,
-    NodeView,
-    PodView,
-    Role,
-)
-from extender.policy.node_fit import Taint, Term, Toleration
-from extender.policy.resources import EMPTY, PODS, Resources
+from extender.policy.core.node_fit import Taint, Term, Toleration
+from extender.policy.core.resources import EMPTY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import NODE_LAYER, GroupView, JobView, NetworkLayer, NodeView, PodView, Role
 from extender.state import convert, workload_api
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.policy.model import GroupView
+from extender.policy.core.views import GroupView
 
 API_GROUP = "scheduling.k8s.io"
 DUMP_VERSION = "v1beta1"

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from extender.policy.model import Reservation
-from extender.policy.resources import Resources
+from extender.policy.core.resources import Resources
+from extender.policy.core.snapshot import Reservation
 from extender.state.manifests import dump_state
 from tests.builders import cluster, hold, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from extender.api import wire
 from extender.api.history import DecisionHistory, Record
-from extender.policy.decisions import FilterDecision
+from extender.policy.core.decisions import FilterDecision
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState

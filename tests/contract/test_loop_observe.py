@@ -12,7 +12,7 @@ from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.leadership import LeaseStatus
 from extender.loops.preemption import PreemptionLoop
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, cpu_nodes, running_gang, waiting_job

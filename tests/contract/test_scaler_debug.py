@@ -10,7 +10,7 @@ from extender.api.scaler import export_scaler_metrics, make_scaler_router
 from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.scaler import ScalerLoop
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from tests.builders import cluster, cpu_nodes, placed_job
 
 NOW = 1_772_363_100.0

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from extender.api.app import create_app, make_service
 from extender.config import Settings
 from extender.explain import describe
-from extender.policy.settings import PolicySettings
-from extender.policy.weights import cluster_capacity, job_weight
+from extender.policy.core.settings import PolicySettings
+from extender.policy.rank.weights import cluster_capacity, job_weight
 from extender.state.convert import timestamp
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

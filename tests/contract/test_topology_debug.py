@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from extender.api.app import create_app, make_service
 from extender.cli.args import parse_args, settings_from
 from extender.config import Settings
-from extender.policy.model import NetworkLayer
-from extender.policy.settings import DEFAULT_NETWORK_TOPOLOGY
+from extender.policy.core.settings import DEFAULT_NETWORK_TOPOLOGY
+from extender.policy.core.views import NetworkLayer
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_network_topology, make_node, make_pod, make_podgroup

@@ -29,7 +29,7 @@ from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
 from extender.devcluster.kueue import KUEUE_NAMESPACE
 from extender.devcluster.resources import source
 from extender.explain import explain
-from extender.policy.model import KUEUE_LEFT_ALONE
+from extender.policy.core.views import KUEUE_LEFT_ALONE
 from extender.state.kueue import QUEUE_NAME_LABEL
 from tests.e2e.waits import stays, wait_until
 from tests.e2e.workloads import bind_times, bound, job_pods, not_failed, ps_and_workers_by_node, tfjob

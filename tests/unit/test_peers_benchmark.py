@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from benchmarks.peers import JobOutcome, RunSummary, cpu_mix, metric_sums
-from extender.policy.resources import CPU, GPU
+from extender.policy.core.resources import CPU, GPU
 from extender.sim.workload import JobSpec
 
 METRICS = """# HELP x

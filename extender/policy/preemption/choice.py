@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extender.policy.admission import admissible_plan
-from extender.policy.backfill import least_room_needed
-from extender.policy.gang import GangVerdict, gang_state
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PreemptionRecord
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.resources import Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PreemptionRecord
+from extender.policy.gang.planner import GangVerdict
+from extender.policy.gang.state import gang_state
+from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
+from extender.policy.preemption.run_protection import suspended_too_often, too_young_to_preempt
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.queue import queue_of
-from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.resources import Resources
-from extender.policy.run_protection import suspended_too_often, too_young_to_preempt
-from extender.policy.settings import PolicySettings
+from extender.policy.rank.admission import admissible_plan
+from extender.policy.rank.backfill import least_room_needed
+from extender.policy.rank.queue import queue_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
-from extender.policy.gang import GangVerdict
-from extender.policy.model import ClusterSnapshot, Role
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import Role
+from extender.policy.gang.planner import GangVerdict
 from extender.policy.preemption.search import PreemptionRefusal, VictimUnit, open_search, victims_of
 from extender.policy.preemption.victims import PreemptionPlan
-from extender.policy.settings import PolicySettings
 
 
 def plan_scale_in(

@@ -16,15 +16,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from extender.policy.gang import GangState, GangVerdict, gang_state, plan_gang, roomy_nodes, waiting_reason
-from extender.policy.gang_summary import GangSummary
-from extender.policy.model import ClusterSnapshot, GangKey, PodView, Role
-from extender.policy.queue import GangQueue, queue_of
-from extender.policy.ranking import JobRank, cluster_capacity, gang_rank
-from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.resources import EMPTY, Resources, describe, total
-from extender.policy.run_protection import suspended_too_often, too_young_to_preempt
-from extender.policy.settings import PolicySettings
+from extender.policy.core.resources import EMPTY, Resources, describe, total
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GangKey, PodView, Role
+from extender.policy.gang.planner import GangVerdict, plan_gang
+from extender.policy.gang.room import roomy_nodes
+from extender.policy.gang.state import GangState, gang_state, waiting_reason
+from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
+from extender.policy.preemption.run_protection import suspended_too_often, too_young_to_preempt
+from extender.policy.rank.gang_summary import GangSummary
+from extender.policy.rank.queue import GangQueue, queue_of
+from extender.policy.rank.ranking import JobRank, cluster_capacity, gang_rank
 
 
 @dataclass(frozen=True, slots=True)

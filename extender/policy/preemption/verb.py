@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from extender.policy.decisions import PreemptDecision
-from extender.policy.model import PodView
-from extender.policy.settings import PolicySettings
+from extender.policy.core.decisions import PreemptDecision
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.views import PodView
 
 
 def decide_preempt(

@@ -42,8 +42,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extender.policy.gang import GangVerdict
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.core.resources import EMPTY, Resources, describe, total
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView
+from extender.policy.gang.planner import GangVerdict
+from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
 from extender.policy.preemption.search import (
     PreemptionRefusal,
     Search,
@@ -52,9 +56,6 @@ from extender.policy.preemption.search import (
     open_search,
     victims_of,
 )
-from extender.policy.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.resources import EMPTY, Resources, describe, total
-from extender.policy.settings import PolicySettings
 
 
 @dataclass(frozen=True, slots=True)

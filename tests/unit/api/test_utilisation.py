@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from extender.api.page_model import CHART_HEIGHT, CHART_WIDTH, chart, job_colour
 from extender.api.utilisation import UtilisationHistory, sample_of
-from extender.policy.model import Reservation
-from extender.policy.resources import Resources
+from extender.policy.core.resources import Resources
+from extender.policy.core.snapshot import Reservation
 from tests.builders import cluster, hold, make_node, make_pod
 
 NOW = 1_800_000_000.0

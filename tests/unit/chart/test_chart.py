@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 import extender
-from extender.policy.settings import PolicySettings, policy_json_schema
+from extender.policy.core.setting_rules import policy_json_schema
+from extender.policy.core.settings import PolicySettings
 from tests.helm import (
     CHART,
     EVERY_OPTION,
@@ -163,7 +164,7 @@ def test_the_policy_takes_only_the_policys_settings() -> None:
 def test_the_values_schema_takes_what_the_processes_take() -> None:
     """The `policy:` block's schema is the policy's own rules (`policy_json_schema`), so `helm install` refuses
     a key or a value out of range that the processes would refuse at start. After a change of the rules:
-    `python -c 'from extender.policy.settings import policy_json_schema as s; import json; print(json.dumps(s()))'`."""
+    `python -c 'from extender.policy.core.setting_rules import policy_json_schema as s; print(s())'`."""
     assert SCHEMA["properties"]["policy"]["properties"] == policy_json_schema()
 
 

@@ -13,8 +13,9 @@ import yaml
 from extender.__main__ import main
 from extender.cli.args import parse_args, settings_from
 from extender.config import SettingsError, load_policy_file
-from extender.policy.model import NetworkLayer
-from extender.policy.settings import POLICY_RULES, PolicySettings, SettingValueError, policy_from_mapping
+from extender.policy.core.setting_rules import POLICY_RULES, SettingValueError, policy_from_mapping
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.views import NetworkLayer
 
 EVERY_FIELD_CHANGED: dict[str, Any] = {
     "scheduler_name": "other-scheduler",

@@ -13,13 +13,13 @@ import pytest
 from extender.k8s.client import ApiCallError
 from extender.loops.actuator import EvictionRefused, RecordingActuator
 from extender.loops.preemption import PreemptionLoop
-from extender.policy.filtering import filter_pod
-from extender.policy.jobstates import JobState, job_states
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import GroupView, PodView
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.views import GroupView, PodView
 from extender.policy.preemption import choice, victims
-from extender.policy.settings import PolicySettings
-from extender.policy.standing import Standing, WaitKind, explain_gang
+from extender.policy.rank.jobstates import JobState, job_states
+from extender.policy.rank.standing import Standing, WaitKind, explain_gang
+from extender.policy.verbs.filtering import filter_pod
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

@@ -13,9 +13,9 @@ from extender.loops import scaler as scaler_module
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop, ScalerRecord
-from extender.policy.filtering import filter_pod
-from extender.policy.scaling import plan_scale_out
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
+from extender.policy.scaling.scale_out import plan_scale_out
+from extender.policy.verbs.filtering import filter_pod
 from extender.state.kinds import Kind
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file

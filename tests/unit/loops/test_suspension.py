@@ -10,12 +10,12 @@ from typing import Any
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.run_clock import RunClock
-from extender.policy.jobstates import JobState, JobStatus, job_states
-from extender.policy.model import JobView
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.views import JobView
+from extender.policy.preemption.residual_life import Suspendable
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.ranking import gang_rank
-from extender.policy.residual_life import Suspendable
-from extender.policy.settings import PolicySettings
+from extender.policy.rank.jobstates import JobState, JobStatus, job_states
+from extender.policy.rank.ranking import gang_rank
 from extender.state import crds
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from extender.loops.actuator import RecordingActuator
 from extender.loops.waitevents import WaitEventReporter
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, tfjob_pods

@@ -11,7 +11,8 @@ import copy
 from collections.abc import Sequence
 
 from extender.policy import FilterDecision, PolicySettings, ScoreDecision, filter_pod, prioritize_pod
-from extender.policy.model import ClusterSnapshot, PodView
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import PodView
 from extender.state.commits import filter_and_commit
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.gang import gang_state, is_satisfied
-from extender.policy.resources import EMPTY, total
+from extender.policy.core.resources import EMPTY, total
+from extender.policy.gang.state import gang_state, is_satisfied
 from tests.builders import Obj, make_node, make_pod, make_podgroup, tfjob_pods
 from tests.unit.policy.loop import Loop
 

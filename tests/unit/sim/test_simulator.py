@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from extender.sim import cli, report
 from extender.sim.cluster import SimCluster
 from extender.sim.engine import RunResult, Simulation

@@ -5,7 +5,7 @@ name (read beside the old one for one release), not an edit of the old format.""
 
 from __future__ import annotations
 
-from extender.policy.model import PreemptionRecord
+from extender.policy.core.views import PreemptionRecord
 from extender.state.gang_annotations import (
     announced_preemption,
     gang_plan,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.filtering import FIT_MEMO_MIN, fit_filter
-from extender.policy.model import ClusterSnapshot, Reservation
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.verbs.filtering import FIT_MEMO_MIN, fit_filter
 from extender.state import convert
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

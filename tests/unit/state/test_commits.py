@@ -9,9 +9,9 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, Reservation
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
 from extender.state.commits import decide_and_commit
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState

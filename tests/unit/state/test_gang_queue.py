@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.policy.jobstates import JobStateTracker, job_states
-from extender.policy.model import Reservation
-from extender.policy.queue import GangQueue, QueueBuilder
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
-from extender.policy.settings import PolicySettings
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.rank.jobstates import JobStateTracker, job_states
+from extender.policy.rank.queue import GangQueue, build_queue
 from extender.state.convert import GANG_GROUPS_ANNOTATION
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
@@ -39,6 +39,12 @@ events = st.lists(
     ),
     max_size=30,
 )
+
+
+def kept(snapshot: ClusterSnapshot) -> GangQueue:
+    """The queue the model keeps on its snapshot."""
+    assert isinstance(snapshot.queue, GangQueue)
+    return snapshot.queue
 
 
 def comparable(queue: GangQueue) -> object:
@@ -109,8 +115,7 @@ def test_the_incremental_queue_equals_one_built_from_scratch(sequence: list[tupl
     for event in sequence:
         apply(state, event)
         snapshot = state.snapshot()
-        assert snapshot.queue is not None
-        assert comparable(snapshot.queue) == comparable(QueueBuilder(PolicySettings()).refresh(snapshot))
+        assert comparable(kept(snapshot)) == comparable(build_queue(snapshot, PolicySettings()))
 
 
 def test_waiting_gangs_come_in_rank_order_with_the_starving_first() -> None:
@@ -122,16 +127,15 @@ def test_waiting_gangs_come_in_rank_order_with_the_starving_first() -> None:
         group["metadata"]["creationTimestamp"] = f"2026-03-01T10:{minute}:00Z"
         state.apply(Kind.PODGROUP, "ADDED", group)
     snapshot = state.snapshot()
-    assert snapshot.queue is not None
-    created = snapshot.queue.summaries["default/old"].arrival
+    created = kept(snapshot).summaries["default/old"].arrival
     settings_ = PolicySettings(starvation_limit_s=900)
-    assert [r.subject for r in snapshot.queue.waiting(created + 60, settings_)] == [
+    assert [r.subject for r in kept(snapshot).waiting(created + 60, settings_)] == [
         "default/old",
         "default/mid",
         "default/new",
     ]
     # Past the limit only "old" starves: it keeps the lead; aging never reorders the others.
-    ranks = list(snapshot.queue.waiting(created + 1000, settings_))
+    ranks = list(kept(snapshot).waiting(created + 1000, settings_))
     assert [(r.subject, r.starving) for r in ranks] == [
         ("default/old", True),
         ("default/mid", False),
@@ -191,15 +195,14 @@ def test_waiting_gangs_come_in_the_order_a_full_sort_gives_at_any_clock(
             member = make_pod(f"{name}-{index}", group=name, cpu=cpu, priority=priority, node=node, phase=phase)
             state.apply(Kind.POD, "ADDED", member)
     snapshot = state.snapshot()
-    assert snapshot.queue is not None
-    start = snapshot.queue.summaries["default/g0"].arrival
+    start = kept(snapshot).summaries["default/g0"].arrival
     for later in clocks:
         now = start + later
         expected = sorted(
-            (summary.rank(now, SETTINGS) for summary in snapshot.queue.summaries.values() if summary.ages),
+            (summary.rank(now, SETTINGS) for summary in kept(snapshot).summaries.values() if summary.ages),
             key=lambda rank: rank.sort_key,
         )
-        assert [rank.subject for rank in snapshot.queue.waiting(now, SETTINGS)] == [rank.subject for rank in expected]
+        assert [rank.subject for rank in kept(snapshot).waiting(now, SETTINGS)] == [rank.subject for rank in expected]
 
 
 def test_the_gangs_of_dynamic_jobs_below_their_maximum_are_the_growable_ones() -> None:
@@ -211,11 +214,11 @@ def test_the_gangs_of_dynamic_jobs_below_their_maximum_are_the_growable_ones() -
             name, workers=workers, cpu="1", memory="1Gi", min_workers=1, max_workers=3, dynamic=True
         )
         state.apply(Kind.TFJOB, "ADDED", tfjob)
-    queue = state.snapshot().queue
+    queue = kept(state.snapshot())
     assert queue is not None and queue.growable == frozenset({"default/a"})
     grown = make_sized_tfjob("a", workers=3, cpu="1", memory="1Gi", min_workers=1, max_workers=3, dynamic=True)
     state.apply(Kind.TFJOB, "MODIFIED", grown)
-    queue = state.snapshot().queue
+    queue = kept(state.snapshot())
     assert queue is not None and queue.growable == frozenset()
 
 
@@ -228,8 +231,8 @@ def test_the_gangs_with_a_worker_away_from_every_ps_node_are_the_scattered_ones(
         state.apply(Kind.POD, "ADDED", make_pod(name, group="a", job="a", role=role, index=index, node=node))
     away = make_pod("a-worker-1", group="a", job="a", role="worker", index=1, node="node-1")
     state.apply(Kind.POD, "ADDED", away)
-    queue = state.snapshot().queue
+    queue = kept(state.snapshot())
     assert queue is not None and queue.scattered == frozenset({"default/a"})
     state.apply(Kind.POD, "DELETED", away)
-    queue = state.snapshot().queue
+    queue = kept(state.snapshot())
     assert queue is not None and queue.scattered == frozenset()

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.policy.model import Role
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.views import Role
 from extender.state.convert import ConversionError, job_view
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file

@@ -11,13 +11,13 @@ from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.run_clock import RunClock
 from extender.loops.scaler import ScalerLoop
-from extender.policy.jobstates import job_states
-from extender.policy.model import KUEUE_LEFT_ALONE
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.views import KUEUE_LEFT_ALONE
+from extender.policy.preemption.residual_life import Suspendable
 from extender.policy.preemption.scale_in import plan_scale_in
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
-from extender.policy.residual_life import Suspendable
-from extender.policy.scaling import plan_scale_out
-from extender.policy.settings import PolicySettings
+from extender.policy.rank.jobstates import job_states
+from extender.policy.scaling.scale_out import plan_scale_out
 from extender.state import crds
 from extender.state.gang_annotations import SUSPENDABLE_ANNOTATION, SUSPENDED_AT_ANNOTATION
 from extender.state.kueue import POD_SET_LABEL, QUEUE_NAME_LABEL, WORKLOAD_ANNOTATION

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from extender.policy import filter_pod
-from extender.policy.model import ClusterSnapshot, Role
-from extender.policy.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, MEMORY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import Role
 from extender.state import json_documents, manifests
 from extender.state.kinds import Kind
 from extender.state.manifests import SnapshotFileError, dump_state, dump_state_chunks, load_objects

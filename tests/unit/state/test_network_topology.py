@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.policy.model import Gather, GatherRule, NetworkLayer
+from extender.policy.core.views import Gather, GatherRule, NetworkLayer
 from extender.state import convert
 from extender.state.kinds import Kind
 from extender.state.manifests import dump_state

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from extender.policy.model import ClusterSnapshot, FailedPlan, PreemptionRecord, Reservation, Role
-from extender.policy.resources import CPU, EMPTY, MEMORY, PODS, Resources
+from extender.policy.core.resources import CPU, EMPTY, MEMORY, PODS, Resources
+from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan, Reservation
+from extender.policy.core.views import PreemptionRecord, Role
 from extender.state.convert import GANG_GROUPS_ANNOTATION as GANG_ANNOTATION
 from extender.state.convert import GANG_PLAN_ANNOTATION, PREEMPTION_ANNOTATION, plan_annotation, preemption_annotation
 from extender.state.feed import EventType

@@ -15,7 +15,7 @@ import pytest
 from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.scaler import ScalerLoop
-from extender.policy.settings import PolicySettings
+from extender.policy.core.settings import PolicySettings
 from tests.builders import Obj, cluster, cpu_nodes, make_k8s_podgroup, placed_job, running_gang, waiting_job
 
 SETTINGS = PolicySettings()
