@@ -1,0 +1,289 @@
+"""One contended run of the peer benchmark: submit a workload to one scheduler and follow its jobs to the end.
+
+`ContendedRun` submits each job at its arrival time (as a TFJob through training-operator, or as TFJob,
+PodGroup and pods made here), follows placements with a `PlacementWatch`, and once a job's gang is whole writes
+its completion time — the simulator's throughput model's run time for that placement — on its pods for kwok to
+complete them. Under Coscheduling it also writes each PodGroup's status as scheduler-plugins' controller would.
+A run ends when every job finished, or stalls; `run_contended` runs one workload for every seed and scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import threading
+import time
+from typing import Any
+
+import orjson
+
+from benchmarks.peer_lineup import Lineup, Scheduler
+from benchmarks.peer_outcomes import CONTENDED_COLUMNS, JobOutcome, RunSummary, fmt
+from benchmarks.peer_workloads import (
+    Contended,
+    contended,
+    job_container,
+    node_objects,
+    pod_roles,
+    prefixed,
+    set_nodes,
+    tfjob_object,
+)
+from benchmarks.scheduler_throughput import BindWatch, gang_pod, podgroup
+from extender.devcluster import COMPLETE_AFTER, LocalControlPlane
+from extender.devcluster.operator import start_operator
+from extender.policy.core.resources import CPU, GPU
+from extender.policy.core.views import Role
+from extender.sim.throughput import MODELS, Task, job_rate
+from extender.sim.workload import JobSpec
+from tests.e2e.bulk import Api, clear_namespace, create_all
+
+MERGE_PATCH = "application/merge-patch+json"
+CLEAR_TIMEOUT_S = 120.0
+"""Seconds a run's namespace has to lose its pods after the run."""
+
+
+class PlacementWatch(BindWatch):
+    """The bind watch, also recording each pod's node, its phase, and when it was first seen Succeeded."""
+
+    def __init__(self, api: Api, namespace: str) -> None:
+        super().__init__(api, namespace)
+        self.nodes: dict[str, str] = {}
+        self.done: dict[str, float] = {}
+        self.phases: dict[str, str] = {}
+
+    def observe(self, name: str, pod: dict[str, Any], now: float) -> None:
+        with self.changed:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node:
+                self.nodes.setdefault(name, node)
+            phase = (pod.get("status") or {}).get("phase") or "Pending"
+            self.phases[name] = phase
+            if phase == "Succeeded":
+                self.done.setdefault(name, now)
+            super().observe(name, pod, now)
+
+
+class ContendedRun:
+    """Submits a contended workload to one scheduler, completes each job when the throughput model says its
+    placement lets it finish, and records what happened to every job."""
+
+    def __init__(
+        self,
+        plane: LocalControlPlane,
+        api: Api,
+        case: Contended,
+        scheduler: Scheduler,
+        seed: int,
+        args: argparse.Namespace,
+    ) -> None:
+        self.plane = plane
+        self.api = api
+        self.case = case
+        self.scheduler = scheduler
+        self.seed = seed
+        self.args = args
+        self.namespace = f"{case.key}-{scheduler.key}-s{seed}"
+        self.node_prefix = f"{case.workload.name}-"
+        self.roles = {spec.name: pod_roles(spec) for spec in case.workload.jobs}
+        self.specs = {spec.name: spec for spec in case.workload.jobs}
+        self.outcomes: dict[str, JobOutcome] = {}
+        self.group_status: dict[str, dict[str, Any]] = {}
+        """PodGroup → the status last written for it (Coscheduling runs only, see `_write_group_status`)."""
+        self.lock = threading.Lock()
+        self.hardware = case.workload.hardware
+
+    def run(self) -> RunSummary:
+        self.api.call("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": self.namespace}}))
+        watch = PlacementWatch(self.api, self.namespace)
+        watch.start()
+        try:
+            summary = self._drive(watch)
+        finally:
+            watch.stop()
+            self.clean()
+        return summary
+
+    def _submit_all(self, started: float) -> None:
+        for spec in sorted(self.case.workload.jobs, key=lambda job: (job.arrival_s, job.name)):
+            delay = started + spec.arrival_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            self._submit(spec)
+
+    def _submit(self, spec: JobSpec) -> None:
+        body = tfjob_object(spec, self.scheduler.pod_scheduler)
+        submitted = time.monotonic()
+        if self.case.through_operator:
+            self.plane.create_tfjob(self.namespace, body)
+        else:
+            base = f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs"
+            uid = self.api.call("POST", base, orjson.dumps(body))["metadata"]["uid"]
+            group = podgroup(spec.name, spec.ps + spec.workers)
+            self.api.call(
+                "POST",
+                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups",
+                orjson.dumps(group),
+            )
+            pods = []
+            for name, role in self.roles[spec.name].items():
+                index = int(name.rsplit("-", 1)[1])
+                pod = gang_pod(spec.name, uid, role.name.lower(), index, self.scheduler.pod_scheduler)
+                pod["spec"]["containers"] = [job_container(spec, role)]
+                pods.append((f"/api/v1/namespaces/{self.namespace}/pods", name, orjson.dumps(pod)))
+            create_all(self.api, pods, min(4, self.args.threads), None)
+        with self.lock:
+            self.outcomes[spec.name] = JobOutcome(spec, submitted)
+
+    def _drive(self, watch: PlacementWatch) -> RunSummary:
+        started = time.monotonic()
+        submitter = threading.Thread(target=self._submit_all, args=(started,), name="submit", daemon=True)
+        submitter.start()
+        last_change, last_counts = time.monotonic(), (-1, -1, -1)
+        total = len(self.case.workload.jobs)
+        stalled = False
+        while True:
+            with watch.changed:
+                watch.changed.wait(0.5)
+                bound, nodes, done = dict(watch.bound), dict(watch.nodes), dict(watch.done)
+                phases = dict(watch.phases)
+            with self.lock:
+                outcomes = dict(self.outcomes)
+            for outcome in outcomes.values():
+                self._advance(outcome, bound, nodes, done)
+                if self.scheduler.key == "coscheduling":
+                    self._write_group_status(outcome.spec, phases)
+            now = time.monotonic()
+            counts = (len(outcomes), len(bound), len(done))
+            if counts != last_counts:
+                last_counts, last_change = counts, now
+            finished = sum(1 for outcome in outcomes.values() if outcome.finished is not None)
+            running = sum(1 for o in outcomes.values() if o.started is not None and o.finished is None)
+            if finished == total:
+                break
+            if len(outcomes) == total and not running and now - last_change > self.args.stall_s:
+                stalled = True
+                break
+            if now - started > self.args.run_timeout_s:
+                stalled = True
+                break
+        end = last_change if stalled else time.monotonic()
+        submitter.join(5)
+        with self.lock:
+            outcomes = dict(self.outcomes)
+        for outcome in outcomes.values():
+            pods = self.roles[outcome.spec.name]
+            outcome.bound_at_end = sum(1 for name in pods if name in bound)
+            self._count_held(outcome, bound, end)
+        return RunSummary(self.case.key, self.scheduler.key, self.seed, list(outcomes.values()), end, stalled)
+
+    def _advance(
+        self, outcome: JobOutcome, bound: dict[str, float], nodes: dict[str, str], done: dict[str, float]
+    ) -> None:
+        pods = self.roles[outcome.spec.name]
+        times = [bound[name] for name in pods if name in bound]
+        if times and outcome.first_bind is None:
+            outcome.first_bind = min(times)
+        if outcome.started is None and len(times) == len(pods) and all(name in nodes for name in pods):
+            outcome.started = max(times)
+            self._start(outcome, {name: nodes[name] for name in pods})
+        if outcome.started is not None and outcome.finished is None and all(name in done for name in pods):
+            outcome.finished = max(done[name] for name in pods)
+
+    def _write_group_status(self, spec: JobSpec, phases: dict[str, str]) -> None:
+        """Write the PodGroup's status as scheduler-plugins' PodGroup controller, which runs beside the
+        Coscheduling scheduler, does on every change of its pods (`pkg/controllers/podgroup_controller.go`):
+        counts of running, succeeded and failed pods and a phase. Coscheduling registers PodGroup updates as
+        what moves the pods it rejected back to its queue: without them, a gang turned away is retried only
+        when a new pod is added or after kube-scheduler's 5-minute flush of unschedulable pods."""
+        pods = [phases[name] for name in self.roles[spec.name] if name in phases]
+        minimum = spec.ps + spec.workers
+        running, succeeded = pods.count("Running"), pods.count("Succeeded")
+        failed = pods.count("Failed")
+        if len(pods) < minimum:
+            phase = "Pending"
+        elif succeeded >= minimum:
+            phase = "Finished"
+        elif running + succeeded >= minimum:
+            phase = "Running"
+        else:
+            phase = "Scheduling"
+        status = {"phase": phase, "running": running, "succeeded": succeeded, "failed": failed}
+        if self.group_status.get(spec.name) == status:
+            return
+        self.group_status[spec.name] = status
+        path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups/{spec.name}/status"
+        self.api.call("PATCH", path, orjson.dumps({"status": status}), ok=(200, 404), content_type=MERGE_PATCH)
+
+    def _start(self, outcome: JobOutcome, placement: dict[str, str]) -> None:
+        """The job's gang is whole: its run time in this placement, written on its pods as the time kwok
+        completes them."""
+        spec = outcome.spec
+        roles = self.roles[spec.name]
+        ps = [Task(placement[name], spec.requests(Role.PS)) for name, role in roles.items() if role is Role.PS]
+        workers = [
+            Task(placement[name], spec.requests(Role.WORKER)) for name, role in roles.items() if role is Role.WORKER
+        ]
+        rate = job_rate(MODELS[spec.model], spec.batch, ps, workers, self.hardware).samples_s
+        outcome.run_s = spec.samples / rate * self.case.time_scale
+        ps_nodes = {task.node for task in ps}
+        outcome.nodes = len(set(placement.values()))
+        outcome.workers = len(workers)
+        outcome.workers_beside_ps = sum(1 for task in workers if task.node in ps_nodes)
+        assert outcome.started is not None
+        wall = time.time() - (time.monotonic() - outcome.started) + outcome.run_s
+        stamp = datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat().replace("+00:00", "Z")
+        patch = orjson.dumps({"metadata": {"annotations": {COMPLETE_AFTER: stamp}}})
+        for name in roles:
+            self.api.call("PATCH", f"/api/v1/namespaces/{self.namespace}/pods/{name}", patch, content_type=MERGE_PATCH)
+
+    def _count_held(self, outcome: JobOutcome, bound: dict[str, float], end: float) -> None:
+        """Resource-seconds held by the job's pods bound before its gang was whole (to the end if never)."""
+        whole = outcome.started if outcome.started is not None else end
+        spec = outcome.spec
+        held: dict[str, float] = {}
+        for name, role in self.roles[spec.name].items():
+            if name in bound and bound[name] < whole:
+                requests = spec.requests(role)
+                for resource in (CPU, GPU):
+                    held[resource] = held.get(resource, 0.0) + requests.get(resource) * (whole - bound[name])
+        outcome.held = held
+
+    def clean(self) -> None:
+        clear_namespace(self.api, self.namespace, self.args.threads, CLEAR_TIMEOUT_S)
+        time.sleep(self.args.settle_s)
+
+
+def run_contended(
+    plane: LocalControlPlane,
+    lineup: Lineup,
+    schedulers: list[Scheduler],
+    key: str,
+    args: argparse.Namespace,
+    seeds: list[int],
+    runs: list[RunSummary],
+) -> None:
+    """Every run of one contended workload, appended to `runs` as it ends."""
+    api = Api(plane.api_port, plane.token)
+    if key == "kod2" and "training-operator" not in plane.processes:
+        start_operator(plane)
+    try:
+        for seed in seeds:
+            case = contended(key, seed, args)
+            set_nodes(api, node_objects(case.workload), args.threads)
+            case = Contended(case.key, prefixed(case.workload), case.time_scale, case.through_operator)
+            for scheduler in schedulers:
+                with lineup.running(scheduler):
+                    time.sleep(args.settle_s)
+                    summary = ContendedRun(plane, api, case, scheduler, seed, args).run()
+                values = summary.values()
+                print(
+                    f"# {key} seed {seed} {scheduler.key}: "
+                    + ", ".join(f"{title} {fmt(t, values[k])}" for k, title, t in CONTENDED_COLUMNS)
+                    + (" (stalled)" if summary.stalled else ""),
+                    flush=True,
+                )
+                runs.append(summary)
+    finally:
+        if key == "kod2":
+            plane.stop_process("training-operator")

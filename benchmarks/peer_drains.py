@@ -1,0 +1,156 @@
+"""The peer benchmark's drains: the throughput benchmark's drain against each scheduler of the line-up.
+
+`run_drains` makes each count of drain nodes, then per seed and scheduler runs the chosen phases (plain pods,
+gangs of 8, one 64-pod gang) through `PeerBench`, the throughput benchmark's `Bench` pointed at the scheduler
+that runs now. Around each phase `drain_costs` reads the running totals of kube-scheduler's and the extender's
+Prometheus metrics (`metric_sums`), so a `DrainRow` holds the phase's result and its costs per pod bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+from benchmarks.peer_lineup import SCHEDULERS, Lineup, Scheduler
+from benchmarks.peer_workloads import set_nodes
+from benchmarks.scheduler_throughput import Bench, Phase, Result
+from extender.devcluster import UNVERIFIED_TLS, LocalControlPlane, kwok_node
+from tests.e2e.bulk import Api
+
+IN_TREE_POINTS = ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit")
+"""kube-scheduler's extension points whose plugin time counts as its own work in a scheduling attempt."""
+DRAIN_NODE_CPU, DRAIN_NODE_MEMORY, DRAIN_NODE_PODS = "32", "128Gi", 250
+"""Each drain node: as the throughput benchmark's."""
+
+
+DRAIN_PHASES = (("plain", 0), ("gang8", 8), ("gang64", 64))
+
+
+class PeerBench(Bench):
+    """The throughput benchmark's drain, against whichever scheduler of the line-up runs now."""
+
+    scheduler: Scheduler = SCHEDULERS["ours"]
+
+    def scheduler_name(self, phase: Phase) -> str:
+        return self.scheduler.pod_scheduler
+
+    def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
+        extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.key == "ours" else {}
+        return {
+            "sched": (self.plane.pid(self.scheduler.process),),
+            "bench": (os.getpid(),),
+            **extender,
+            **{name: (self.plane.pid(name),) for name in ("kube-apiserver", "etcd", "kwok")},
+        }
+
+
+SCHEDULER_SUMS = {
+    "algorithm": ("scheduler_scheduling_algorithm_duration_seconds_sum", {}),
+    **{
+        point: ("scheduler_framework_extension_point_duration_seconds_sum", {"extension_point": point})
+        for point in IN_TREE_POINTS
+    },
+}
+"""What is read from the kube-scheduler under test: the time its scheduling algorithm took (in-tree plugins and
+extender calls), and the time of each extension point its plugins ran (the extender is none of them)."""
+EXTENDER_SUMS = {
+    "filter_s": ("tfjob_extender_verb_duration_seconds_sum", {"verb": "filter"}),
+    "prioritize_s": ("tfjob_extender_verb_duration_seconds_sum", {"verb": "prioritize"}),
+    "filter_calls": ("tfjob_extender_verb_duration_seconds_count", {"verb": "filter"}),
+    "prioritize_calls": ("tfjob_extender_verb_duration_seconds_count", {"verb": "prioritize"}),
+}
+
+
+def metric_sums(text: str, wanted: dict[str, tuple[str, dict[str, str]]]) -> dict[str, float]:
+    """Key → the sum over the series of `text` (Prometheus text format) with that name and those labels."""
+    sums = dict.fromkeys(wanted, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        name, _, rest = line.partition("{")
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', rest[: rest.rfind("}")])) if rest else {}
+        if not rest:
+            name = line.split(" ", 1)[0]
+        for key, (metric, selector) in wanted.items():
+            if name == metric and all(labels.get(k) == v for k, v in selector.items()):
+                sums[key] += float(line.rsplit(" ", 1)[1])
+    return sums
+
+
+def read_metrics(url: str, token: str = "") -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=10, context=UNVERIFIED_TLS if token else None) as response:
+        return str(response.read().decode())
+
+
+@dataclass
+class DrainRow:
+    nodes: int
+    scheduler: str
+    phase: str
+    seed: int
+    result: Result
+    costs: dict[str, float] = field(default_factory=dict)
+    """Per pod bound: kube-scheduler's algorithm and in-tree plugin milliseconds, the extender's verb
+    milliseconds and calls (`metric_sums` over the phase)."""
+
+
+def run_drains(
+    plane: LocalControlPlane,
+    lineup: Lineup,
+    schedulers: list[Scheduler],
+    args: argparse.Namespace,
+    seeds: list[int],
+    rows: list[DrainRow],
+) -> None:
+    """Every drain of the line-up, appended to `rows` as it ends (an interrupted run still reports them)."""
+    api = Api(plane.api_port, plane.token)
+    bench = PeerBench(plane, args)
+    for count in args.drain_nodes:
+        nodes = [
+            kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
+            for i in range(count)
+        ]
+        set_nodes(api, nodes, args.threads)
+        time.sleep(args.settle_s)
+        for seed in seeds:
+            for scheduler in schedulers:
+                bench.scheduler = scheduler
+                with lineup.running(scheduler):
+                    time.sleep(args.settle_s)
+                    for phase_key, size in DRAIN_PHASES:
+                        if phase_key not in args.drain_phases:
+                            continue
+                        phase = Phase(
+                            f"{scheduler.key}-{phase_key}", f"{count}n {scheduler.key} {phase_key}", scheduler.key, size
+                        )
+                        before = drain_costs(plane, lineup, scheduler)
+                        result = bench.run(phase, "drain")
+                        after = drain_costs(plane, lineup, scheduler)
+                        costs = {
+                            key: (after[key] - before[key]) / max(1, result.bound) * (1 if "calls" in key else 1000)
+                            for key in after
+                        }
+                        rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
+
+
+def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) -> dict[str, float]:
+    """The running totals `DrainRow.costs` is the difference of (the clean-up between phases calls no verb
+    and schedules nothing)."""
+    sums = metric_sums(read_metrics(f"https://127.0.0.1:{lineup.port}/metrics", plane.token), SCHEDULER_SUMS)
+    totals = {"sched_algorithm_ms": sums["algorithm"], "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS)}
+    if scheduler.key == "ours":
+        extender = metric_sums(read_metrics(f"http://127.0.0.1:{plane.extender_port}/metrics"), EXTENDER_SUMS)
+        totals.update(
+            {
+                "extender_filter_ms": extender["filter_s"],
+                "extender_prioritize_ms": extender["prioritize_s"],
+                "filter_calls": extender["filter_calls"],
+                "prioritize_calls": extender["prioritize_calls"],
+            }
+        )
+    return totals

@@ -1,0 +1,82 @@
+"""The peer benchmark's line-up: which schedulers run, and how each is started and stopped.
+
+Each `Scheduler` names the `schedulerName` its pods carry and its kube-scheduler's process in the control plane.
+`Lineup` starts one of them at a time on the shared `LocalControlPlane` — the extender and kube-scheduler with
+the repo's profile for `ours`, the Coscheduling build with scheduler-plugins' profile for `coscheduling`, the
+default profile for `default` — all from the plane's own scheduler settings, so every scheduler gets the same
+client rate limit and `percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from extender.devcluster import LocalControlPlane
+
+VOLCANO = (
+    "Volcano: left out — the Go module proxy answers 403 'This module version is not available' for "
+    "volcano.sh/volcano v1.13.0 and v1.12.2, so its cmd/scheduler cannot be built here"
+)
+METRICS_WITHOUT_AUTH = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+"""kube-scheduler's /metrics answers the benchmark without a token review (it listens on 127.0.0.1 only)."""
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    key: str
+    pod_scheduler: str
+    """The `schedulerName` its pods carry."""
+    process: str
+    """Its kube-scheduler's process name in the control plane."""
+
+
+SCHEDULERS = {
+    "ours": Scheduler("ours", "tfjob-scheduler", "kube-scheduler"),
+    "coscheduling": Scheduler("coscheduling", "scheduler-plugins-scheduler", "cosched-scheduler"),
+    "default": Scheduler("default", "default-scheduler", "default-scheduler"),
+}
+COSCHEDULING_PROFILE: dict[str, Any] = {
+    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}},
+    "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}],
+}
+"""As scheduler-plugins' Helm chart (`as-a-second-scheduler`) configures the plugin."""
+
+
+class Lineup:
+    """Starts one scheduler under test at a time on the control plane, and stops it."""
+
+    def __init__(self, plane: LocalControlPlane, coscheduling_binary: Path | None) -> None:
+        self.plane = plane
+        self.coscheduling_binary = coscheduling_binary
+        self.port = 0
+        """The secure port of the kube-scheduler under test (its /metrics), while one runs."""
+
+    def settings(self, scheduler: Scheduler) -> dict[str, Any]:
+        settings = self.plane.scheduler_settings()
+        if scheduler.key == "ours":
+            return settings
+        profile = {**settings["profiles"][0], "schedulerName": scheduler.pod_scheduler}
+        if scheduler.key == "coscheduling":
+            profile.update(COSCHEDULING_PROFILE)
+        return {**{key: value for key, value in settings.items() if key != "extenders"}, "profiles": [profile]}
+
+    @contextlib.contextmanager
+    def running(self, scheduler: Scheduler) -> Iterator[None]:
+        binary = self.coscheduling_binary if scheduler.key == "coscheduling" else None
+        if scheduler.key == "ours":
+            self.plane.start_extender()
+        try:
+            self.port = self.plane.start_scheduler(
+                scheduler.process, self.settings(scheduler), binary=binary, extra_args=(METRICS_WITHOUT_AUTH,)
+            )
+            try:
+                yield
+            finally:
+                self.plane.stop_process(scheduler.process)
+        finally:
+            if scheduler.key == "ours":
+                self.plane.stop_extender()
