@@ -34,7 +34,6 @@ from extender.sim.workload import (
 )
 from tests.e2e.bulk import Api, create_all, delete_all, list_all
 
-JOB_LABEL = "training.kubeflow.org/job-name"
 CPU_MIX_JOBS = 24
 CPU_MIX_NODES = 8
 CPU_MIX_NODE_CPU = 16

@@ -58,12 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # `name as name`: the benchmark's pure parts, importable from the module users run as from their own.
 from benchmarks.peer_contended import run_contended
 from benchmarks.peer_drains import DRAIN_PHASES, DrainRow, run_drains
-from benchmarks.peer_drains import metric_sums as metric_sums
 from benchmarks.peer_lineup import SCHEDULERS, VOLCANO, Lineup
-from benchmarks.peer_outcomes import CONTENDED_COLUMNS, fmt
-from benchmarks.peer_outcomes import JobOutcome as JobOutcome
-from benchmarks.peer_outcomes import RunSummary as RunSummary
-from benchmarks.peer_workloads import cpu_mix as cpu_mix
+from benchmarks.peer_outcomes import CONTENDED_COLUMNS, RunSummary, fmt
 from extender.devcluster import LocalControlPlane, build_control_plane
 
 # -- reports -----------------------------------------------------------------------------------------------

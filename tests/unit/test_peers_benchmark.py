@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.peers import JobOutcome, RunSummary, cpu_mix, metric_sums
+from benchmarks.peer_drains import metric_sums
+from benchmarks.peer_outcomes import JobOutcome, RunSummary
+from benchmarks.peer_workloads import cpu_mix
 from extender.policy.core.resources import CPU, GPU
 from extender.sim.workload import JobSpec
 
