@@ -19,7 +19,8 @@ Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; 
 come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
 action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
 `records` and a count in `counts` (the HTTP layer serves them at `/debug/scaler` and `/metrics`); jobs
-left alone get one Event per reason.
+left alone get one Event per reason. Each action's kind and outcome are `Literal`s (`ScalerActionKind`,
+`ScalerOutcome`), with the reason an action was not done beside them.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from collections import Counter as CounterOf
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from extender.loops.actuator import EvictionRefused, ScalingActuator
-from extender.loops.leadership import AlwaysLeader, LeaderElector
+from extender.loops.leadership import AlwaysLeader, LeaderElector, TickRole, tick_role
 from extender.loops.ticking import Ticker
 from extender.policy.consolidation import plan_consolidation
 from extender.policy.ledger import LedgerChange
@@ -48,7 +50,17 @@ from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
 
-DRY_RUN = "dry-run: planned, not carried out"
+ScalerActionKind = Literal["scale-out", "migrate"]
+"""What a scaler action does: add workers to a job, or move one worker onto its PS node."""
+
+ACTION_KINDS: dict[ActionKind, ScalerActionKind] = {ActionKind.SCALE_OUT: "scale-out", ActionKind.MIGRATE: "migrate"}
+
+ScalerOutcome = Literal["done", "stale", "failed", "refused", "dry-run"]
+"""What became of a scaler action: done; stale (the cluster or the job changed since the plan); failed (an
+API error); refused (a PodDisruptionBudget forbade the eviction); dry-run (planned in shadow mode)."""
+
+OUTCOME_TEXT: dict[ScalerOutcome, str] = {"refused": "refused by a PodDisruptionBudget"}
+"""How an outcome reads before its detail, where that differs from the outcome itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +68,7 @@ class ScalerRecord:
     """One action the scaler carried out (or tried), as `/debug/scaler` shows it."""
 
     at: float
-    kind: str
+    kind: ScalerActionKind
     job: str
     replicas_from: int
     replicas_to: int
@@ -64,8 +76,14 @@ class ScalerRecord:
     plan: tuple[tuple[str, str], ...]
     """(pod, node) the extender is told to steer to."""
     reason: str
-    outcome: str
-    """`done`, or why it was not applied."""
+    result: ScalerOutcome
+    detail: str = ""
+    """Why it was not done ("" when it was done)."""
+
+    @property
+    def outcome(self) -> str:
+        """`done`, or the outcome and why, as one line (e.g. `stale: the pod is already gone`)."""
+        return "done" if self.result == "done" else f"{OUTCOME_TEXT.get(self.result, self.result)}: {self.detail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +100,13 @@ class ScalerCounts:
     """What the scaler has done since it started, as plain counters (the HTTP layer exports them to
     Prometheus)."""
 
-    actions: CounterOf[tuple[str, str]] = field(default_factory=CounterOf)
+    actions: CounterOf[tuple[ScalerActionKind, ScalerOutcome]] = field(default_factory=CounterOf)
     """(kind, outcome) → actions: scale-out or migrate; done, stale, failed, refused, dry-run."""
     left_alone: int = 0
     """Elastic TFJobs reported as left alone (once per job and reason)."""
     conflicts: int = 0
     """TFJob writes refused with 409 Conflict and retried."""
-    ticks: CounterOf[str] = field(default_factory=CounterOf)
+    ticks: CounterOf[TickRole] = field(default_factory=CounterOf)
     """Role (leader, follower) → ticks."""
 
 
@@ -149,7 +167,7 @@ class ScalerLoop:
     def tick(self, now: float) -> list[ScalerRecord]:
         """One pass on a fresh snapshot; returns the actions carried out (none unless leading)."""
         self.leading = self.leader.holds()
-        self.counts.ticks["leader" if self.leading else "follower"] += 1
+        self.counts.ticks[tick_role(self.leading)] += 1
         if not self.leading:
             return []
         self.state.release_expired(now)
@@ -165,7 +183,8 @@ class ScalerLoop:
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
         if self.dry_run:
             moves = plan_consolidation(snapshot, self.settings, now, cooldowns, self.last_consolidation)
-            shadow = [self._record(action, now, DRY_RUN) for action in (*grow.actions, *moves.actions)]
+            planned = (*grow.actions, *moves.actions)
+            shadow = [self._record(action, now, "dry-run", "planned, not carried out") for action in planned]
             self.left_alone = dict(grow.skipped)
             self.records.extend(shadow)
             self._quiet = (snapshot.generation, now)
@@ -210,8 +229,9 @@ class ScalerLoop:
     def _scale_out(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         group = action.placements[0].group if action.placements else ""
         if not self.state.commit(LedgerChange(reserve=action.placements), decided_on=snapshot.generation):
-            return self._record(action, now, "stale: the cluster changed since the plan was made")
-        outcome = "done"
+            return self._record(action, now, "stale", "the cluster changed since the plan was made")
+        outcome: ScalerOutcome = "done"
+        detail = ""
         try:
             annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
             resize = self.actuator.resize_workers(
@@ -219,23 +239,25 @@ class ScalerLoop:
             )
             self.counts.conflicts += resize.conflicts
             if not resize.applied:
-                outcome = f"stale: the job has {resize.observed} workers now, planned from {action.replicas_from}"
+                outcome = "stale"
+                detail = f"the job has {resize.observed} workers now, planned from {action.replicas_from}"
         except Exception as error:
             log.exception("scale-out of %s failed", action.job)
-            outcome = f"failed: {error}"
+            outcome, detail = "failed", str(error)
         if outcome != "done":
             self.state.commit(LedgerChange(release_groups=(group,) if group else ()), decided_on=None)
         else:
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "ScaledOut", action.reason)
-        return self._record(action, now, outcome)
+        return self._record(action, now, outcome, detail)
 
     def _migrate(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         pod = snapshot.pods.get(action.pods[0])
-        outcome = "done"
+        outcome: ScalerOutcome = "done"
+        detail = ""
         try:
             if pod is None or not self.actuator.restart_pod(pod, action.reason):
-                outcome = "stale: the pod is already gone"
+                outcome, detail = "stale", "the pod is already gone"
             else:
                 self.migrations[pod.key] = Migration(pod.uid, action.placements[0], now)
                 annotations = {
@@ -245,24 +267,34 @@ class ScalerLoop:
                 self.actuator.annotate_job(action.job, annotations)
         except EvictionRefused as error:
             log.info("migration of %s not done: %s", action.pods[0], error)
-            outcome = f"refused by a PodDisruptionBudget: {error}"
+            outcome, detail = "refused", str(error)
         except Exception as error:
             log.exception("migration of %s failed", action.pods[0])
-            outcome = f"failed: {error}"
+            outcome, detail = "failed", str(error)
         if outcome == "done":
             self.last_consolidation[action.job] = now
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "WorkerMigrated", action.reason)
-        return self._record(action, now, outcome)
+        return self._record(action, now, outcome, detail)
 
-    def _record(self, action: ScalingAction, now: float, outcome: str) -> ScalerRecord:
-        kind = action.kind.value
-        self.counts.actions[(kind, outcome.split(":")[0])] += 1
-        log.info("%s %s: %s (%s)", kind, action.job, action.reason, outcome)
+    def _record(self, action: ScalingAction, now: float, outcome: ScalerOutcome, detail: str = "") -> ScalerRecord:
+        kind = ACTION_KINDS[action.kind]
+        self.counts.actions[(kind, outcome)] += 1
         plan = tuple((r.pod, r.node) for r in action.placements)
-        return ScalerRecord(
-            now, kind, action.job, action.replicas_from, action.replicas_to, action.pods, plan, action.reason, outcome
+        record = ScalerRecord(
+            now,
+            kind,
+            action.job,
+            action.replicas_from,
+            action.replicas_to,
+            action.pods,
+            plan,
+            action.reason,
+            outcome,
+            detail,
         )
+        log.info("%s %s: %s (%s)", kind, action.job, action.reason, record.outcome)
+        return record
 
     def _report_left_alone(self, skipped: tuple[tuple[str, str], ...]) -> None:
         self.left_alone = dict(skipped)
@@ -280,4 +312,4 @@ def _plan_annotation(action: ScalingAction) -> str:
     return plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
-__all__ = ["ActionKind", "Migration", "ScalerCounts", "ScalerLoop", "ScalerRecord"]
+__all__ = ["ActionKind", "Migration", "ScalerActionKind", "ScalerCounts", "ScalerLoop", "ScalerOutcome", "ScalerRecord"]
