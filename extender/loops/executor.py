@@ -1,16 +1,12 @@
 """The preemption executor: carries out what the loop chose, through the actuator, on the committed model.
 
-Admitting a gang is one commit: its plan is reserved and published. A preemption takes more steps, in an
-order that never acts on a stale decision. The Eviction API is asked, as a dry run, whether every victim
-may be evicted (a PodDisruptionBudget may forbid it); the freed capacity is reserved for every member of
-the preemptor gang and the preemption remembered, in one commit that fails if the model moved under the
-plan; the preemption is announced on the preemptor's first PodGroup (`tfjob-extender.io/preemption`, with
-that PodGroup's plan, in one write), so a process serving `filter` apart from this loop knows the victims
-before training-operator recreates the first one evicted; whole victim gangs are evicted, the jobs taken
-by suspension suspended (`suspension.SuspensionKeeper`), the Worker replicas of scaled-in jobs lowered,
-and the plan of every other PodGroup published. When a PodDisruptionBudget refuses an eviction, in the dry
-run or for real, the preemption is abandoned whole: the reservation and its announcement are withdrawn,
-a `PreemptionBlocked` Event goes on the preemptor's TFJob, and the gang is tried again after
+Admitting a gang, or holding the workers a scaler planned on TFJobs (`tfjob-extender.io/worker-plan`), is one
+commit. A preemption is carried out in an order that never acts on a stale decision: the Eviction API's dry
+run for every victim; one commit reserving the freed room for the preemptor gang (refused if the model moved
+under the plan); the announcement on its first PodGroup (`tfjob-extender.io/preemption`, so a process serving
+`filter` apart from this loop knows the victims first); then the evictions, the suspensions (`suspension`),
+the scale-in writes and the other PodGroups' plans. A PodDisruptionBudget refusal, in the dry run or for real,
+abandons the preemption whole, withdraws its reservation and announcement, and the gang is tried again after
 `pdb_retry_s`. Half-placed gangs past their deadline are completed or released whole here too.
 """
 
@@ -25,10 +21,12 @@ from extender.loops.preemption_counts import PreemptionCounts, PreemptionOutcome
 from extender.loops.suspension import SuspensionKeeper
 from extender.policy.gang import GangVerdict
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord, Role
+from extender.policy.model import ClusterSnapshot, GangKey, PodView, PreemptionRecord, Reservation, Role
 from extender.policy.partial import PartialGang
 from extender.policy.preemption.choice import carried_out
 from extender.policy.preemption.victims import PreemptionPlan
+from extender.policy.workerplan import imported_reservations
+from extender.state.commits import decide_and_commit
 from extender.state.gang_annotations import (
     GANG_PLAN_ANNOTATION,
     PREEMPTION_ANNOTATION,
@@ -53,7 +51,8 @@ class PreemptionExecutor:
     pdb_retry_s: float
     """Seconds before a preemption a PodDisruptionBudget refused is tried again for the same gang."""
     dry_run: bool
-    """Shadow mode: half-placed gangs are only logged (the loop carries out nothing else in it)."""
+    """Shadow mode: worker plans are not imported and half-placed gangs only logged (the loop carries out
+    nothing else in it)."""
     blocked: dict[str, tuple[float, str]] = field(default_factory=dict)
     """Gang → (when its preemption may be tried again, why it was refused) after a PodDisruptionBudget
     refused an eviction."""
@@ -65,6 +64,14 @@ class PreemptionExecutor:
         if plan is not None and self.blocked.get(plan.gang, (0.0, ""))[0] > now:
             return None
         return plan
+
+    def import_worker_plans(self, now: float) -> None:
+        """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""
+        if self.dry_run:
+            return
+        outcome = decide_and_commit(self.state, lambda snapshot: _Imported(imported_reservations(snapshot, now)))
+        if not outcome.committed:
+            log.debug("worker plans not reserved this tick: the model kept changing")
 
     def admit(self, snapshot: ClusterSnapshot, verdict: GangVerdict) -> bool:
         """Reserve and publish the plan of a gang that may start now; False when the model moved under it."""
@@ -190,6 +197,17 @@ class PreemptionExecutor:
         for job in sorted({pod.job for key in members if (pod := snapshot.pods.get(key)) is not None and pod.job}):
             self.actuator.record_event("TFJob", job, "PreemptionBlocked", reason)
         return "blocked"
+
+
+@dataclass(frozen=True, slots=True)
+class _Imported:
+    """Worker-plan reservations to hold, as a decision the commit seam can apply."""
+
+    reservations: list[Reservation]
+
+    @property
+    def change(self) -> LedgerChange:
+        return LedgerChange(reserve=tuple(self.reservations))
 
 
 def _evicted_victims(plan: PreemptionPlan) -> list[PodView]:

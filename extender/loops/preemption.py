@@ -26,15 +26,12 @@ from extender.loops.reporter import PreemptionReporter
 from extender.loops.run_clock import RunClock
 from extender.loops.suspension import SuspensionKeeper
 from extender.loops.ticking import Ticker
-from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, PreemptionRecord, Reservation
+from extender.policy.model import ClusterSnapshot, PreemptionRecord
 from extender.policy.partial import overdue_partial_gangs
 from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.queue import queue_of
 from extender.policy.settings import PolicySettings
-from extender.policy.workerplan import imported_reservations
-from extender.state.commits import decide_and_commit
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -148,7 +145,7 @@ class PreemptionLoop:
     def _settle(self, now: float) -> tuple[ClusterSnapshot, tuple[str, ...]]:
         """Step 1: release, import, resume and weigh; the snapshot to choose on and the starving gangs."""
         self.state.release_expired(now)
-        self._import_worker_plans(now)
+        self.executor.import_worker_plans(now)
         snapshot = self.state.snapshot()
         self.suspensions.resume_suspended(snapshot, now)
         if self.suspensions.weigh(snapshot, now):
@@ -237,22 +234,3 @@ class PreemptionLoop:
             log.info("would carry out (dry run): %s", plan.reason)
         self._quiet = (snapshot.generation, starving, now)
         return plan
-
-    def _import_worker_plans(self, now: float) -> None:
-        """Reserve the workers a scaler (maybe in another process) planned on TFJobs and not placed yet."""
-        if self.dry_run:
-            return
-        outcome = decide_and_commit(self.state, lambda snapshot: _Imported(imported_reservations(snapshot, now)))
-        if not outcome.committed:
-            log.debug("worker plans not reserved this tick: the model kept changing")
-
-
-@dataclass(frozen=True, slots=True)
-class _Imported:
-    """Worker-plan reservations to hold, as a decision the commit seam can apply."""
-
-    reservations: list[Reservation]
-
-    @property
-    def change(self) -> LedgerChange:
-        return LedgerChange(reserve=tuple(self.reservations))

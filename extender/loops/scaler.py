@@ -19,25 +19,31 @@ Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; 
 come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
 action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
 `records` and a count in `counts` (the HTTP layer serves them at `/debug/scaler` and `/metrics`); jobs
-left alone get one Event per reason. Each action's kind and outcome are `Literal`s (`ScalerActionKind`,
-`ScalerOutcome`), with the reason an action was not done beside them.
+left alone get one Event per reason. Each action's kind and outcome are `Literal`s (`scaler_records`), with
+the reason an action was not done beside them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter as CounterOf
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from extender.loops.actuator import EvictionRefused, ScalingActuator
-from extender.loops.leadership import AlwaysLeader, LeaderElector, TickRole, tick_role
+from extender.loops.leadership import AlwaysLeader, LeaderElector, tick_role
+from extender.loops.scaler_records import (
+    ACTION_KINDS,
+    Migration,
+    ScalerActionKind,
+    ScalerCounts,
+    ScalerOutcome,
+    ScalerRecord,
+)
 from extender.loops.ticking import Ticker
 from extender.policy.consolidation import plan_consolidation
 from extender.policy.ledger import LedgerChange
-from extender.policy.model import ClusterSnapshot, Reservation
+from extender.policy.model import ClusterSnapshot
 from extender.policy.scaling import ActionKind, ScalingAction, plan_scale_out
 from extender.policy.settings import PolicySettings
 from extender.state.convert import (
@@ -49,65 +55,6 @@ from extender.state.convert import (
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
-
-ScalerActionKind = Literal["scale-out", "migrate"]
-"""What a scaler action does: add workers to a job, or move one worker onto its PS node."""
-
-ACTION_KINDS: dict[ActionKind, ScalerActionKind] = {ActionKind.SCALE_OUT: "scale-out", ActionKind.MIGRATE: "migrate"}
-
-ScalerOutcome = Literal["done", "stale", "failed", "refused", "dry-run"]
-"""What became of a scaler action: done; stale (the cluster or the job changed since the plan); failed (an
-API error); refused (a PodDisruptionBudget forbade the eviction); dry-run (planned in shadow mode)."""
-
-OUTCOME_TEXT: dict[ScalerOutcome, str] = {"refused": "refused by a PodDisruptionBudget"}
-"""How an outcome reads before its detail, where that differs from the outcome itself."""
-
-
-@dataclass(frozen=True, slots=True)
-class ScalerRecord:
-    """One action the scaler carried out (or tried), as `/debug/scaler` shows it."""
-
-    at: float
-    kind: ScalerActionKind
-    job: str
-    replicas_from: int
-    replicas_to: int
-    pods: tuple[str, ...]
-    plan: tuple[tuple[str, str], ...]
-    """(pod, node) the extender is told to steer to."""
-    reason: str
-    result: ScalerOutcome
-    detail: str = ""
-    """Why it was not done ("" when it was done)."""
-
-    @property
-    def outcome(self) -> str:
-        """`done`, or the outcome and why, as one line (e.g. `stale: the pod is already gone`)."""
-        return "done" if self.result == "done" else f"{OUTCOME_TEXT.get(self.result, self.result)}: {self.detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """A worker deleted to be recreated on `target.node`."""
-
-    old_uid: str
-    target: Reservation
-    started: float
-
-
-@dataclass
-class ScalerCounts:
-    """What the scaler has done since it started, as plain counters (the HTTP layer exports them to
-    Prometheus)."""
-
-    actions: CounterOf[tuple[ScalerActionKind, ScalerOutcome]] = field(default_factory=CounterOf)
-    """(kind, outcome) → actions: scale-out or migrate; done, stale, failed, refused, dry-run."""
-    left_alone: int = 0
-    """Elastic TFJobs reported as left alone (once per job and reason)."""
-    conflicts: int = 0
-    """TFJob writes refused with 409 Conflict and retried."""
-    ticks: CounterOf[TickRole] = field(default_factory=CounterOf)
-    """Role (leader, follower) → ticks."""
 
 
 @dataclass
