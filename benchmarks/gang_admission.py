@@ -96,7 +96,7 @@ def waiting_gangs(gangs: int) -> list[dict[str, Any]]:
 
 
 def time_loop_pass(snap: ClusterSnapshot, now: float, runs: int) -> tuple[list[float], str]:
-    loop = PreemptionLoop(ClusterState(), RecordingActuator(), SETTINGS, lambda: now)
+    knobs = PreemptionLoop(ClusterState(), RecordingActuator(), SETTINGS, lambda: now).loop_settings
 
     def walk() -> str:
         choice = choose_preemption(
@@ -104,9 +104,9 @@ def time_loop_pass(snap: ClusterSnapshot, now: float, runs: int) -> tuple[list[f
             SETTINGS,
             now,
             {},
-            max_gangs=loop.max_gangs_per_tick,
-            max_checked=loop.max_gangs_checked_per_tick,
-            max_walked=loop.max_gangs_walked_per_tick,
+            max_gangs=knobs.max_gangs_per_tick,
+            max_checked=knobs.max_gangs_checked_per_tick,
+            max_walked=knobs.max_gangs_walked_per_tick,
         )
         return "admit" if choice.admit else ("preempt" if choice.plan else f"nothing ({len(choice.refused)} refused)")
 

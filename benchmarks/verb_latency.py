@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,7 +161,12 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
     from extender.loops.scaler import ScalerLoop
 
     preemption = PreemptionLoop(
-        state, RecordingActuator(), settings.policy, time.time, interval_s=interval, dry_run=True
+        state,
+        RecordingActuator(),
+        settings.policy,
+        time.time,
+        replace(settings.preemption_loop, interval_s=interval),
+        dry_run=True,
     )
     scaler = ScalerLoop(
         state,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.policy.core.setting_rules import SettingValueError, policy_from_mapping
 from extender.policy.core.settings import PolicySettings
 
@@ -113,6 +114,9 @@ class Settings:
     """Shadow mode: the preemption loop and the scaler plan as usual and show what they would do, but never
     act on the cluster nor change the model (`--dry-run`)."""
     scaler: ScalerSettings = field(default_factory=lambda: ScalerSettings())
+    preemption_loop: PreemptionLoopSettings = field(default_factory=PreemptionLoopSettings)
+    """How the preemption loop runs: its interval, per-tick limits and retry delays (its policy is in
+    `policy`)."""
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
     """TLS and who may call the verb listener (see `extender.api.auth`); nothing by default (loopback)."""
     log_repeat_interval_s: float = 30.0

@@ -10,6 +10,7 @@ the loop runs in its process, `tfjob-extender loops` always.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -17,8 +18,11 @@ from prometheus_client.registry import Collector
 
 from extender.loops.preemption import PreemptionLoop
 
+Label = TypeVar("Label", bound=str)
+"""The label values of one counter family (a `Literal` of the loop's outcomes)."""
 
-def counter_by(name: str, documentation: str, label: str, counts: Mapping[str, int]) -> CounterMetricFamily:
+
+def counter_by(name: str, documentation: str, label: str, counts: Mapping[Label, int]) -> CounterMetricFamily:
     """A counter family with one sample per key of `counts` (copied first: a tick may be adding to it)."""
     family = CounterMetricFamily(name, documentation, labels=[label])
     for key, value in sorted(dict(counts).items()):

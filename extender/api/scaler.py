@@ -68,7 +68,7 @@ class ScalerCollector(Collector):
         counts = self.loop.counts
         actions = CounterMetricFamily(
             "tfjob_extender_scaler_actions",
-            "Scaler actions by kind (scale-out, migrate) and outcome (done, stale, failed).",
+            "Scaler actions by kind (scale-out, migrate) and outcome (done, stale, failed, refused, dry-run).",
             labels=["kind", "outcome"],
         )
         for (kind, outcome), value in sorted(dict(counts.actions).items()):

@@ -95,6 +95,7 @@ def make_loops(
             actuator,
             settings.policy,
             time.time,
+            settings.preemption_loop,
             dry_run=settings.dry_run,
             leader=lease,
             publish=publisher.publish,

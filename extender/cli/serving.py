@@ -191,7 +191,9 @@ def shadow_loops(
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
 
-    preemption = PreemptionLoop(state, RecordingActuator(), settings.policy, time.time, dry_run=True)
+    preemption = PreemptionLoop(
+        state, RecordingActuator(), settings.policy, time.time, settings.preemption_loop, dry_run=True
+    )
     export_preemption_metrics(service.metrics.registry, preemption)
     service.loops.preemption = preemption
     loops: list[PreemptionLoop | ScalerLoop] = [preemption]

@@ -9,7 +9,14 @@ only the holder plans and acts. The Kubernetes implementation is a `coordination
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
+
+TickRole = Literal["leader", "follower"]
+"""What a loop was at one tick: the leader acts, a follower only counts the tick."""
+
+
+def tick_role(leading: bool) -> TickRole:
+    return "leader" if leading else "follower"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,23 +19,31 @@ Only the instance holding the leadership (a `coordination.k8s.io` Lease) plans; 
 come from the TFJob's `tfjob-extender.io/scaled-at` / `consolidated-at` annotations, written with each
 action, so they survive a restart or a new leader. Every action is an Event on the TFJob, an entry of
 `records` and a count in `counts` (the HTTP layer serves them at `/debug/scaler` and `/metrics`); jobs
-left alone get one Event per reason.
+left alone get one Event per reason. Each action's kind and outcome are `Literal`s (`scaler_records`), with
+the reason an action was not done beside them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter as CounterOf
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from extender.loops.actuator import EvictionRefused, ScalingActuator
-from extender.loops.leadership import AlwaysLeader, LeaderElector
+from extender.loops.leadership import AlwaysLeader, LeaderElector, tick_role
+from extender.loops.scaler_records import (
+    ACTION_KINDS,
+    Migration,
+    ScalerActionKind,
+    ScalerCounts,
+    ScalerOutcome,
+    ScalerRecord,
+)
 from extender.loops.ticking import Ticker
 from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.settings import PolicySettings
-from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.scaling.consolidation import plan_consolidation
 from extender.policy.scaling.scale_out import ActionKind, ScalingAction, plan_scale_out
 from extender.state.convert import (
@@ -47,49 +55,6 @@ from extender.state.convert import (
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
-
-DRY_RUN = "dry-run: planned, not carried out"
-
-
-@dataclass(frozen=True, slots=True)
-class ScalerRecord:
-    """One action the scaler carried out (or tried), as `/debug/scaler` shows it."""
-
-    at: float
-    kind: str
-    job: str
-    replicas_from: int
-    replicas_to: int
-    pods: tuple[str, ...]
-    plan: tuple[tuple[str, str], ...]
-    """(pod, node) the extender is told to steer to."""
-    reason: str
-    outcome: str
-    """`done`, or why it was not applied."""
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """A worker deleted to be recreated on `target.node`."""
-
-    old_uid: str
-    target: Reservation
-    started: float
-
-
-@dataclass
-class ScalerCounts:
-    """What the scaler has done since it started, as plain counters (the HTTP layer exports them to
-    Prometheus)."""
-
-    actions: CounterOf[tuple[str, str]] = field(default_factory=CounterOf)
-    """(kind, outcome) → actions: scale-out or migrate; done, stale, failed, refused, dry-run."""
-    left_alone: int = 0
-    """Elastic TFJobs reported as left alone (once per job and reason)."""
-    conflicts: int = 0
-    """TFJob writes refused with 409 Conflict and retried."""
-    ticks: CounterOf[str] = field(default_factory=CounterOf)
-    """Role (leader, follower) → ticks."""
 
 
 @dataclass
@@ -149,7 +114,7 @@ class ScalerLoop:
     def tick(self, now: float) -> list[ScalerRecord]:
         """One pass on a fresh snapshot; returns the actions carried out (none unless leading)."""
         self.leading = self.leader.holds()
-        self.counts.ticks["leader" if self.leading else "follower"] += 1
+        self.counts.ticks[tick_role(self.leading)] += 1
         if not self.leading:
             return []
         self.state.release_expired(now)
@@ -165,7 +130,8 @@ class ScalerLoop:
         grow = plan_scale_out(snapshot, self.settings, now, cooldowns)
         if self.dry_run:
             moves = plan_consolidation(snapshot, self.settings, now, cooldowns, self.last_consolidation)
-            shadow = [self._record(action, now, DRY_RUN) for action in (*grow.actions, *moves.actions)]
+            planned = (*grow.actions, *moves.actions)
+            shadow = [self._record(action, now, "dry-run", "planned, not carried out") for action in planned]
             self.left_alone = dict(grow.skipped)
             self.records.extend(shadow)
             self._quiet = (snapshot.generation, now)
@@ -210,8 +176,9 @@ class ScalerLoop:
     def _scale_out(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         group = action.placements[0].group if action.placements else ""
         if not self.state.commit(LedgerChange(reserve=action.placements), decided_on=snapshot.generation):
-            return self._record(action, now, "stale: the cluster changed since the plan was made")
-        outcome = "done"
+            return self._record(action, now, "stale", "the cluster changed since the plan was made")
+        outcome: ScalerOutcome = "done"
+        detail = ""
         try:
             annotations = {SCALED_AT_ANNOTATION: f"{now:.3f}", WORKER_PLAN_ANNOTATION: _plan_annotation(action)}
             resize = self.actuator.resize_workers(
@@ -219,23 +186,25 @@ class ScalerLoop:
             )
             self.counts.conflicts += resize.conflicts
             if not resize.applied:
-                outcome = f"stale: the job has {resize.observed} workers now, planned from {action.replicas_from}"
+                outcome = "stale"
+                detail = f"the job has {resize.observed} workers now, planned from {action.replicas_from}"
         except Exception as error:
             log.exception("scale-out of %s failed", action.job)
-            outcome = f"failed: {error}"
+            outcome, detail = "failed", str(error)
         if outcome != "done":
             self.state.commit(LedgerChange(release_groups=(group,) if group else ()), decided_on=None)
         else:
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "ScaledOut", action.reason)
-        return self._record(action, now, outcome)
+        return self._record(action, now, outcome, detail)
 
     def _migrate(self, action: ScalingAction, snapshot: ClusterSnapshot, now: float) -> ScalerRecord:
         pod = snapshot.pods.get(action.pods[0])
-        outcome = "done"
+        outcome: ScalerOutcome = "done"
+        detail = ""
         try:
             if pod is None or not self.actuator.restart_pod(pod, action.reason):
-                outcome = "stale: the pod is already gone"
+                outcome, detail = "stale", "the pod is already gone"
             else:
                 self.migrations[pod.key] = Migration(pod.uid, action.placements[0], now)
                 annotations = {
@@ -245,24 +214,34 @@ class ScalerLoop:
                 self.actuator.annotate_job(action.job, annotations)
         except EvictionRefused as error:
             log.info("migration of %s not done: %s", action.pods[0], error)
-            outcome = f"refused by a PodDisruptionBudget: {error}"
+            outcome, detail = "refused", str(error)
         except Exception as error:
             log.exception("migration of %s failed", action.pods[0])
-            outcome = f"failed: {error}"
+            outcome, detail = "failed", str(error)
         if outcome == "done":
             self.last_consolidation[action.job] = now
             self.last_action[action.job] = now
             self.actuator.record_event("TFJob", action.job, "WorkerMigrated", action.reason)
-        return self._record(action, now, outcome)
+        return self._record(action, now, outcome, detail)
 
-    def _record(self, action: ScalingAction, now: float, outcome: str) -> ScalerRecord:
-        kind = action.kind.value
-        self.counts.actions[(kind, outcome.split(":")[0])] += 1
-        log.info("%s %s: %s (%s)", kind, action.job, action.reason, outcome)
+    def _record(self, action: ScalingAction, now: float, outcome: ScalerOutcome, detail: str = "") -> ScalerRecord:
+        kind = ACTION_KINDS[action.kind]
+        self.counts.actions[(kind, outcome)] += 1
         plan = tuple((r.pod, r.node) for r in action.placements)
-        return ScalerRecord(
-            now, kind, action.job, action.replicas_from, action.replicas_to, action.pods, plan, action.reason, outcome
+        record = ScalerRecord(
+            now,
+            kind,
+            action.job,
+            action.replicas_from,
+            action.replicas_to,
+            action.pods,
+            plan,
+            action.reason,
+            outcome,
+            detail,
         )
+        log.info("%s %s: %s (%s)", kind, action.job, action.reason, record.outcome)
+        return record
 
     def _report_left_alone(self, skipped: tuple[tuple[str, str], ...]) -> None:
         self.left_alone = dict(skipped)
@@ -280,4 +259,4 @@ def _plan_annotation(action: ScalingAction) -> str:
     return plan_annotation({r.pod.split("/", 1)[1]: r.node for r in action.placements}, expires)
 
 
-__all__ = ["ActionKind", "Migration", "ScalerCounts", "ScalerLoop", "ScalerRecord"]
+__all__ = ["ActionKind", "Migration", "ScalerActionKind", "ScalerCounts", "ScalerLoop", "ScalerOutcome", "ScalerRecord"]

@@ -24,16 +24,20 @@ from extender.policy.core.views import GangKey
 from extender.policy.gang.state import gang_state
 from extender.policy.rank.standing import Standing, WaitKind, explain_queue
 
+WAIT_EVENT_GANGS_PER_TICK = 5
+WAIT_EVENT_PODS_PER_GANG = 50
+WAIT_EVENT_REPEAT_AFTER_S = 300.0
+
 
 @dataclass
 class WaitEventReporter:
     actuator: Actuator
     settings: PolicySettings
-    gangs_per_tick: int = 5
+    gangs_per_tick: int = WAIT_EVENT_GANGS_PER_TICK
     """Gangs, highest rank first, whose reason is looked at per tick."""
-    pods_per_gang: int = 50
+    pods_per_gang: int = WAIT_EVENT_PODS_PER_GANG
     """Most pending members of one gang that get the Event."""
-    repeat_after_s: float = 300.0
+    repeat_after_s: float = WAIT_EVENT_REPEAT_AFTER_S
     """Seconds before the same reason kind is written again for a gang with a changed message."""
     _written: dict[str, tuple[WaitKind, str, float]] = field(default_factory=dict)
     """Gang → (kind, message, when) last written."""

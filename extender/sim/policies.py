@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from extender.loops.actuator import Resize
 from extender.loops.preemption import PreemptionLoop
+from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.loops.scaler import ScalerLoop
 from extender.policy import PolicySettings, prioritize_pod
 from extender.policy.core.resources import Resources
@@ -225,7 +226,8 @@ class Ours(Policy):
         self.kube = KubeScheduler(cluster, rng, self.extender)
         self.actuator = SimActuator(cluster)
         self.now = 0.0
-        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, clock=self._wall)
+        knobs = PreemptionLoopSettings(interval_s=self.tick_s)
+        self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, self._wall, knobs)
         self.scaler = (
             ScalerLoop(cluster.model, self.actuator, self.settings, self._wall, interval_s=self.tick_s)
             if self.with_scaler

@@ -13,6 +13,7 @@ import pytest
 from extender.k8s.client import ApiCallError
 from extender.loops.actuator import EvictionRefused, RecordingActuator
 from extender.loops.preemption import PreemptionLoop
+from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.views import GroupView, PodView
@@ -105,8 +106,10 @@ def test_a_gang_that_fits_has_its_plan_reserved_and_published_ahead_of_its_pods(
 
 def test_gangs_that_fit_are_reserved_in_rank_order_a_bounded_number_per_tick() -> None:
     jobs = [waiting_job(f"job-{i}", pods=1, priority=100 + i) for i in range(5)]
-    loop, _ = loop_over(*cpu_nodes(1), *(obj for job in jobs for obj in job))
-    loop.max_admissions_per_tick = 2
+    knobs = PreemptionLoopSettings(max_admissions_per_tick=2)
+    loop = PreemptionLoop(
+        cluster(*cpu_nodes(1), *(obj for job in jobs for obj in job)), RecordingActuator(), SETTINGS, lambda: NOW, knobs
+    )
     loop.tick(NOW)
     held = {r.group for r in loop.state.snapshot().reservations.values()}
     assert held == {"default/job-4", "default/job-3"}, "highest PriorityClass first, two a tick"
@@ -140,9 +143,8 @@ def test_gangs_larger_than_all_free_room_do_not_use_up_the_checks_of_a_tick() ->
         *waiting_job("small", pods=1, created="2027-01-15T07:59:00Z"),
     )
     for walked, admitted in ((3, set()), (4, {"default/small"})):
-        loop, _ = loop_over(*objects)
-        loop.max_gangs_checked_per_tick = 1
-        loop.max_gangs_walked_per_tick = walked
+        knobs = PreemptionLoopSettings(max_gangs_checked_per_tick=1, max_gangs_walked_per_tick=walked)
+        loop = PreemptionLoop(cluster(*objects), RecordingActuator(), SETTINGS, lambda: NOW, knobs)
         loop.tick(NOW)
         assert {r.group for r in loop.state.snapshot().reservations.values()} == admitted, walked
 
@@ -189,8 +191,8 @@ def test_a_gang_that_fits_only_in_room_held_for_a_starving_gang_is_not_reserved(
 
 def test_in_shadow_mode_a_gang_that_fits_is_not_reserved() -> None:
     actuator = RecordingActuator()
-    loop = PreemptionLoop(cluster(*cpu_nodes(3), *waiting_job("small", pods=2)), actuator, SETTINGS, lambda: NOW)
-    loop.dry_run = True
+    objects = (*cpu_nodes(3), *waiting_job("small", pods=2))
+    loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW, dry_run=True)
     assert loop.tick(NOW) is None
     assert loop.state.snapshot().reservations == {}
 
@@ -324,11 +326,11 @@ def test_a_preemption_a_disruption_budget_refuses_is_abandoned_whole_and_retried
     snapshot = loop.state.snapshot()
     assert not snapshot.reservations and not snapshot.preemptions, "nothing reserved, no victim counted as leaving"
     until, why = loop.blocked["default/urgent"]
-    assert until == NOW + loop.pdb_retry_s and "default/batch-worker-7" in why
+    assert until == NOW + loop.loop_settings.pdb_retry_s and "default/batch-worker-7" in why
     assert "PreemptionBlocked" in [e[2] for e in actuator.events if e[1] == "default/urgent"]
     assert loop.tick(NOW + 2) is None and not actuator.dry_runs[12:], "not tried again before the retry time"
     actuator.protected = set()
-    assert loop.tick(NOW + loop.pdb_retry_s) is not None
+    assert loop.tick(NOW + loop.loop_settings.pdb_retry_s) is not None
     assert len(actuator.evicted) == 12
 
 

@@ -207,8 +207,8 @@ class DeletedBeforeRecorded(RecordingActuator):
 
 def test_a_run_time_that_cannot_be_recorded_is_kept_in_memory_and_the_tick_goes_on() -> None:
     clock = RunClock(limit=10)
-    loop = PreemptionLoop(cluster(*cpu_nodes(3), *long_runner()), DeletedBeforeRecorded(), SETTINGS, lambda: NOW)
-    loop.run_clock = clock
+    actuator = DeletedBeforeRecorded()
+    loop = PreemptionLoop(cluster(*cpu_nodes(3), *long_runner()), actuator, SETTINGS, lambda: NOW, run_clock=clock)
     loop.tick(NOW)
     done = next(obj for obj in long_runner() if obj["kind"] == "TFJob")
     done["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}

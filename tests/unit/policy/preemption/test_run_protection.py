@@ -134,6 +134,6 @@ def test_the_loop_takes_the_job_once_its_minimum_run_has_passed_on_an_unchanged_
     loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW)
     assert loop.tick(NOW) is None, "batch has run 10 s of its 120"
     assert actuator.evicted == []
-    later = NOW + MIN_RUN + loop.quiet_recheck_s
+    later = NOW + MIN_RUN + loop.loop_settings.quiet_recheck_s
     plan = loop.tick(later)
     assert plan is not None and plan.evicted == ("default/batch",), "the refusal lasted only until then"
