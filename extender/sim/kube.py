@@ -10,6 +10,8 @@ defaults) and is retried only after a cluster event (any pod change: kube-schedu
 nodes, not TFJobs or PodGroups, so a plan written on a PodGroup does not wake it) or the 60 s flush of the
 unschedulable queue — so, as in kube-scheduler, a new pod can take freed room before an older pod that is
 still backing off. Steps come every `tick_s` of the policy, so backoffs resolve to that granularity.
+Unlike kube-scheduler 1.33 and later (`SchedulerPopFromBackoffQ`), a pod is never taken out of backoff early
+when nothing else is ready, so the waits it models are upper bounds.
 """
 
 from __future__ import annotations
