@@ -43,6 +43,13 @@ CANDIDATE_LISTS_MEMO = 32
 """Distinct candidate lists kept decoded, by their raw bytes (kube-scheduler repeats a few, thousands of
 times); the memo starts afresh beyond that."""
 _candidate_lists: dict[bytes, tuple[str, ...]] = {}
+SIGHTINGS_MEMO = 256
+"""Candidate lists seen once, by the hash of their raw bytes, before the memo starts afresh: a list is
+remembered decoded only when it comes a second time. kube-scheduler starts each pod's filtering at the node
+after where the last one stopped, so while it filters every node (`percentageOfNodesToScore: 100`, a
+gang's members one after another) the same candidates come in a new order each call, and checking a list
+for the memo would cost as much as decoding it again, for a list never seen twice."""
+_sighted: set[int] = set()
 _NODE_NAMES_MEMBER = b'"NodeNames":'
 
 
@@ -157,11 +164,18 @@ def _remembered_names(body: bytes) -> tuple[tuple[str, ...], Json] | None:
 
 def _remember_names(body: bytes, names: tuple[str, ...]) -> None:
     """Keep `names`, valid and decoded, under the raw bytes of the body's last `NodeNames` member when
-    that member, on its own, decodes to exactly the list the whole body did."""
+    that member comes a second time (see `SIGHTINGS_MEMO`) and, on its own, decodes to exactly the list the
+    whole body did."""
     at = body.rfind(_NODE_NAMES_MEMBER)
     if at <= 0:
         return
     member = body[at:]
+    sighting = hash(member)
+    if sighting not in _sighted:
+        if len(_sighted) >= SIGHTINGS_MEMO:
+            _sighted.clear()
+        _sighted.add(sighting)
+        return
     try:
         alone = orjson.loads(b"{" + member)
     except orjson.JSONDecodeError:
@@ -178,8 +192,9 @@ def _node_names(names: list[str], where: str) -> tuple[str, ...]:
     same few thousand over and over); the memo holds at most `VALID_NAMES_MEMO` of them."""
     if len(names) > CANDIDATES_MAX:
         raise WireError(f"{where} names {len(names)} nodes (at most {CANDIDATES_MAX})")
-    if not _valid_node_names.issuperset(names):
-        unseen = set(names) - _valid_node_names
+    distinct = set(names)
+    if not _valid_node_names.issuperset(distinct):
+        unseen = distinct - _valid_node_names
         invalid = {name for name in unseen if not is_dns_subdomain(name)}
         if invalid:
             index, name = next((index, name) for index, name in enumerate(names) if name in invalid)
@@ -187,7 +202,7 @@ def _node_names(names: list[str], where: str) -> tuple[str, ...]:
         if len(_valid_node_names) + len(unseen) > VALID_NAMES_MEMO:
             _valid_node_names.clear()
         _valid_node_names.update(unseen)
-    return tuple(names) if len(set(names)) == len(names) else tuple(dict.fromkeys(names))
+    return tuple(names) if len(distinct) == len(names) else tuple(dict.fromkeys(names))
 
 
 def _shown(value: Any) -> str:
