@@ -114,10 +114,12 @@ class ExtenderArgs:
 
 
 def parse_extender_args(body: bytes) -> ExtenderArgs:
-    remembered = _remembered_names(body)
+    at = body.rfind(_NODE_NAMES_MEMBER)
+    member = body[at:] if at > 0 else None
+    remembered = None if member is None else _remembered_names(body[:at], member)
     document = decode(body) if remembered is None else remembered[1]
     pod = _pod(document)
-    names = _candidate_names(document, body) if remembered is None else remembered[0]
+    names = _candidate_names(document, member) if remembered is None else remembered[0]
     node_list = _mapping(document, "Nodes")
     items = None if node_list is None else field(node_list, "items")
     if items is not None and not isinstance(items, list):
@@ -128,31 +130,32 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     return ExtenderArgs(pod, names, items)
 
 
-def _candidate_names(document: Json, body: bytes) -> tuple[str, ...] | None:
-    """The document's `NodeNames`, valid and without repeats, remembered under the body's raw member."""
+def _candidate_names(document: Json, member: bytes | None) -> tuple[str, ...] | None:
+    """The document's `NodeNames`, valid and without repeats, remembered under the raw bytes of the body's
+    last `NodeNames` member (None: the body has none past its first byte)."""
     names = field(document, "NodeNames")
     if names is None:
         return None
     if not isinstance(names, list) or not set(map(type, names)) <= {str}:
         raise WireError("NodeNames must be a list of strings or null")
     distinct = _node_names(names, "NodeNames")
-    _remember_names(body, distinct)
+    if member is not None:
+        _remember_names(member, distinct)
     return distinct
 
 
-def _remembered_names(body: bytes) -> tuple[tuple[str, ...], Json] | None:
-    """For a body ending with a `NodeNames` member decoded before (kube-scheduler encodes it last): those
-    names, and the document decoded from what comes before the member; None for any other body (the
-    caller decodes it whole, and reports what is wrong with it).
+def _remembered_names(before: bytes, member: bytes) -> tuple[tuple[str, ...], Json] | None:
+    """For a body `before` + `member` whose last `NodeNames` member was decoded before (kube-scheduler
+    encodes it last): those names, and the document decoded from what comes before the member; None for any
+    other body (the caller decodes it whole, and reports what is wrong with it).
 
     The member is cut at the last `"NodeNames":`, which in valid JSON can only be a key; the rest, closed
     with `}`, decodes as an object only when that key sits at the top level — else the body goes the long
     way, as it does when the rest has another spelling of the key (Go's decoder matches keys by case)."""
-    at = body.rfind(_NODE_NAMES_MEMBER)
-    names = _candidate_lists.get(body[at:]) if at > 0 else None
+    names = _candidate_lists.get(member)
     if names is None:
         return None
-    head = body[:at].rstrip()
+    head = before.rstrip()
     try:
         rest = decode(head[:-1] + b"}" if head.endswith(b",") else head + b"}")
     except WireError:
@@ -162,14 +165,10 @@ def _remembered_names(body: bytes) -> tuple[tuple[str, ...], Json] | None:
     return names, rest
 
 
-def _remember_names(body: bytes, names: tuple[str, ...]) -> None:
+def _remember_names(member: bytes, names: tuple[str, ...]) -> None:
     """Keep `names`, valid and decoded, under the raw bytes of the body's last `NodeNames` member when
     that member comes a second time (see `SIGHTINGS_MEMO`) and, on its own, decodes to exactly the list the
     whole body did."""
-    at = body.rfind(_NODE_NAMES_MEMBER)
-    if at <= 0:
-        return
-    member = body[at:]
     sighting = hash(member)
     if sighting not in _sighted:
         if len(_sighted) >= SIGHTINGS_MEMO:
