@@ -231,7 +231,7 @@ def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: flo
         port=port,
         http="httptools",
         loop="uvloop",
-        timeout_keep_alive=settings.keep_alive_s,
+        timeout_keep_alive=int(settings.verb_limits.keep_alive_s),
         log_level="warning",
     )
 

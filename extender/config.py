@@ -41,6 +41,73 @@ def load_policy_file(path: Path) -> PolicySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    """What clients may hold of one HTTP listener: connections, bytes, time and rate (`extender.api.edge`).
+
+    A connection is *authenticated* once its TLS client certificate or a bearer token of one of its requests
+    was accepted; with no authentication configured, none is. Bounded memory: each connection holds at most
+    one request head, `max_backlog_bytes` of requests read ahead and replies not yet written, and the body
+    being read; all connections together at most `max_buffered_bytes` of those."""
+
+    max_connections: int = 64
+    """Connections served at once (kube-scheduler keeps one or two to the verb listener)."""
+    reserved_for_authenticated: int = 16
+    """Of `max_connections`, slots only authenticated connections may hold (when the listener authenticates):
+    unauthenticated or idle clients never keep kube-scheduler out."""
+    max_connections_per_peer: int = 16
+    """Unauthenticated connections one client address may hold at once."""
+    overflow_replies: int = 16
+    """Connections past the limits that are still read (their first request head) and answered with a JSON
+    503 at once; past these, a new connection is closed unanswered."""
+    accepts_per_s: float = 200.0
+    """New connections accepted per second (a token bucket of one second's worth); the rest wait in the
+    kernel's backlog."""
+    requests_per_s: float = 0.0
+    """Requests answered per second across the listener (a token bucket of one second's worth); 0: no
+    limit. Reading pauses while the bucket is empty."""
+    max_line_bytes: int = 16 * 1024
+    """Longest request line, or header line, bytes; longer is answered 431 (a header) or 414 (the target)."""
+    max_head_bytes: int = 64 * 1024
+    """Largest request head (request line and every header), bytes; larger is answered 431 and closed."""
+    max_headers: int = 100
+    """Most header lines in one request; more is answered 431 and closed."""
+    first_byte_timeout_s: float = 10.0
+    """Seconds a new connection may take (its TLS handshake included) before its first request begins."""
+    head_timeout_s: float = 10.0
+    """Seconds a request head may take to arrive once it has begun (one byte a second cannot hold it open)."""
+    max_body_bytes: int = 3 * 2**20
+    """Largest request body, bytes: 5000 node names of the longest kind (253 characters) take 1.3 MiB, and a
+    Pod at most 1.5 MiB (etcd's default object limit). With `nodeCacheCapable: false` (whole Node objects,
+    ~12 KiB each) that holds a few hundred nodes: raise it (`--max-body-bytes`) for larger clusters."""
+    body_timeout_s: float = 10.0
+    """Seconds a whole request may take to arrive; a verb then gets its `Error` (a stalled client cannot hold
+    a request open)."""
+    keep_alive_s: float = 120.0
+    """Seconds an idle connection stays open between requests; longer than Go's 90 s idle timeout, so
+    kube-scheduler never reuses a connection the server has just closed."""
+    max_backlog_bytes: int = 8 * 2**20
+    """Bytes of pipelined requests read ahead and of replies not yet taken by the client, per connection,
+    before the connection stops reading."""
+    max_buffered_bytes: int = 64 * 2**20
+    """Bytes of request bodies being read, requests read ahead and replies not yet taken, over every
+    connection of the listener; over it, connections with requests queued stop reading."""
+
+
+VERB_LIMITS = ListenerLimits()
+OBSERVE_LIMITS = ListenerLimits(
+    max_connections=32,
+    reserved_for_authenticated=8,
+    max_connections_per_peer=8,
+    accepts_per_s=100.0,
+    requests_per_s=50.0,
+    max_body_bytes=64 * 1024,
+    keep_alive_s=75.0,
+    max_backlog_bytes=4 * 2**20,
+    max_buffered_bytes=16 * 2**20,
+)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8888
@@ -60,11 +127,6 @@ class Settings:
     """Path of a kubeconfig; None means in-cluster credentials (or the default kubeconfig)."""
     cluster_snapshot: Path | None = None
     """Serve from this file instead of an API server (offline mode)."""
-    max_body_bytes: int = 3 * 2**20
-    """Requests larger than this (bytes) are refused with an `Error`: 5000 node names of the longest kind
-    (253 characters) take 1.3 MiB, and a Pod at most 1.5 MiB (etcd's default object limit). With
-    `nodeCacheCapable: false` (whole Node objects, ~12 KiB each) that holds a few hundred nodes: raise it
-    (`--max-body-bytes`) for larger clusters in that mode."""
     decision_history: int = 256
     """How many recent decisions `/debug/decisions` keeps."""
     decision_history_nodes: int = 50_000
@@ -84,20 +146,10 @@ class Settings:
     switch_interval_s: float = 0.001
     """Seconds a thread may hold the interpreter while another waits for it (Python's default is 0.005): the
     watches and any loops running in this process hand the interpreter to a waiting verb within this."""
-    body_timeout_s: float = 10.0
-    """Seconds a verb waits for its whole request body before answering with an `Error` (a stalled client
-    cannot hold a request open)."""
-    max_connections: int = 64
-    """Open connections the verb listener serves at once (kube-scheduler keeps one or two); a connection
-    beyond it is refused: its first request is read (under the body cap and time limit) and answered with
-    a JSON 503, and the connection closed."""
     shutdown_grace_s: float = 15.0
     """Seconds a stopping verb listener waits for the replies to requests it has already read (a gang
     member waiting for the watch included) before it closes the connections left; under Kubernetes'
     default 30 s termination grace period."""
-    keep_alive_s: int = 120
-    """HTTP keep-alive (seconds); longer than Go's 90 s idle timeout, so kube-scheduler never reuses a
-    connection the server has just closed."""
     model_catch_up_s: float = 0.5
     """Longest a `filter` call waits, deciding again every `model_catch_up_poll_s`, for the watch to
     deliver a gang member kube-scheduler asks about, or members of a gang it gates (so they exist), that
@@ -119,6 +171,15 @@ class Settings:
     `policy`)."""
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
     """TLS and who may call the verb listener (see `extender.api.auth`); nothing by default (loopback)."""
+    verbs_insecure: bool = False
+    """Serve the verb listener off the loopback address with neither TLS client certificates nor bearer
+    tokens (`--verbs-insecure`); without it `serve` refuses to start that way."""
+    verb_limits: ListenerLimits = VERB_LIMITS
+    """What one client may hold of the verb listener (`docs/hostile-input.md`)."""
+    observe_limits: ListenerLimits = OBSERVE_LIMITS
+    """What one client may hold of an observe listener (`serve --observe-port`, a loop process's one listener)."""
+    observe_openapi: bool = False
+    """Serve `/openapi.json` (the debug routes' schema) on the observe listener, behind its token checks."""
     log_repeat_interval_s: float = 30.0
     """Seconds during which a warning or error repeated with the same logger and message template is
     logged once; the next one logged after them says how many were held back."""

@@ -27,7 +27,7 @@ class BodyLimits:
 
     @classmethod
     def of(cls, settings: Settings) -> BodyLimits:
-        return cls(settings.max_body_bytes, settings.body_timeout_s)
+        return cls(settings.verb_limits.max_body_bytes, settings.verb_limits.body_timeout_s)
 
     def check_declared(self, content_length: bytes | None) -> None:
         """Refuse a body whose declared length is over the cap before reading any of it."""

@@ -95,7 +95,7 @@ class EdgeConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         self.server.connections.add(self)
-        self.over_limit = len(self.server.connections) > self.server.settings.max_connections
+        self.over_limit = len(self.server.connections) > self.server.settings.verb_limits.max_connections
         if self.server.stopping:
             self.abort()
             return
@@ -224,7 +224,7 @@ class EdgeConnection(asyncio.Protocol):
         except httptools.HttpParserInvalidURLError:
             return Reply(400, orjson.dumps({"error": f"malformed request target {request.target[:200]!r}"}))
         if self.over_limit:
-            limit = self.server.settings.max_connections
+            limit = self.server.settings.verb_limits.max_connections
             return error_for(path, 503, f"over the limit of {limit} connections served at once; try again")
         verb = VERB_PATHS.get(path)
         if verb is not None and request.method != b"POST":
@@ -361,7 +361,7 @@ class EdgeConnection(asyncio.Protocol):
 
     def _idle(self) -> None:
         self._cancel_timer()
-        self.timer = self._call_later(self.server.settings.keep_alive_s, self._close)
+        self.timer = self._call_later(self.server.settings.verb_limits.keep_alive_s, self._close)
 
     def _call_later(self, delay: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
         return self.loop.call_later(delay, callback)

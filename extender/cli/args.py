@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,14 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--max-body-bytes",
         type=int,
-        default=DEFAULTS.max_body_bytes,
+        default=DEFAULTS.verb_limits.max_body_bytes,
         help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
+    )
+    serve.add_argument(
+        "--verbs-insecure",
+        action="store_true",
+        help="serve the verbs off the loopback address with neither client certificates nor bearer tokens "
+        "(without it, --host off loopback needs --tls-client-ca-file, --auth-token-file or --auth-token-review)",
     )
     add_auth_arguments(serve)
     add_observe_arguments(serve, "the observe listener")
@@ -270,7 +277,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
         with_scaler=getattr(args, "with_scaler", False),
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
-        max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.max_body_bytes),
+        verb_limits=replace(
+            DEFAULTS.verb_limits, max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.verb_limits.max_body_bytes)
+        ),
+        verbs_insecure=getattr(args, "verbs_insecure", False),
         auth=auth_from(args, ""),
         scaler=ScalerSettings(
             interval_s=args.scaler_interval_s,

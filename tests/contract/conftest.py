@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from extender.api.app import create_app, make_service
 from extender.api.verbs import Service
-from extender.config import Settings
+from extender.config import ListenerLimits, Settings
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_podgroup, make_tfjob, tfjob_pods
 from tests.contract.support import Clock
@@ -32,7 +32,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def service(state: ClusterState, clock: Clock) -> Service:
-    return make_service(Settings(max_body_bytes=256 * 1024), state, clock)
+    return make_service(Settings(verb_limits=ListenerLimits(max_body_bytes=256 * 1024)), state, clock)
 
 
 @pytest.fixture

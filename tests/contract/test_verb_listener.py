@@ -30,14 +30,16 @@ from extender.api.app import create_app, make_service
 from extender.api.auth import guarded, tls_context
 from extender.api.edge import EdgeServer, StartupFailed
 from extender.api.verbs import VerbGateway
-from extender.config import AuthSettings, Settings
+from extender.config import AuthSettings, ListenerLimits, Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.contract.support import NODES, gang_with_members_unseen
 
 NOW = 1_800_000_000.0
 BODY_CAP = 64 * 1024
-SETTINGS = Settings(max_body_bytes=BODY_CAP, body_timeout_s=0.5, model_catch_up_s=5.0, max_connections=4)
+SETTINGS = Settings(
+    verb_limits=ListenerLimits(max_body_bytes=BODY_CAP, body_timeout_s=0.5, max_connections=4), model_catch_up_s=5.0
+)
 PLAIN = {"metadata": {"name": "web", "namespace": "default", "uid": "web"}, "spec": {"containers": []}}
 
 
@@ -286,7 +288,7 @@ def test_http_1_0_closes_after_the_reply_unless_it_asks_for_keep_alive(served: S
 
 
 def test_connections_over_the_limit_get_a_json_503_and_the_ones_within_are_served(served: Served) -> None:
-    limit = SETTINGS.max_connections
+    limit = SETTINGS.verb_limits.max_connections
     within = [served.connect() for _ in range(limit)]
     try:
         for raw in within:
@@ -381,7 +383,10 @@ def test_tls_and_client_certificates_on_the_verb_listener(tmp_path: Path) -> Non
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_time() -> None:
-    with serving(replace(SETTINGS, keep_alive_s=1)) as running, running.connect() as raw:
+    with (
+        serving(replace(SETTINGS, verb_limits=replace(SETTINGS.verb_limits, keep_alive_s=1))) as running,
+        running.connect() as raw,
+    ):
         raw.sendall(request("/filter", filter_body(PLAIN)))
         assert raw.reply().json()["NodeNames"] == NODES
         started = time.monotonic()
