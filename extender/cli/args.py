@@ -17,8 +17,9 @@ from typing import Any
 
 from extender import __version__
 from extender import explain as explain_command
+from extender.cli.limit_args import add_limit_arguments, limits_from
 from extender.cli.policy_args import add_policy_arguments, policy_from
-from extender.config import AuthSettings, ScalerSettings, Settings
+from extender.config import OBSERVE_LIMITS, VERB_LIMITS, AuthSettings, ScalerSettings, Settings
 from extender.sim import cli as sim_cli
 
 DEFAULTS = Settings()
@@ -92,8 +93,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--max-body-bytes",
         type=int,
-        default=DEFAULTS.verb_limits.max_body_bytes,
-        help="largest verb request accepted, bytes (default %(default)s: 5000 node names and a Pod)",
+        help="largest verb request accepted, bytes (the same as --verb-max-body-bytes; default "
+        f"{VERB_LIMITS.max_body_bytes}: 5000 node names and a Pod)",
     )
     serve.add_argument(
         "--verbs-insecure",
@@ -103,6 +104,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     add_auth_arguments(serve)
     add_observe_arguments(serve, "the observe listener")
+    add_limit_arguments(serve, "verb", VERB_LIMITS)
+    add_limit_arguments(serve, "observe", OBSERVE_LIMITS)
 
 
 def add_serve_loop_arguments(serve: argparse.ArgumentParser) -> None:
@@ -155,6 +158,7 @@ def add_loop_process_arguments(parser: argparse.ArgumentParser, port: int) -> No
     add_log_arguments(parser)
     add_scaler_arguments(parser)
     add_observe_arguments(parser, "this process's listener")
+    add_limit_arguments(parser, "observe", OBSERVE_LIMITS)
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
@@ -278,8 +282,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
         with_loops=not getattr(args, "no_loops", False),
         dry_run=getattr(args, "dry_run", False),
         verb_limits=replace(
-            DEFAULTS.verb_limits, max_body_bytes=getattr(args, "max_body_bytes", DEFAULTS.verb_limits.max_body_bytes)
+            limits_from(args, "verb", VERB_LIMITS),
+            max_body_bytes=getattr(args, "max_body_bytes", None)
+            or limits_from(args, "verb", VERB_LIMITS).max_body_bytes,
         ),
+        observe_limits=limits_from(args, "observe", OBSERVE_LIMITS),
         verbs_insecure=getattr(args, "verbs_insecure", False),
         auth=auth_from(args, ""),
         scaler=ScalerSettings(
