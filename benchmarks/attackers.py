@@ -122,7 +122,8 @@ class Attacker:
         return self.outcome
 
     def run_for(self, seconds: float) -> Outcome:
-        """Attack for `seconds` or until the budget is spent, then stop."""
+        """Start, attack for `seconds` or until the budget is spent, then stop."""
+        self.start()
         deadline = time.monotonic() + seconds
         while not self.done() and time.monotonic() < deadline:
             time.sleep(0.05)
