@@ -11,7 +11,7 @@
 
 An attacker runs in threads of the calling process from `start()` until its budget is spent or `stop()`,
 and keeps an `Outcome`: connections opened, bytes the server took, the replies it got (by status, with
-the first body of each) and the connections the server ended without a reply. Tests run them beside
+the first of each) and the connections the server ended without a reply. Tests run them beside
 their probes; the benchmarks run each in a process of its own (`python -m benchmarks.attackers ATTACK
 --port P --seconds S --nice N` prints its outcome as one JSON line at the end or on SIGTERM). They are
 cheap on CPU, so they measure the server rather than themselves: payloads are built once and sent in
@@ -60,8 +60,8 @@ class Outcome:
     bytes_sent: int = 0
     """Bytes the server's side took."""
     statuses: Counter[int] = field(default_factory=Counter)
-    bodies: dict[int, bytes] = field(default_factory=dict)
-    """The first reply body of each status."""
+    first_replies: dict[int, Reply] = field(default_factory=dict)
+    """The first reply of each status."""
     unanswered: int = 0
     """Connections the server ended without a reply."""
     close_delays_s: list[float] = field(default_factory=list)
@@ -76,7 +76,7 @@ class Outcome:
             self.unanswered += 1
             return
         self.statuses[reply.status] += 1
-        self.bodies.setdefault(reply.status, reply.body)
+        self.first_replies.setdefault(reply.status, reply)
 
     def summary(self) -> dict[str, Any]:
         delays = sorted(self.close_delays_s)
@@ -84,7 +84,9 @@ class Outcome:
             "connections": self.connections,
             "mib_sent": round(self.bytes_sent / MiB, 2),
             "statuses": {str(status): count for status, count in sorted(self.statuses.items())},
-            "bodies": {str(status): body[:160].decode("utf-8", "replace") for status, body in self.bodies.items()},
+            "bodies": {
+                str(status): reply.body[:160].decode("utf-8", "replace") for status, reply in self.first_replies.items()
+            },
             "unanswered": self.unanswered,
             "closed_by_server": len(delays),
             "longest_close_delay_s": round(delays[-1], 2) if delays else None,

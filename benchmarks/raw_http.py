@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -44,9 +45,12 @@ def request_bytes(
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-def connect(address: Address, *, source: str | None = None, timeout: float = 10.0) -> socket.socket:
-    """A new connection to `address`, from the loopback address `source` when given."""
-    return socket.create_connection(address, timeout=timeout, source_address=(source, 0) if source else None)
+def connect(
+    address: Address, *, source: str | None = None, timeout: float = 10.0, tls: ssl.SSLContext | None = None
+) -> socket.socket:
+    """A new connection to `address`, from the loopback address `source` when given, over `tls` when given."""
+    sock = socket.create_connection(address, timeout=timeout, source_address=(source, 0) if source else None)
+    return tls.wrap_socket(sock, server_hostname=address[0]) if tls is not None else sock
 
 
 def read_reply(stream: IO[bytes], *, to_head: bool = False) -> Reply | None:
@@ -86,10 +90,16 @@ def read_chunked(stream: IO[bytes]) -> bytes:
 
 
 def exchange(
-    address: Address, data: bytes, *, source: str | None = None, timeout: float = 10.0, to_head: bool = False
+    address: Address,
+    data: bytes,
+    *,
+    source: str | None = None,
+    timeout: float = 10.0,
+    to_head: bool = False,
+    tls: ssl.SSLContext | None = None,
 ) -> Reply | None:
     """Send `data` on a new connection and read one reply (None: the connection ended unanswered)."""
-    with connect(address, source=source, timeout=timeout) as sock, sock.makefile("rb") as stream:
+    with connect(address, source=source, timeout=timeout, tls=tls) as sock, sock.makefile("rb") as stream:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(data)
         return read_reply(stream, to_head=to_head)

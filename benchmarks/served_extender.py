@@ -15,6 +15,7 @@ import os
 import resource
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -76,9 +77,11 @@ def served_extender(
     observe: bool = True,
     host: str = "127.0.0.1",
     open_files: int | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[ServedExtender]:
     """`serve` on `snapshot` with `flags`, its verb listener on `host`, ready; `open_files` lowers its limit
-    of open files once it runs (the attacks that exhaust them need not open thousands)."""
+    of open files once it runs (the attacks that exhaust them need not open thousands); `tls`: how to reach
+    listeners that serve TLS (`flags` say which)."""
     verb_port = free_port()
     ports = ["--host", host, "--port", str(verb_port)]
     observe_port = free_port() if observe else None
@@ -94,20 +97,20 @@ def served_extender(
         try:
             if open_files is not None:
                 resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (open_files, open_files))
-            wait_until_ready(served)
+            wait_until_ready(served, tls)
             yield served
         finally:
             stop(process)
 
 
-def wait_until_ready(served: ServedExtender) -> None:
+def wait_until_ready(served: ServedExtender, tls: ssl.SSLContext | None) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     for address in (served.verb, served.observe):
         while address is not None:
             if served.process.poll() is not None:
                 raise RuntimeError(f"serve exited with {served.process.returncode}:\n{served.log_text()}")
             try:
-                reply = exchange(address, request_bytes("GET", "/healthz"), timeout=2)
+                reply = exchange(address, request_bytes("GET", "/healthz"), timeout=2, tls=tls)
                 if reply is not None and reply.status == 200:
                     break
             except OSError:

@@ -9,7 +9,10 @@ through the verb listener at most `PROMPT_S` meanwhile (quiet, it takes under a 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import math
+import socket
+import time
+from typing import IO, Any
 
 from benchmarks.raw_http import Address, Reply, connect, ended, read_reply
 from benchmarks.served_extender import MB, FilterProbe, RssPeak
@@ -27,12 +30,19 @@ def refused(address: Address, data: bytes, *, source: str | None = None) -> tupl
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(data)
         reply = read_reply(stream)
-        sock.settimeout(CLOSE_WAIT_S)
-        try:
-            closed = ended(stream)
-        except TimeoutError:
-            closed = False
-        return reply, closed
+        return reply, seconds_until_closed(sock, stream, CLOSE_WAIT_S) < math.inf
+
+
+def seconds_until_closed(sock: socket.socket, stream: IO[bytes], limit_s: float) -> float:
+    """Seconds until the server closes the connection, with nothing more to read on it (inf: not within
+    `limit_s`)."""
+    started = time.monotonic()
+    sock.settimeout(limit_s)
+    try:
+        closed = ended(stream)
+    except TimeoutError:
+        closed = False
+    return time.monotonic() - started if closed else math.inf
 
 
 def assert_json_error(reply: Reply | None, status: int, closed: bool = True) -> str:

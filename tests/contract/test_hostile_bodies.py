@@ -1,4 +1,4 @@
-"""Hostile and broken input at the edge: each gets a precise error in milliseconds, and nothing sticks."""
+"""Hostile and broken request bodies: each gets a precise error in milliseconds, and nothing sticks."""
 
 from __future__ import annotations
 
