@@ -21,7 +21,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:8888"
+DEFAULT_URL = "http://127.0.0.1:8890"
+"""The observe listener of `serve --observe-port 8890 --observe-debug` on this machine."""
 TOKEN_ENVIRONMENT_VARIABLE = "TFJOB_EXTENDER_TOKEN"
 """Where `explain` finds a bearer token when no `--token-file` is given."""
 REQUEST_TIMEOUT_S = 10.0
