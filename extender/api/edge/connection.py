@@ -128,7 +128,9 @@ class EdgeConnection(ReadingConnection):
         keep_alive = not reply.close and self.keeps_alive(request)
         self.transport.write(whole_reply(request, reply, keep_alive))
         self._log(request, reply.status)
-        if not keep_alive:
+        if not keep_alive and request.refusal is not None:
+            self._linger()
+        elif not keep_alive:
             self._close()
 
     def _log(self, request: Request, status: int) -> None:

@@ -34,6 +34,10 @@ from extender.config import ListenerLimits
 
 MAX_QUEUED_REQUESTS = 8
 """Requests read ahead of their replies on one connection (pipelined) before the connection stops reading."""
+LINGER_S = 2.0
+"""Seconds a connection refused with input unread keeps reading and dropping it before it closes."""
+LINGER_BYTES = 1 << 20
+"""Bytes a refused connection reads and drops at most before it closes."""
 RECHECK_S = 0.05
 """Seconds between two looks at a pause the connection cannot be told the end of (listener-wide bytes, rate)."""
 
@@ -86,6 +90,8 @@ class ReadingConnection(asyncio.Protocol):
         self.task: asyncio.Task[None] | None = None
         self.closed = False
         self.continue_owed = False
+        self.lingering = 0
+        """Bytes still to read and drop after a refusal before the connection closes (0: not lingering)."""
         self.timer: asyncio.TimerHandle | None = None
         self.recheck: asyncio.TimerHandle | None = None
         self.writable = asyncio.Event()
@@ -126,6 +132,11 @@ class ReadingConnection(asyncio.Protocol):
         self._advance()
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            self.lingering = max(0, self.lingering - len(data))
+            if not self.lingering:
+                self._close()
+            return
         if self.reading is Reading.DONE or self.closed:
             return
         if self.reading is not Reading.BODY:
@@ -365,6 +376,21 @@ class ReadingConnection(asyncio.Protocol):
         if self.recheck is not None:
             self.recheck.cancel()
             self.recheck = None
+
+    def _linger(self) -> None:
+        """Close after a refusal that left input unread: the reply is followed by the end of the output, and
+        what the client still sends is read and dropped for up to `LINGER_S` (`LINGER_BYTES` at most), so its
+        kernel does not discard the reply on a reset before the client reads it."""
+        transport = self.transport
+        if transport is None or self.closed or not transport.can_write_eof():
+            self._close()
+            return
+        self.lingering = LINGER_BYTES
+        transport.write_eof()
+        self.pauses.clear()
+        self.socket_paused = False
+        transport.resume_reading()
+        self._set_timer(LINGER_S, self._close)
 
     def _close(self) -> None:
         self._cancel_timers()
