@@ -15,9 +15,10 @@ For a gang member:
    `backfill`), with this pod pinned to the candidates. A failed plan remembers the candidates it was
    planned from, as a set (kube-scheduler sends the same nodes in a new order on every call), and is
    reused while neither capacity nor membership changed and the call offers none but those nodes (any
-   order, or fewer; the same tuple object from the wire layer is recognised before any set is built);
-   a call offering another node plans again. A plan that would delay a higher-ranked waiting gang, or
-   fits only in room held for a starving one, is not reserved: the gang yields (see `admission`).
+   order, or fewer; a candidate tuple seen before, which the wire layer hands back as the same object,
+   is recognised by identity, without looking up its names); a call offering another node plans again.
+   A plan that would delay a higher-ranked waiting gang, or fits only in room held for a starving one, is
+   not reserved: the gang yields (see `admission`).
 A pod with resource claims, or a member of a gang with such a pod, passes through untouched: it is left to
 kube-scheduler's DRA plugin (`left_alone`). A pending member of a leftover gang (its TFJob succeeded,
 failed, is suspended or gone) is turned away, and any plan its gang still holds is released.
