@@ -111,7 +111,7 @@ OBSERVE_LIMITS = ListenerLimits(
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8888
-    observe_host: str = "0.0.0.0"
+    observe_host: str = "127.0.0.1"
     """Address of the read-only observe listener (`/metrics`, `/debug`, `/ui`; no verbs)."""
     observe_port: int = 0
     """Port of the observe listener; 0: no observe listener."""

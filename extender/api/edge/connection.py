@@ -1,0 +1,177 @@
+"""One connection of the HTTP edge: its requests answered in order, one at a time.
+
+`EdgeConnection` is a `ReadingConnection` (`extender.api.edge.reading`: the parser, the caps, the timers,
+flow control) that answers what it has read. For the request at the head of its queue it asks the gate
+(`extender.api.edge.gate`: the door's overflow gets a JSON 503 unless the request authenticates into a free
+slot; a path that is not open needs a bearer token the listener's `TokenChecks` accept, else a 401), waits
+out the listener's request rate, then lets the `Responder` answer — in place, or in a task while the rest
+wait (`_Outlet` is where that task writes). Every refusal is JSON and closes the connection. On `stop` the
+connection answers what it has read and closes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httptools
+
+from extender.api.edge.encoding import Reply, Request, json_error, whole_reply
+from extender.api.edge.gate import AskReviews, admission, unauthenticated
+from extender.api.edge.reading import ReadingConnection
+from extender.api.edge.states import Pause, ReadEvent, Reading
+
+log = logging.getLogger(__name__)
+
+
+class EdgeConnection(ReadingConnection):
+    """One client connection: read under the caps, queue, answer in order (see the module's text)."""
+
+    # answering, in order
+
+    def _advance(self) -> None:
+        """Answer the queued requests in order: in place where possible, a task for the rest, one at a time."""
+        while self.queue and self.task is None and not self.closed:
+            if Pause.WRITING in self.pauses:
+                return
+            request = self.queue[0]
+            reply = self._gate(request)
+            if reply is None:
+                if self.task is not None or Pause.RATE in self.pauses:
+                    return
+                reply = self._answer_now(request)
+            if reply is None:
+                self.task = self.loop.create_task(self._answer_later(request))
+                return
+            self._finish(request, reply)
+        if self.closed or self.task is not None:
+            return
+        self._update_pauses()
+        if self.continue_owed:
+            self._send_continue()
+        if self.current is None and not self.queue:
+            if self.host.stopping or self.reading is Reading.DONE:
+                self._close()
+            elif self.timer is None:
+                self._set_timer(self._idle_limit(), self._idle_timed_out)
+
+    def _gate(self, request: Request) -> Reply | None:
+        """A refusal of `request`, or None: answer it — unless a token check's task has started, or the
+        listener's request rate is spent (the connection then waits, paused)."""
+        if request.refusal is not None:
+            return request.refusal
+        try:
+            path = request.path()
+        except httptools.HttpParserInvalidURLError:
+            return json_error(400, f"malformed request target {request.target[:200]!r}", close=True)
+        host = self.host
+        verdict = admission(request, path, self, host.door, host.tokens, host.responder.open_paths)
+        if isinstance(verdict, AskReviews):
+            self.task = self.loop.create_task(self._ask_reviews(verdict.token))
+            return None
+        if verdict is not None:
+            return verdict
+        wait = host.door.requests.wait()
+        if wait > 0:
+            self._pause(Pause.RATE)
+            self._set_recheck(wait)
+        return None
+
+    def _answer_now(self, request: Request) -> Reply | None:
+        try:
+            return self.host.responder.answer_now(request)
+        except Exception:
+            log.exception("%s %r failed", request.method.decode("latin-1"), request.target[:200])
+            return json_error(500, "internal error", close=True)
+
+    async def _ask_reviews(self, token: str) -> None:
+        """Ask the API server about `token`; the answer is remembered, so the request is admitted (or
+        refused) when the queue moves on."""
+        assert self.host.tokens is not None
+        try:
+            accepted = await self.host.tokens.accepts(token)
+        finally:
+            self.task = None
+        if not accepted and self.queue and self.host.tokens.known(token) is None:
+            self.queue[0].refusal = unauthenticated()
+        self._advance()
+
+    async def _answer_later(self, request: Request) -> None:
+        try:
+            await self.host.responder.answer_later(request, _Outlet(self, request))
+        except Exception:
+            log.exception("%s %r failed", request.method.decode("latin-1"), request.target[:200])
+            self.write_whole(request, json_error(500, "internal error", close=True))
+        finally:
+            self.task = None
+        if self.queue and self.queue[0] is request:
+            self._dequeue()
+        self._advance()
+
+    def _finish(self, request: Request, reply: Reply) -> None:
+        self.write_whole(request, reply)
+        self._dequeue()
+
+    def _dequeue(self) -> None:
+        request = self.queue.popleft()
+        self._hold(-request.size)
+        if request.refusal is None:
+            self.host.door.proven(self)
+
+    def keeps_alive(self, request: Request) -> bool:
+        """Whether the connection stays open after `request`'s reply (the head of the queue)."""
+        last = len(self.queue) <= 1 and self.current is None
+        return request.keep_alive and not (last and (self.reading is Reading.DONE or self.host.stopping))
+
+    def write_whole(self, request: Request, reply: Reply) -> None:
+        if self.closed or self.transport is None:
+            return
+        keep_alive = not reply.close and self.keeps_alive(request)
+        self.transport.write(whole_reply(request, reply, keep_alive))
+        self._log(request, reply.status)
+        if not keep_alive and request.refusal is not None:
+            self._linger()
+        elif not keep_alive:
+            self._close()
+
+    def _log(self, request: Request, status: int) -> None:
+        if self.host.access_log:
+            log.debug("%s %s %d", request.method.decode("latin-1"), request.target[:200].decode("latin-1"), status)
+
+    # lifecycle
+
+    def stop(self) -> None:
+        """The listener stops: answer what was read, then close. An idle connection first takes in what has
+        already arrived on its socket (two turns of the event loop: a poll for input lies between them), so a
+        call sent just before the stop is answered rather than dropped."""
+        if self.current is None and not self.queue and self.task is None:
+            self.loop.call_soon(self.loop.call_soon, self._stop_if_idle)
+        elif self.current is None:
+            self._move(ReadEvent.END)
+
+    def _stop_if_idle(self) -> None:
+        if self.current is None:
+            self._move(ReadEvent.END)
+            if not self.queue and self.task is None:
+                self._close()
+
+
+class _Outlet:
+    """A reply answered later, written to the connection it was read on (`extender.api.edge.responder.Outlet`)."""
+
+    def __init__(self, connection: EdgeConnection, request: Request) -> None:
+        assert connection.transport is not None
+        self.connection = connection
+        self.request = request
+        self.transport = connection.transport
+        self.tls = connection.host.tls
+        self.keep_alive = connection.keeps_alive(request)
+        self.writable = connection.writable
+        self.disconnected = connection.disconnected
+
+    def write_whole(self, reply: Reply) -> None:
+        self.connection.write_whole(self.request, reply)
+
+    def ended(self, status: int, *, complete: bool, keep_alive: bool) -> None:
+        self.connection._log(self.request, status)
+        if not complete or not keep_alive:
+            self.connection._close()
