@@ -435,12 +435,17 @@ def calls_without_credentials(address: Address) -> dict[str, Reply | None]:
     }
 
 
+def budget(args: argparse.Namespace) -> int | None:
+    """`--budget-mib` in bytes; 0 or less: no end."""
+    return args.budget_mib * MiB if args.budget_mib > 0 else None
+
+
 ATTACKS: dict[str, Callable[[Address, argparse.Namespace], Attacker]] = {
-    "header-flood": lambda address, args: header_flood(address, budget_bytes=args.budget_mib * MiB),
+    "header-flood": lambda address, args: header_flood(address, budget_bytes=budget(args)),
     "growing-header-line": lambda address, _: growing_header_line(address),
     "slow-clients": lambda address, args: SlowClients(address, idle=args.idle, slow=args.slow, reopen=True),
     "verb-header-flood": lambda address, args: header_flood(
-        address, method="POST", path="/filter", budget_bytes=args.budget_mib * MiB
+        address, method="POST", path="/filter", budget_bytes=budget(args)
     ),
     "long-url": lambda address, args: long_url(address, budget_bytes=args.budget_mib * MiB),
     "pipelined-filters": lambda address, args: PipelinedFilters(address, count=args.count),
@@ -454,7 +459,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seconds", type=float, default=10.0, help="attack for at most this long")
     parser.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority by this much")
-    parser.add_argument("--budget-mib", type=int, default=100, help="MiB to send (floods, long-url)")
+    parser.add_argument("--budget-mib", type=int, default=100, help="MiB to send (floods, long-url; 0: no end)")
     parser.add_argument("--idle", type=int, default=512, help="idle connections held (slow-clients)")
     parser.add_argument("--slow", type=int, default=128, help="one-byte-a-second connections held (slow-clients)")
     parser.add_argument("--count", type=int, default=1000, help="pipelined calls (pipelined-filters)")
