@@ -71,10 +71,11 @@ def attacker_process(attack: Attack, served: ServedExtender, seconds: float) -> 
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
 
 
-def outcome_of(attacker: subprocess.Popen[str], seconds: float) -> dict[str, Any]:
-    """The attacker's outcome line, once it ended by itself (its budget or its time spent)."""
+def outcome_of(attacker: subprocess.Popen[str], wait_s: float) -> dict[str, Any]:
+    """The attacker's outcome line, once it ended by itself (its budget or its time spent) or, after
+    `wait_s`, was stopped."""
     try:
-        out, _ = attacker.communicate(timeout=seconds + 30)
+        out, _ = attacker.communicate(timeout=wait_s)
     except subprocess.TimeoutExpired:
         attacker.terminate()
         out, _ = attacker.communicate(timeout=30)
@@ -84,7 +85,7 @@ def outcome_of(attacker: subprocess.Popen[str], seconds: float) -> dict[str, Any
 
 def run_attack(attack: Attack, seconds: float) -> str:
     with served_extender() as served, RssPeak(served) as rss, FilterProbe(served.verb) as probe:
-        outcome = outcome_of(attacker_process(attack, served, seconds), seconds)
+        outcome = outcome_of(attacker_process(attack, served, seconds), seconds + 30)
     worst = probe.summary()["worst_ms"]
     verdict = "ok" if rss.growth < TARGET_GROWTH_MB * MB else "OVER"
     took = f"{outcome.get('mib_sent', 0):>8.1f} MiB  statuses {outcome.get('statuses')}"

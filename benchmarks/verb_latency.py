@@ -21,6 +21,16 @@ that change the model, as a live cluster does). Modes, each printed as a table:
   afresh on a model the churn keeps changing: first in the server's process (`serve` with its loops),
   then in a process of their own on their own copy of the model, with its own churn (as the Deployment
   runs them: `tfjob-extender loops` beside `serve --no-loops`).
+- observe attacks (`--observe-attacks`, alone): the real `tfjob-extender serve` on the snapshot, its observe
+  listener beside the verbs (no churn: nothing is injected into that process); the verbs at
+  `--attack-candidates` candidates quiet, then under each attack of the observe port the listeners are
+  bounded against (`benchmarks/attackers.py`): 1. small header lines without end, connection after
+  connection; 2. one header line that never ends, connection after connection; 3. 512 idle connections
+  and 128 sending a head one byte a second, each replaced once the server closes it. Each attacker runs
+  at full rate in a process of its own, niced by 10: it sends pre-built 64 KiB chunks as fast as the
+  server takes them (or waits on a selector), so its own work is syscalls, and the nice level makes it
+  yield the 2 shared cores to the server and the measuring client, as an attacker on another machine
+  would. Prints each case's p99 quiet and under each attack, the difference and the target.
 Each case is measured for `--seconds`. Prints p50 / p99 / max milliseconds: the HTTP round trip, and in
 quiet mode also the in-process cost of the same call (decode → snapshot → policy → encode, i.e.
 `extender.api.verbs.answer`). A bare ASGI app answering a fixed body on uvicorn (httptools, uvloop) is
@@ -28,7 +38,7 @@ timed first: the floor the machine and an HTTP stack alone impose on every round
 verb listener `serve` runs (`extender.api.edge`); `--compare-uvicorn` measures the quiet mode again with
 the same app as plain ASGI on uvicorn and prints the ratios of its p50 and p99 to the listener's.
 Targets: at 500 candidates filter and prioritize p50 ≤ 0.35 ms, p99 ≤ 0.7 ms; at 5000, p99 ≤ 3 ms;
-busy and polled p99 ≤ 1.5 × quiet p99.
+busy and polled p99 ≤ 1.5 × quiet p99; under each observe-side attack p99 ≤ quiet p99 + 1 ms.
 """
 
 from __future__ import annotations
@@ -53,6 +63,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.listener_attacks import ATTACKER_NICENESS, Attack, attacker_process, outcome_of
+from benchmarks.served_extender import served_extender
 from extender.api.app import make_service
 from extender.api.verbs import Service, answer
 from extender.config import Settings
@@ -78,6 +90,15 @@ CANDIDATE_COUNTS = (100, 500, 5000)
 WARMUP_CALLS = 200
 CHURN_NODES = 64
 """The filler pod of the churn moves between this many nodes."""
+OBSERVE_ATTACKS = (
+    Attack("1", "small headers without end", "header-flood", "observe", ("--budget-mib", "0")),
+    Attack("2", "an ever-growing header line", "growing-header-line", "observe"),
+    Attack("3", "idle and one-byte-a-second", "slow-clients", "observe", ("--idle", "512", "--slow", "128")),
+)
+ATTACK_UNDER_WAY_S = 1.0
+"""Seconds an attack runs before the verbs are measured under it."""
+ATTACK_TARGET_MS = 1.0
+"""Largest rise of a verb's p99 under an observe-side attack."""
 
 
 def synthetic_cluster(nodes: int) -> list[dict[str, Any]]:
@@ -411,6 +432,9 @@ def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         snapshot = Path(workdir) / "cluster.json"
         snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": synthetic_cluster(nodes)}))
+        if args.observe_attacks:
+            run_observe_attacks(snapshot, args)
+            return
         state = ClusterState()
         load_snapshot_file(state, snapshot)
         service = make_service(Settings(), state, time.time)
@@ -449,6 +473,44 @@ def run(args: argparse.Namespace) -> None:
         compare(apart, quiet, "busy apart")
 
 
+def run_observe_attacks(snapshot: Path, args: argparse.Namespace) -> None:
+    """The verbs' p99 quiet, then under each attack of the observe listener, on the real `serve`."""
+    measured = cases(args.attack_candidates)
+    with served_extender(snapshot=snapshot) as served:
+        client = http.client.HTTPConnection(*served.verb)
+        try:
+            for verb, body in measured.values():
+                measure(client, verb, body, calls=WARMUP_CALLS, seconds=0)
+            quiet = {case: p99_ms(client, verb, body, args) for case, (verb, body) in measured.items()}
+            print(
+                f"verbs under observe-side attacks ({args.attack_candidates} candidates; p99 ms; the attacker niced "
+                f"by {ATTACKER_NICENESS}; target ≤ quiet p99 + {ATTACK_TARGET_MS:g} ms)"
+            )
+            print(f"{'attack':<32} {'case':<30} | {'quiet':>7} {'attacked':>8} {'diff':>7} | {'target':>8}")
+            for attack in OBSERVE_ATTACKS:
+                attacker = attacker_process(attack, served, seconds=3600)
+                time.sleep(ATTACK_UNDER_WAY_S)
+                under = {case: p99_ms(client, verb, body, args) for case, (verb, body) in measured.items()}
+                outcome = outcome_of(attacker, wait_s=0)
+                for case, p99 in under.items():
+                    target = quiet[case] + ATTACK_TARGET_MS
+                    print(
+                        f"{attack.row + ' ' + attack.label:<32} {case:<30} | {quiet[case]:>7.3f} {p99:>8.3f}"
+                        f" {p99 - quiet[case]:>+7.3f} | ≤ {target:>6.3f} {'ok' if p99 <= target else 'OVER'}"
+                    )
+                print(
+                    f"{'':<32} (the attacker: {outcome.get('connections')} connections, "
+                    f"{outcome.get('mib_sent')} MiB taken, replies {outcome.get('statuses')})",
+                    flush=True,
+                )
+        finally:
+            client.close()
+
+
+def p99_ms(client: http.client.HTTPConnection, verb: str, body: bytes, args: argparse.Namespace) -> float:
+    return stats(measure(client, verb, body, calls=args.calls, seconds=args.seconds))[1]
+
+
 def compare(
     measured: dict[tuple[str, int], list[float]], quiet: dict[tuple[str, int], list[float]], label: str
 ) -> None:
@@ -471,6 +533,14 @@ def main() -> None:
         "--compare-uvicorn",
         action="store_true",
         help="also measure the quiet mode with the same app as plain ASGI on uvicorn, and print the ratios",
+    )
+    parser.add_argument(
+        "--observe-attacks",
+        action="store_true",
+        help="measure only the verbs quiet and under each attack of the observe listener (rows 1-3)",
+    )
+    parser.add_argument(
+        "--attack-candidates", type=int, default=500, choices=CANDIDATE_COUNTS, help="candidates (--observe-attacks)"
     )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", choices=("edge", "uvicorn"), default="edge", help=argparse.SUPPRESS)
