@@ -173,8 +173,8 @@ def example_filter_body() -> bytes:
 
 class FilterProbe:
     """kube-scheduler's side of the verb listener: valid filter calls, alternately on one keep-alive
-    connection (reopened if the server closed it) and on a new one, every `interval_s` while in a `with`
-    block; each call's seconds and each failure kept."""
+    connection (reopened if the server closed it) and on a new one, the first at once and then every
+    `interval_s` while in a `with` block; each call's seconds and each failure kept."""
 
     def __init__(
         self,
@@ -222,12 +222,13 @@ class FilterProbe:
                 reply = None
             if reply is not None and not reply.closes:
                 return reply
-            self._close_kept()
+            self.close()
             if reply is not None:
                 return reply
         return None
 
-    def _close_kept(self) -> None:
+    def close(self) -> None:
+        """Close the keep-alive connection (a `with` block does, at its end)."""
         if self._kept is not None:
             sock, stream = self._kept
             stream.close()
@@ -236,12 +237,14 @@ class FilterProbe:
 
     def _call_until_ended(self) -> None:
         fresh = False
-        while not self._ending.wait(self.interval_s):
+        while True:
             try:
                 self.latencies.append(self.call(fresh=fresh))
             except (AssertionError, OSError) as error:
                 self.failures.append(f"{'new' if fresh else 'kept'} connection: {error!r}")
             fresh = not fresh
+            if self._ending.wait(self.interval_s):
+                return
 
     def summary(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -258,4 +261,4 @@ class FilterProbe:
     def __exit__(self, *_: object) -> None:
         self._ending.set()
         self._caller.join()
-        self._close_kept()
+        self.close()

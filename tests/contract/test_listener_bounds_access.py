@@ -10,6 +10,7 @@ with a valid token, nor a client at another address.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import tempfile
@@ -162,10 +163,10 @@ def test_idle_sockets_filling_the_verb_listener_never_keep_out_a_client_with_a_t
 ) -> None:
     attackers = hold_idle(token_guarded, 32, ["127.0.0.1", *ATTACKER_ADDRESSES])
     try:
-        probe = FilterProbe(token_guarded.verb, headers=[BEARER])
-        for _ in range(3):
-            assert probe.call(fresh=True) < PROMPT_S
-            assert probe.call(fresh=False) < PROMPT_S
+        with contextlib.closing(FilterProbe(token_guarded.verb, headers=[BEARER])) as probe:
+            for _ in range(3):
+                assert probe.call(fresh=True) < PROMPT_S
+                assert probe.call(fresh=False) < PROMPT_S
     finally:
         outcomes = [attacker.stop() for attacker in attackers]
     assert sum(outcome.unanswered for outcome in outcomes) > 0, "the idle sockets never filled the listener"
