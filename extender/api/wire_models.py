@@ -4,11 +4,11 @@ Each model is one Go type of `k8s.io/kube-scheduler/extender/v1` under its Go na
 exact JSON name: the Go structs carry no JSON tags, so kube-scheduler writes the Go field names, PascalCase;
 the Kubernetes objects inside them carry tags, so their keys are camelCase. A request model accepts what
 `extender.api.wire` accepts and refuses what it refuses, and a reply model accepts what `wire` writes; a
-property test (`tests/unit/api/test_wire_models.py`) holds the two equal. Pods and the parts of Node
-objects the extender does not read stay opaque mappings; only what `wire` reads is typed: node names,
-victim UIDs, PDB violation counts, the names of Node objects and the UIDs of victim pods. The bounds are the
-extender's own (`wire.CANDIDATES_MAX` names, `wire.UID_MAX_CHARS` characters), beside the Kubernetes rules
-(node names are DNS-1123 subdomains).
+property test (`tests/unit/api/test_wire_models.py`) holds the two equal, and `wire_schema` publishes the
+models as `docs/wire-schema.json`. Pods and the parts of Node objects the extender does not read stay
+opaque mappings; only what `wire` reads is typed: node names, victim UIDs, PDB violation counts, the names
+of Node objects and the UIDs of victim pods. The bounds are the extender's own (`wire.CANDIDATES_MAX`
+names, `wire.UID_MAX_CHARS` characters), beside the Kubernetes rules (node names are DNS-1123 subdomains).
 
 Where the fast path and the models differ, on purpose, for what kube-scheduler never sends:
 - keys: `wire` matches a key case-insensitively when the exact name is absent, as Go's decoder does; the
