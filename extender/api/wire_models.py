@@ -109,7 +109,7 @@ class NodeList(WireModel):
     metadata: Any = Field(None, description="The list's ListMeta; kube-scheduler sends `{}`; not read.")
     items: list[Node] | None = Field(
         None,
-        description=f"The nodes, each once (a repeat is answered once); at most {CANDIDATES_MAX}.",
+        description=f"The nodes; a node named twice is answered once; at most {CANDIDATES_MAX}.",
         max_length=CANDIDATES_MAX,
     )
 
