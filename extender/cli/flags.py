@@ -48,11 +48,12 @@ def _add_flags(parser: Any, leaf: Leaf, command: str) -> None:
     rule = leaf.declared.rule
     default = leaf.default(command)
     if leaf.is_switch:
-        for flag, value in zip(leaf.flags, (flag == leaf.flag for flag in leaf.flags), strict=True):
+        for flag in leaf.flags:
+            turns_on = flag == leaf.flag
+            help_line = _switch_help(leaf, turns_on=turns_on)
             parser.add_argument(
-                flag, dest=leaf.path, action="store_const", const=value, default=argparse.SUPPRESS,
-                help=_switch_help(leaf, turns_on=value),
-            )  # fmt: skip
+                flag, dest=leaf.path, action="store_const", const=turns_on, default=argparse.SUPPRESS, help=help_line
+            )
         return
     parser.add_argument(
         leaf.flag,

@@ -68,6 +68,9 @@ class LeaderElectionSettings:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Everything a process of the service runs with: its listeners, where the model comes from, the policy,
+    the loops, the debug views, the logs."""
+
     host: str = setting(
         "127.0.0.1",
         ADDRESS,

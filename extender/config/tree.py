@@ -156,12 +156,11 @@ def values_from_file(values: object) -> dict[str, Any]:
         raise SettingValueError(f"expected a mapping of setting names to values, not {values!r:.80}")
     top = {leaf.file_key: leaf for leaf in leaves() if "." not in leaf.file_key}
     sections = {name for name, held in groups().items() if not held.flat_in_file}
-    read: dict[str, Any] = {}
+    at_top = {key: value for key, value in values.items() if key not in sections}
+    read = _entries(top, at_top, allowed=[*_in_file(top), *sorted(_file_sections())])
     for key, value in values.items():
         if key in sections:
-            read |= _section(str(key), value)
-        else:
-            read |= _entries(top, {key: value}, allowed=[*_in_file(top), *sorted(_file_sections())])
+            read |= _section(key, value)
     return read
 
 
