@@ -104,7 +104,7 @@ def _by_group() -> list[tuple[str, list[Leaf]]]:
     order: dict[str, list[Leaf]] = {}
     for leaf in leaves():
         order.setdefault(leaf.section, []).append(leaf)
-    titled = [("the process", order.pop(""))]
+    titled = [("The process", order.pop(""))]
     return titled + [(f"{groups()[section].title} (`{section}`)", members) for section, members in order.items()]
 
 

@@ -104,7 +104,7 @@ class Settings:
     )
     observe_auth: AuthSettings = group(
         AuthSettings,
-        "TLS of the observe listener and the token checks of its /debug and /ui",
+        "The observe listener's TLS and the token checks of its /debug and /ui",
         prefix="observe-",
         in_file=False,
     )
@@ -169,7 +169,7 @@ class Settings:
     model_catch_up_poll_s: float = setting(
         0.01, POSITIVE_SECONDS, "seconds between two decisions while a filter call waits for the watch", commands=SERVE
     )
-    policy: PolicySettings = group(PolicySettings, "policy", flat_in_file=True)
+    policy: PolicySettings = group(PolicySettings, "The policy (the config file's top-level keys)", flat_in_file=True)
     with_scaler: bool = setting(
         False,
         Switch(),
@@ -192,17 +192,17 @@ class Settings:
         in_file=False,
     )
     leader_election: LeaderElectionSettings = group(
-        LeaderElectionSettings, "the Lease of the preemption loop and the scaler (one active instance)"
+        LeaderElectionSettings, "The Lease of the preemption loop and the scaler (one active instance)"
     )
-    scaler_loop: ScalerLoopSettings = group(ScalerLoopSettings, "scaler loop", prefix="scaler-")
+    scaler_loop: ScalerLoopSettings = group(ScalerLoopSettings, "The scaler loop", prefix="scaler-")
     preemption_loop: PreemptionLoopSettings = group(
-        PreemptionLoopSettings, "preemption loop", prefix="preemption-", commands=("serve", "loops")
+        PreemptionLoopSettings, "The preemption loop", prefix="preemption-", commands=("serve", "loops")
     )
     """How the preemption loop runs: its interval, per-tick limits and retry delays (its policy is in
     `policy`)."""
     auth: AuthSettings = group(
         AuthSettings,
-        "TLS and authentication of the verb listener (for a port off loopback)",
+        "The verb listener's TLS and authentication (for a port off loopback)",
         in_file=False,
         commands=SERVE,
     )
@@ -215,9 +215,9 @@ class Settings:
         commands=SERVE,
     )
     """Without it `serve` refuses to start that way."""
-    verb_limits: ListenerLimits = group(lambda: VERB_LIMITS, "limits of the verb listener", commands=SERVE)
+    verb_limits: ListenerLimits = group(lambda: VERB_LIMITS, "The verb listener's limits", commands=SERVE)
     """What one client may hold of the verb listener (`docs/hostile-input.md`)."""
-    observe_limits: ListenerLimits = group(lambda: OBSERVE_LIMITS, "limits of the observe listener", prefix="observe-")
+    observe_limits: ListenerLimits = group(lambda: OBSERVE_LIMITS, "The observe listener's limits", prefix="observe-")
     """What one client may hold of an observe listener (`serve --observe-port`, a loop process's one listener)."""
     observe_openapi: bool = setting(
         False,
