@@ -57,6 +57,7 @@ def _add_flags(parser: Any, leaf: Leaf, command: str) -> None:
         return
     parser.add_argument(
         leaf.flag,
+        *leaf.aliases,
         dest=leaf.path,
         type=_reader(rule),
         action="append" if isinstance(rule, Words) else "store",

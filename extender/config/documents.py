@@ -114,5 +114,6 @@ def _row(leaf: Leaf) -> str:
     only = "" if len(commands) == len(COMMANDS) else f" ({', '.join(commands)})"
     default = f"`{shown(leaf.default())}`" if shown(leaf.default()) else "—"
     default += "".join(f"; {command}: `{shown(value)}`" for command, value in leaf.declared.command_defaults)
-    cells = [key, " ".join(f"`{flag}`" for flag in leaf.flags) + only, leaf.declared.rule.describe(), default]
+    flags = " ".join(f"`{flag}`" for flag in (*leaf.flags, *leaf.aliases)) + only
+    cells = [key, flags, leaf.declared.rule.describe(), default]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in [*cells, leaf.declared.help]) + " |"

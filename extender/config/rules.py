@@ -109,6 +109,8 @@ class Group:
     policy's, as policy files have always been written)."""
     commands: tuple[str, ...] = ()
     """The commands that take its flags; (): every one that takes settings."""
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(field, flag): another name a field's flag also answers to, kept from an earlier release."""
 
 
 def group(default: Callable[[], Any], title: str, **declared: Any) -> Any:

@@ -215,7 +215,13 @@ class Settings:
         commands=SERVE,
     )
     """Without it `serve` refuses to start that way."""
-    verb_limits: ListenerLimits = group(lambda: VERB_LIMITS, "The verb listener's limits", commands=SERVE)
+    verb_limits: ListenerLimits = group(
+        lambda: VERB_LIMITS,
+        "The verb listener's limits",
+        prefix="verb-",
+        commands=SERVE,
+        aliases=(("max_body_bytes", "--max-body-bytes"),),
+    )
     """What one client may hold of the verb listener (`docs/hostile-input.md`)."""
     observe_limits: ListenerLimits = group(lambda: OBSERVE_LIMITS, "The observe listener's limits", prefix="observe-")
     """What one client may hold of an observe listener (`serve --observe-port`, a loop process's one listener)."""

@@ -65,6 +65,12 @@ class Leaf:
         return f"--{prefix}{self.declared.flag or self.name.replace('_', '-')}"
 
     @property
+    def aliases(self) -> tuple[str, ...]:
+        """Other names its flag answers to (`Group.aliases`)."""
+        held = self.group.aliases if self.group is not None else ()
+        return tuple(flag for name, flag in held if name == self.name)
+
+    @property
     def off_flag(self) -> str:
         """A switch's flag that turns it off."""
         if self.declared.off_flag:

@@ -104,11 +104,12 @@ def test_the_lease_flags_keep_their_names_and_fill_the_leader_election() -> None
     assert unnamed and other and unnamed != other, "an identity of its own for every instance left unnamed"
 
 
-def test_both_listeners_limits_have_flags_and_the_verb_listeners_keep_their_old_name() -> None:
-    got = settings("serve", "--max-body-bytes", "1000", "--max-connections", "5", "--observe-keep-alive-s", "3")
+def test_both_listeners_limits_have_flags_and_the_verb_listeners_body_cap_keeps_its_old_name() -> None:
+    got = settings("serve", "--max-body-bytes", "1000", "--verb-max-connections", "5", "--observe-keep-alive-s", "3")
     assert (got.verb_limits.max_body_bytes, got.verb_limits.max_connections) == (1000, 5)
     assert got.observe_limits.keep_alive_s == 3.0 and got.observe_limits.max_body_bytes == OBSERVE_LIMITS.max_body_bytes
     assert settings("loops", "--observe-max-connections", "2").observe_limits.max_connections == 2
+    assert settings("serve", "--verb-max-body-bytes", "2000").verb_limits.max_body_bytes == 2000
     with pytest.raises(SettingsError, match=r"^--observe-max-connections: 0 is out of range \(>= 1\)$"):
         settings("loops", "--observe-max-connections", "0")
 
@@ -127,8 +128,8 @@ def test_switch_flags_turn_a_setting_either_way_over_the_file(tmp_path: Path) ->
 def test_each_command_has_its_own_port_default_and_only_its_own_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert (settings("serve").port, settings("loops").port, settings("scaler").port) == (8888, 8889, 8889)
     with pytest.raises(SystemExit):
-        parse_args(["loops", "--max-body-bytes", "10"])
-    assert "unrecognized arguments: --max-body-bytes" in capsys.readouterr().err
+        parse_args(["loops", "--verb-max-body-bytes", "10"])
+    assert "unrecognized arguments: --verb-max-body-bytes" in capsys.readouterr().err
 
 
 def test_repeated_words_and_files_reach_the_auth_settings() -> None:

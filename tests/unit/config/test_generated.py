@@ -101,6 +101,12 @@ def test_every_flag_of_a_service_command_is_a_declared_setting(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     printed = help_of(command, capsys)
-    listed = {found for line in printed.splitlines() for found in re.findall(r"^  (?:-h, )?(--[a-z-]+)", line)}
-    declared = {flag for leaf in leaves() if leaf.taken_by(command) for flag in leaf.flags}
+    listed = {
+        option.split()[0]
+        for line in printed.splitlines()
+        if line.startswith("  -")
+        for option in line.strip().split("  ")[0].split(", ")
+        if option.startswith("--")
+    }
+    declared = {flag for leaf in leaves() if leaf.taken_by(command) for flag in (*leaf.flags, *leaf.aliases)}
     assert listed == declared | {"--help", "--config"}
