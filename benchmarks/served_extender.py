@@ -58,6 +58,12 @@ class ServedExtender:
     def pid(self) -> int:
         return self.process.pid
 
+    def address(self, listener: str) -> Address:
+        """The address of the "verb" or the "observe" listener."""
+        address = self.verb if listener == "verb" else self.observe
+        assert address is not None, f"no {listener} listener"
+        return address
+
     def memory(self, field: str = "VmRSS") -> int:
         """Bytes of the process's `field` in /proc/PID/status (VmRSS: resident now; VmHWM: its peak)."""
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -97,9 +97,7 @@ def test_every_refusal_of_the_observe_listener_is_json(
 
 @pytest.mark.parametrize("listener", ["verb", "observe"])
 def test_head_on_the_probes_answers_without_a_body(served: ServedExtender, listener: str) -> None:
-    address = served.verb if listener == "verb" else served.observe
-    assert address is not None
-    with connect(address) as sock, sock.makefile("rb") as stream:
+    with connect(served.address(listener)) as sock, sock.makefile("rb") as stream:
         for path in ("/healthz", "/readyz"):
             sock.sendall(request_bytes("HEAD", path))
             reply = read_reply(stream, to_head=True)

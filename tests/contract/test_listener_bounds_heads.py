@@ -18,7 +18,6 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.attackers import MiB, PipelinedFilters, growing_header_line, header_flood, long_url
-from benchmarks.raw_http import Address
 from benchmarks.served_extender import FilterProbe, RssPeak, ServedExtender, served_extender
 from tests.contract.listener_checks import (
     assert_filter_error,
@@ -47,12 +46,6 @@ def served() -> Iterator[ServedExtender]:
         yield running
 
 
-def address_of(served: ServedExtender, listener: str) -> Address:
-    address = served.verb if listener == "verb" else served.observe
-    assert address is not None
-    return address
-
-
 def head(request_line: str, *lines: str) -> bytes:
     return "\r\n".join([request_line, "host: extender", "content-length: 0", *lines, "", ""]).encode()
 
@@ -69,7 +62,7 @@ OVER_THE_CAPS = {
 def test_a_head_over_a_cap_is_a_json_431_and_the_connection_closed(
     served: ServedExtender, listener: str, path: str, cause: str
 ) -> None:
-    reply, closed = refused(address_of(served, listener), head(f"GET {path} HTTP/1.1", *OVER_THE_CAPS[cause]))
+    reply, closed = refused(served.address(listener), head(f"GET {path} HTTP/1.1", *OVER_THE_CAPS[cause]))
     assert_json_error(reply, 431)
     assert closed, "the connection stays open after the refusal"
 
@@ -87,7 +80,7 @@ def test_a_verb_call_whose_head_is_over_a_cap_gets_the_verbs_error_and_the_conne
 def test_a_request_line_over_the_cap_is_a_json_414_and_the_connection_closed(
     served: ServedExtender, listener: str
 ) -> None:
-    reply, closed = refused(address_of(served, listener), head(f"GET /healthz?q={'a' * MAX_LINE_BYTES} HTTP/1.1"))
+    reply, closed = refused(served.address(listener), head(f"GET /healthz?q={'a' * MAX_LINE_BYTES} HTTP/1.1"))
     assert_json_error(reply, 414)
     assert closed, "the connection stays open after the refusal"
 
