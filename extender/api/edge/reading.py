@@ -53,6 +53,8 @@ class ConnectionHost(Protocol):
     access_log: bool
     stopping: bool
 
+    def connection_began(self, connection: ReadingConnection) -> None: ...
+
     def connection_ended(self, connection: ReadingConnection) -> None: ...
 
 
@@ -102,6 +104,7 @@ class ReadingConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.host.connection_began(self)
         peer = transport.get_extra_info("peername")
         self.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         if transport.get_extra_info("peercert"):
