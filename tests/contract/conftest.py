@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from extender.api.app import make_service
 from extender.api.verbs import Service
 from extender.config import ListenerLimits, Settings
