@@ -2,7 +2,10 @@
 
 Every route is a GET that reads one snapshot and renders JSON; none changes the model. The gang views
 answer "why is my gang pending?": members by phase, the reserved plan, and the reason the last plan
-failed or what the gang still waits for. `make_probe_router` holds what every listener serves (`/healthz`,
+failed or what the gang still waits for. A failed plan is shown whatever candidates a later call may
+offer (a view has none at hand), with when it was made and the member and the number of candidate nodes
+it was tried with (`lastFailedPlanOffered`); `filter` reuses it only for those nodes
+(`gang.state.standing_failed_plan`). `make_probe_router` holds what every listener serves (`/healthz`,
 `/readyz`, `/metrics`), `make_debug_router` the `/debug` views an observe listener serves only on request.
 """
 
@@ -21,7 +24,7 @@ from extender.api.standing_view import RankContext, gang_standing, job_standing
 from extender.api.topology_view import TopologyQueryError, render_topology
 from extender.api.verbs import Service
 from extender.policy.core.settings import PolicySettings
-from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan
 from extender.policy.core.views import PodView
 from extender.policy.gang.state import GangState, gang_state, is_satisfied, waiting_reason
 from extender.policy.rank.jobstates import each_job_state
@@ -77,8 +80,17 @@ def gang_summary(snapshot: ClusterSnapshot, key: str, now: float, context: RankC
         "why": state.left_alone_reason
         or (None if satisfied else waiting or (failed.reason if failed else NOT_PLANNED_YET if pending else None)),
         "lastFailedPlanAt": failed.at if failed else None,
+        "lastFailedPlanOffered": _offered(failed),
         "standing": gang_standing(context, key) if context is not None else None,
     }
+
+
+def _offered(failed: FailedPlan | None) -> dict[str, Any] | None:
+    """The member the last failed plan pinned and how many candidate nodes kube-scheduler offered it;
+    None without a failed plan or for one tried on every node."""
+    if failed is None or failed.offered is None:
+        return None
+    return {"pod": failed.offered.pod, "nodes": len(failed.offered.nodes)}
 
 
 def _gang_status(state: GangState, satisfied: bool, waiting: str | None, pending: bool) -> str:

@@ -22,6 +22,7 @@ from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.standing import (
     Standing,
+    Wait,
     WaitKind,
     WeightBreakdown,
     explain_gang,
@@ -141,9 +142,14 @@ def render_standing(standing: Standing, context: RankContext) -> dict[str, Any]:
         "waitsFor": wait.kind.value,
         "why": wait.message,
         "blockers": list(wait.blockers),
-        "bestPlan": {"placed": wait.placed, "needed": wait.needed} if wait.kind is WaitKind.NO_ROOM else None,
+        "bestPlan": _best_plan(wait) if wait.kind is WaitKind.NO_ROOM else None,
         "wouldStart": wait.remedy or None,
     }
+
+
+def _best_plan(wait: Wait) -> dict[str, Any]:
+    """The best plan a gang with no room found: pods placed and needed, and where it was tried."""
+    return {"placed": wait.placed, "needed": wait.needed, "triedOn": wait.tried_on or None}
 
 
 def render_explanation(context: RankContext, namespace: str, name: str) -> dict[str, Any]:

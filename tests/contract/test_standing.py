@@ -124,7 +124,7 @@ def test_a_gang_too_large_for_the_room_left_shows_its_best_plan_and_what_would_s
         by_pod = client.get("/debug/explain/default/wide-worker-3").json()
         by_group = client.get("/debug/explain/default/wide").json()
     assert row["waitsFor"] == "GangWaitingForRoom"
-    assert row["bestPlan"] == {"placed": 4, "needed": 6}
+    assert row["bestPlan"] == {"placed": 4, "needed": 6, "triedOn": "on every node"}
     assert "room for 2 more pod(s) of 1 CPU, 1 GiB" in row["wouldStart"]
     assert explained["status"] == "waiting"
     assert explained["kind"] == "TFJob"

@@ -31,6 +31,8 @@ from typing import Protocol
 from extender.api.edge.states import Place, Standing
 from extender.config import ListenerLimits
 
+TOKEN_SLACK = 1e-9
+"""Tokens short of a whole one that still count as one (the clock's rounding)."""
 FRESH_GRACE_S = 1.0
 """Seconds a new connection may take to finish its first request before a newcomer may displace it
 (kube-scheduler writes its request as soon as it has connected)."""
@@ -64,7 +66,7 @@ class TokenBucket:
         now = self.clock()
         self.tokens = min(max(self.rate, 1.0), self.tokens + (now - self.filled_at) * self.rate)
         self.filled_at = now
-        if self.tokens >= 1.0:
+        if self.tokens >= 1.0 - TOKEN_SLACK:
             self.tokens -= 1.0
             return 0.0
         return (1.0 - self.tokens) / self.rate

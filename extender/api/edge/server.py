@@ -22,10 +22,12 @@ import contextlib
 import logging
 import socket
 import ssl
+from typing import cast
 
 from extender.api.auth import TokenChecks
 from extender.api.edge.connection import EdgeConnection
 from extender.api.edge.door import Door
+from extender.api.edge.reading import ReadingConnection
 from extender.api.edge.responder import Responder
 from extender.config import ListenerLimits
 
@@ -154,8 +156,8 @@ class EdgeServer:
         for connection in list(self.connections):
             connection.abort()
 
-    def connection_ended(self, connection: EdgeConnection) -> None:
-        self.connections.discard(connection)
+    def connection_ended(self, connection: ReadingConnection) -> None:
+        self.connections.discard(cast(EdgeConnection, connection))
         if self.stopping and not self.connections and self._all_closed is not None:
             self._all_closed.set()
 
