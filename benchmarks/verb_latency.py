@@ -165,6 +165,7 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
     from extender.loops.actuator import RecordingActuator
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
+    from extender.loops.scaler_settings import ScalerLoopSettings
 
     preemption = PreemptionLoop(
         state,
@@ -179,8 +180,7 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
         RecordingActuator(),
         settings.policy,
         time.time,
-        interval_s=interval,
-        replan_unchanged_s=interval,
+        loop_settings=ScalerLoopSettings(interval_s=interval, replan_unchanged_s=interval),
         dry_run=True,
     )
     return [preemption, scaler]

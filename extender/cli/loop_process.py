@@ -82,11 +82,11 @@ def make_loops(
 
     lease = KubeLease(
         api_client,
-        namespace=settings.scaler.lease_namespace,
-        name=settings.scaler.lease_name,
-        identity=settings.scaler.identity,
-        duration_s=settings.scaler.lease_duration_s,
-        retry_period_s=settings.scaler.lease_retry_period_s,
+        namespace=settings.leader_election.lease_namespace,
+        name=settings.leader_election.lease_name,
+        identity=settings.leader_election.identity,
+        duration_s=settings.leader_election.lease_duration_s,
+        retry_period_s=settings.leader_election.lease_retry_period_s,
     )
     actuator = KubeActuator(api_client)
     preemption = (
@@ -110,7 +110,7 @@ def make_loops(
             settings.policy,
             time.time,
             leader=lease,
-            interval_s=settings.scaler.interval_s,
+            loop_settings=settings.scaler_loop,
             dry_run=settings.dry_run,
         )
         if wanted.scaler

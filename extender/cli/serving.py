@@ -174,7 +174,7 @@ def shadow_loops(settings: Settings, state: ClusterState, service: Service, rout
             RecordingActuator(),
             settings.policy,
             time.time,
-            interval_s=settings.scaler.interval_s,
+            loop_settings=settings.scaler_loop,
             dry_run=True,
         )
         routers.append(make_scaler_router(scaler, time.time))

@@ -22,11 +22,11 @@ from typing import Protocol, cast
 
 import httptools
 
-from extender.api.auth import TokenChecks, bearer_token
+from extender.api.auth import TokenChecks
 from extender.api.edge.body import BodyLimits, BodyTooLarge
 from extender.api.edge.door import Door
 from extender.api.edge.encoding import CONTINUE, Reply, Request, error_for, json_error
-from extender.api.edge.gate import unauthenticated
+from extender.api.edge.gate import token_refused, unauthenticated
 from extender.api.edge.head import HeadMeter, HeadRefused
 from extender.api.edge.responder import Responder
 from extender.api.edge.states import Pause, Place, ReadEvent, Reading, Standing, next_reading
@@ -206,28 +206,12 @@ class ReadingConnection(asyncio.Protocol):
         except BodyTooLarge as error:
             self._refuse_current(413, str(error))
             raise _Stop from None
-        if self._token_refused(request):
+        if token_refused(request, self, self.host.door, self.host.tokens, self.host.responder.open_paths):
             self._refuse_input(unauthenticated())
             raise _Stop from None
         if (request.header(b"expect") or b"").lower() == b"100-continue":
             self.continue_owed = True
             self._send_continue()
-
-    def _token_refused(self, request: Request) -> bool:
-        """Whether the request's bearer token is already known to be refused, before its body is read (a token
-        known to pass authenticates the connection with the door at once)."""
-        tokens = self.host.tokens
-        if tokens is None:
-            return False
-        try:
-            needs_token = request.path() not in self.host.responder.open_paths
-        except httptools.HttpParserInvalidURLError:
-            return False
-        token = bearer_token(request.header(b"authorization"))
-        known = tokens.known(token) if token is not None else False
-        if known:
-            self.host.door.authenticated(self)
-        return needs_token and known is False
 
     def on_body(self, body: bytes) -> None:
         if self.current is None:
