@@ -59,7 +59,7 @@ class ConnectionHost(Protocol):
 
 
 class _Stop(Exception):
-    """Raised inside a parser callback to stop parsing: the connection refused what it reads."""
+    """Raised in a parser callback to stop parsing: the connection refused what it reads."""
 
 
 class ReadingConnection(asyncio.Protocol):
@@ -397,5 +397,4 @@ class ReadingConnection(asyncio.Protocol):
         raise NotImplementedError
 
     def displace(self) -> None:
-        """A newcomer takes this connection's slot: close at once."""
         self.abort()
