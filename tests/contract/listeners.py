@@ -129,3 +129,14 @@ def client_of(service: Service, routers: Sequence[APIRouter] = ()) -> Iterator[L
             yield client
         finally:
             client.close()
+
+
+def url_of(server: EdgeServer) -> str:
+    return f"{'https' if server.tls else 'http'}://127.0.0.1:{server.port}"
+
+
+@contextlib.contextmanager
+def client_of_server(server: EdgeServer, **options: Any) -> Iterator[httpx.Client]:
+    """`server` served while the block runs, and an HTTP client of it (`options` go to the client)."""
+    with running([server]), httpx.Client(base_url=url_of(server), timeout=30, **options) as client:
+        yield client

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from extender.explain import describe
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.contract.listeners import ListenerClient
 from tests.contract.support import NOW, Clock, filter_args, post
 
 NODES = ["node-0", "node-1", "node-2", "node-3"]
@@ -51,13 +51,13 @@ def refused(reply: dict[str, Any], offered: list[str]) -> str:
     return str(next(iter(reasons.values())))
 
 
-def last_failure(client: TestClient) -> dict[str, Any]:
+def last_failure(client: ListenerClient) -> dict[str, Any]:
     gang = client.get("/debug/gangs/default/mnist").json()
     return {"at": gang["lastFailedPlanAt"], "offered": gang["lastFailedPlanOffered"], "why": gang["why"]}
 
 
 def test_a_refusal_on_full_nodes_is_kept_for_those_nodes_in_any_order_and_a_node_with_room_plans_again(
-    client: TestClient, clock: Clock
+    client: ListenerClient, clock: Clock
 ) -> None:
     reason = refused(post(client, "filter", filter_args(MEMBER, FULL)), FULL)
     assert reason == "gang default/mnist needs 4 pods (4 × 1 CPU, 2 GiB); best plan fits 3"
@@ -75,14 +75,14 @@ def test_a_refusal_on_full_nodes_is_kept_for_those_nodes_in_any_order_and_a_node
     assert client.get("/debug/gangs/default/mnist").json()["status"] == "admitted"
 
 
-def test_capacity_freed_on_the_offered_nodes_plans_again(client: TestClient, state: ClusterState) -> None:
+def test_capacity_freed_on_the_offered_nodes_plans_again(client: ListenerClient, state: ClusterState) -> None:
     refused(post(client, "filter", filter_args(MEMBER, FULL)), FULL)
     state.apply(Kind.POD, "MODIFIED", hog("node-0", phase="Succeeded"))
     reply = post(client, "filter", filter_args(MEMBER, FULL))
     assert reply["NodeNames"] == ["node-0"]
 
 
-def test_unknown_node_names_then_the_real_nodes_admit_the_member(client: TestClient, clock: Clock) -> None:
+def test_unknown_node_names_then_the_real_nodes_admit_the_member(client: ListenerClient, clock: Clock) -> None:
     ghosts = ["ghost-a", "ghost-b"]
     refused(post(client, "filter", filter_args(MEMBER, ghosts)), ghosts)
     clock.now += 75
@@ -91,7 +91,7 @@ def test_unknown_node_names_then_the_real_nodes_admit_the_member(client: TestCli
     assert client.get("/debug/gangs/default/mnist").json()["status"] == "admitted"
 
 
-def test_the_queue_and_explain_show_the_last_failure_with_where_it_was_tried(client: TestClient) -> None:
+def test_the_queue_and_explain_show_the_last_failure_with_where_it_was_tried(client: ListenerClient) -> None:
     """A view has no candidates at hand: it shows the last failure, and the member and nodes it was tried on."""
     reason = refused(post(client, "filter", filter_args(MEMBER, FULL)), FULL)
     (row,) = client.get("/debug/queue").json()["queue"]

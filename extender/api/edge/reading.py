@@ -53,11 +53,13 @@ class ConnectionHost(Protocol):
     access_log: bool
     stopping: bool
 
+    def connection_began(self, connection: ReadingConnection) -> None: ...
+
     def connection_ended(self, connection: ReadingConnection) -> None: ...
 
 
 class _Stop(Exception):
-    """Raised inside a parser callback to stop parsing: the connection refused what it reads."""
+    """Raised in a parser callback to stop parsing: the connection refused what it reads."""
 
 
 class ReadingConnection(asyncio.Protocol):
@@ -102,6 +104,7 @@ class ReadingConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.host.connection_began(self)
         peer = transport.get_extra_info("peername")
         self.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         if transport.get_extra_info("peercert"):
@@ -394,5 +397,4 @@ class ReadingConnection(asyncio.Protocol):
         raise NotImplementedError
 
     def displace(self) -> None:
-        """A newcomer takes this connection's slot: close at once."""
         self.abort()

@@ -134,9 +134,11 @@ class EdgeServer:
             accepted.close()
 
     def _connection(self, loop: asyncio.AbstractEventLoop) -> EdgeConnection:
-        connection = EdgeConnection(self, loop)
-        self.connections.add(connection)
-        return connection
+        return EdgeConnection(self, loop)
+
+    def connection_began(self, connection: ReadingConnection) -> None:
+        """`connection` is made (its TLS handshake, if any, done): it counts until it ends."""
+        self.connections.add(cast(EdgeConnection, connection))
 
     def request_stop(self) -> None:
         """Stop accepting, answer what was read, then close (callable from the server's loop, or before it runs)."""
