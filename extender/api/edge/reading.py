@@ -34,9 +34,9 @@ from extender.config import ListenerLimits
 
 MAX_QUEUED_REQUESTS = 8
 """Requests read ahead of their replies on one connection (pipelined) before the connection stops reading."""
-LINGER_S = 2.0
+LINGER_S = 1.0
 """Seconds a connection refused with input unread keeps reading and dropping it before it closes."""
-LINGER_BYTES = 1 << 20
+LINGER_BYTES = 256 * 1024
 """Bytes a refused connection reads and drops at most before it closes."""
 RECHECK_S = 0.05
 """Seconds between two looks at a pause the connection cannot be told the end of (listener-wide bytes, rate)."""
@@ -245,16 +245,17 @@ class ReadingConnection(asyncio.Protocol):
     # refusals while reading
 
     def _refuse_head(self, refused: HeadRefused) -> None:
-        self._refuse_input(json_error(refused.status, refused.message, close=True))
+        self._refuse_current(refused.status, refused.message)
 
     def _refuse_current(self, status: int, message: str) -> None:
-        """Refuse the request being read; nothing more is read on this connection (its rest is unread)."""
-        request = self.current
-        assert request is not None
-        try:
-            path = request.path()
-        except httptools.HttpParserInvalidURLError:
-            path = b""
+        """Refuse the request being read — in its verb's shape when its target (as far as it has come) is a verb's
+        — and read nothing more on this connection (its rest is unread)."""
+        path = b""
+        if self.current is not None:
+            try:
+                path = self.current.path()
+            except httptools.HttpParserInvalidURLError:
+                path = b""
         self._refuse_input(error_for(path, status, message))
 
     def _refuse_input(self, reply: Reply) -> None:
@@ -273,9 +274,7 @@ class ReadingConnection(asyncio.Protocol):
         self.timer = None
         if self.current is None or self.closed:
             return
-        self._refuse_input(
-            json_error(408, f"request head not received within {self.limits.head_timeout_s:g} s", close=True)
-        )
+        self._refuse_current(408, f"request head not received within {self.limits.head_timeout_s:g} s")
         self._advance()
 
     def _body_timed_out(self) -> None:
