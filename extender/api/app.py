@@ -12,12 +12,14 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from extender import __version__
 from extender.api import debug, verbs
 from extender.api.history import DecisionHistory
 from extender.api.metrics import Metrics
 from extender.api.queue_routes import make_queue_router
+from extender.api.read_routes import BodilessHead
 from extender.api.ui import make_ui_router
 from extender.config import Settings
 from extender.policy.core.ledger import LedgerChange
@@ -26,6 +28,8 @@ from extender.state.store import ClusterState
 
 MAX_ERROR_CHARS = 500
 """Longest error message a debug route answers with, characters."""
+OPENAPI_PATH = "/openapi.json"
+"""Where the routes' schema is served when asked for (`Settings.observe_openapi`, on the observe listener)."""
 
 
 def make_service(
@@ -65,6 +69,7 @@ def sampled_lifecycle_app(
     on_stop: Callable[[], None],
     *,
     sampled: bool = True,
+    openapi: bool = False,
 ) -> FastAPI:
     """A `lifecycle_app` that also samples the cluster's utilisation for the page's chart while it serves
     (unless not `sampled`: no page is served)."""
@@ -78,11 +83,16 @@ def sampled_lifecycle_app(
         service.utilisation.stop()
         on_stop()
 
-    return lifecycle_app(title, start, stop)
+    return lifecycle_app(title, start, stop, openapi=openapi)
 
 
-def lifecycle_app(title: str, on_start: Callable[[], None], on_stop: Callable[[], None]) -> FastAPI:
-    """A bare FastAPI app (no docs routes) that calls `on_start` when serving begins and `on_stop` when it ends."""
+def lifecycle_app(
+    title: str, on_start: Callable[[], None], on_stop: Callable[[], None], *, openapi: bool = False
+) -> FastAPI:
+    """A bare FastAPI app that calls `on_start` when serving begins and `on_stop` when it ends. It serves no
+    docs routes, and `/openapi.json` only with `openapi`; every error it answers itself is JSON,
+    `{"error": ...}` (an unknown path, a wrong method, a bad query, an internal error); a HEAD request gets
+    GET's status and headers without the body."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -92,8 +102,18 @@ def lifecycle_app(title: str, on_start: Callable[[], None], on_stop: Callable[[]
         finally:
             on_stop()
 
-    app = FastAPI(title=title, version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title=title,
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=OPENAPI_PATH if openapi else None,
+    )
     app.add_exception_handler(RequestValidationError, bad_query)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
+    app.add_middleware(BodilessHead)
     return app
 
 
@@ -106,3 +126,17 @@ async def bad_query(_: Request, error: Exception) -> JSONResponse:
         for problem in error.errors()
     ]
     return JSONResponse({"error": "; ".join(problems)[:MAX_ERROR_CHARS]}, status_code=400)
+
+
+async def http_error(request: Request, error: Exception) -> JSONResponse:
+    """An HTTP error (404: no such route; 405: the route has no such method, with `Allow`) as `{"error": ...}`
+    (FastAPI's default body is `{"detail": ...}`)."""
+    assert isinstance(error, StarletteHTTPException)
+    message = f"{request.method} {request.url.path}: {error.detail}"
+    return JSONResponse({"error": message[:MAX_ERROR_CHARS]}, status_code=error.status_code, headers=error.headers)
+
+
+async def internal_error(request: Request, error: Exception) -> JSONResponse:
+    """A 500 as `{"error": ...}`, naming the exception's type only; the server logs the traceback."""
+    message = f"{request.method} {request.url.path}: internal error ({type(error).__name__})"
+    return JSONResponse({"error": message[:MAX_ERROR_CHARS]}, status_code=500)

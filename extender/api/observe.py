@@ -50,10 +50,18 @@ def create_observe_app(
     on_stop: Callable[[], None] = lambda: None,
 ) -> FastAPI:
     """The read-only app: `/metrics`, `/healthz`, `/readyz`; with `debug_routes` also every other GET route
-    of the extender's app and `routers` (`/debug/scaler`). `on_start` / `on_stop` run when it serves with a
-    lifespan (a loop process's one listener; `serve` runs it beside the verb listener without one)."""
+    of the extender's app and `routers` (`/debug/scaler`), and with `Settings.observe_openapi` their schema
+    (`/openapi.json`). `on_start` / `on_stop` run when it serves with a lifespan (a loop process's one
+    listener; `serve` runs it beside the verb listener without one)."""
 
-    app = sampled_lifecycle_app("tfjob-extender (observe)", service, on_start, on_stop, sampled=debug_routes)
+    app = sampled_lifecycle_app(
+        "tfjob-extender (observe)",
+        service,
+        on_start,
+        on_stop,
+        sampled=debug_routes,
+        openapi=debug_routes and service.settings.observe_openapi,
+    )
     app.include_router(debug.make_probe_router(service))
     if debug_routes:
         app.include_router(debug.make_debug_router(service))

@@ -19,20 +19,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
-READ_METHODS = ["GET", "HEAD"]
-
 
 class NotOnTheLoop(TypeError):
     """A read route declared as a plain function: it would run in the thread pool."""
 
 
 def read_route(router: APIRouter, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
-    """Declare the decorated coroutine function as `router`'s GET and HEAD route at `path`."""
+    """Declare the decorated coroutine function as `router`'s GET and HEAD routes at `path` (HEAD is left
+    out of the schema: one route answering both would give two operations the same id)."""
 
     def declare(endpoint: Endpoint) -> Endpoint:
         if not inspect.iscoroutinefunction(endpoint):
             raise NotOnTheLoop(f"{path}: a read route is an `async def` (a plain def runs in the thread pool)")
-        router.add_api_route(path, endpoint, methods=READ_METHODS, **options)
+        router.add_api_route(path, endpoint, methods=["GET"], **options)
+        router.add_api_route(path, endpoint, methods=["HEAD"], include_in_schema=False, **options)
         return endpoint
 
     return declare
