@@ -14,7 +14,8 @@ unbound, as the watches change it), so nothing computed for the previous call is
   without pause, the most CPU time the process spent elsewhere before that coroutine ran again: what the
   route adds, at worst, to a verb that arrives meanwhile (a route in the thread pool counts too: its
   thread holds the interpreter a switch interval at a time). CPU time, not wall time, so that other
-  processes taking the cores do not count;
+  processes taking the cores do not count; and the same without the pauses of the cyclic garbage
+  collector (`w/o GC`), which runs wherever allocations cross its thresholds, in a route or in a verb;
 - KiB: the body's size.
 Run it alone on the machine; absolute times depend on it.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import tempfile
@@ -120,18 +122,38 @@ async def call(app: ASGIApp, target: str) -> Reply:
     return reply
 
 
-async def longest_wait_during(work: Awaitable[Reply]) -> tuple[Reply, float]:
+class CollectorPauses:
+    """The time the cyclic garbage collector has spent so far, counted from its callbacks."""
+
+    def __init__(self) -> None:
+        self.spent_s = 0.0
+        self.started = 0.0
+        gc.callbacks.append(self.on_collection)
+
+    def on_collection(self, phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.process_time()
+        else:
+            self.spent_s += time.process_time() - self.started
+
+
+COLLECTOR = CollectorPauses()
+
+
+async def longest_wait_during(work: Awaitable[Reply]) -> tuple[Reply, float, float]:
     """`work`'s reply, and the most CPU time the process spent between two turns of a coroutine yielding
-    to the event loop without pause meanwhile."""
-    longest = 0.0
+    to the event loop without pause meanwhile: in all, and without the garbage collector's pauses."""
+    longest = longest_without_collector = 0.0
     done = False
 
     async def spin() -> None:
-        nonlocal longest
+        nonlocal longest, longest_without_collector
         while not done:
-            started = time.process_time()
+            started, collected = time.process_time(), COLLECTOR.spent_s
             await asyncio.sleep(0)
-            longest = max(longest, time.process_time() - started)
+            waited = time.process_time() - started
+            longest = max(longest, waited)
+            longest_without_collector = max(longest_without_collector, waited - (COLLECTOR.spent_s - collected))
 
     spinner = asyncio.create_task(spin())
     await asyncio.sleep(0)
@@ -140,7 +162,7 @@ async def longest_wait_during(work: Awaitable[Reply]) -> tuple[Reply, float]:
     finally:
         done = True
         await spinner
-    return reply, longest
+    return reply, longest, longest_without_collector
 
 
 def change_model(state: ClusterState, bound: bool) -> None:
@@ -153,6 +175,7 @@ def change_model(state: ClusterState, bound: bool) -> None:
 class Cost:
     cpu_ms: list[float] = field(default_factory=list)
     waits_ms: list[float] = field(default_factory=list)
+    waits_without_collector_ms: list[float] = field(default_factory=list)
     size: int = 0
 
 
@@ -166,8 +189,9 @@ async def measure_route(app: ASGIApp, state: ClusterState, target: str, calls: i
                 await asyncio.sleep(metrics_gap_s)
             started = time.process_time()
             if spinning:
-                reply, waited = await longest_wait_during(call(app, target))
+                reply, waited, without_collector = await longest_wait_during(call(app, target))
                 cost.waits_ms.append(waited * 1000)
+                cost.waits_without_collector_ms.append(without_collector * 1000)
             else:
                 reply = await call(app, target)
                 cost.cpu_ms.append((time.process_time() - started) * 1000)
@@ -197,7 +221,7 @@ def prepared_service(nodes: int, workdir: Path) -> tuple[Service, ASGIApp]:
 
 
 def run(calls: int, metrics_gap_s: float, counts: tuple[int, ...]) -> None:
-    print(f"{'route':<32} {'nodes':>6} | {'CPU p50':>8} {'max':>8} | {'longest wait':>12} | {'KiB':>8}")
+    print(f"{'route':<32} {'nodes':>6} | {'CPU p50':>8} {'max':>8} | {'longest wait':>12} {'w/o GC':>8} | {'KiB':>8}")
     with tempfile.TemporaryDirectory() as workdir:
         for nodes in counts:
             service, app = prepared_service(nodes, Path(workdir))
@@ -206,7 +230,8 @@ def run(calls: int, metrics_gap_s: float, counts: tuple[int, ...]) -> None:
                     cost = runner.run(measure_route(app, service.state, target, calls, metrics_gap_s))
                     print(
                         f"{target:<32} {nodes:>6} | {statistics.median(cost.cpu_ms):>8.2f} "
-                        f"{max(cost.cpu_ms):>8.2f} | {max(cost.waits_ms):>12.2f} | {cost.size / 1024:>8.1f}",
+                        f"{max(cost.cpu_ms):>8.2f} | {max(cost.waits_ms):>12.2f} "
+                        f"{max(cost.waits_without_collector_ms):>8.2f} | {cost.size / 1024:>8.1f}",
                         flush=True,
                     )
 
