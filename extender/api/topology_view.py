@@ -8,13 +8,16 @@ gang (`?gang=namespace/name`), or one pod of the requests given as `?cpu=&memory
 
 A tree of 5000 nodes under three layers has 20 000 domains, so the view is computed and written in
 steps (`topology_document`): the tree and the offers through the policy's stepped forms, then each
-domain's figures, then one domain per piece of JSON.
+domain's figures, then one domain per piece of JSON. Free capacity is summed up the tree as tuples of
+integers and kept as text, which the cyclic garbage collector leaves alone, so a large tree does not
+bring on its full collections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import add
 
 import orjson
 
@@ -54,28 +57,31 @@ def _document(
     layers = snapshot.network_topology if snapshot.network_topology is not None else settings.network_topology
     tree = yield from tree_in_steps(snapshot, layers)
     free: dict[str, Resources] = {}
+    named: set[str] = set()
     for name, node in snapshot.nodes.items():
         if node.node.schedulable:
             free[name] = node.available
+            named.update(node.available.amounts)
         yield None
     offers = yield from offer_slots_in_steps(tree, free, shapes_of(pods, {}))
+    names = tuple(sorted(named))
+    nothing = (0,) * len(names)
+    totals: dict[Domain, tuple[int, ...]] = {}
     described: dict[Domain, str] = {}
     counts: dict[Domain, int] = {}
-    sums: dict[Domain, dict[str, int]] = {}
     for level in reversed(tree.levels):
         for domain in level:
             if domain.layer == NODE_LAYER:
-                capacity = free.get(domain.name, EMPTY)
+                available = free.get(domain.name, EMPTY)
+                amounts = tuple(available.get(name) for name in names)
                 counts[domain] = 1
             else:
-                capacity = Resources(sums.pop(domain, {}))
+                amounts = totals.pop(domain, nothing)
                 counts.setdefault(domain, 0)
-            described[domain] = describe(capacity)
+            described[domain] = describe(Resources(zip(names, amounts, strict=True)))
             parent = domain.parent
             if parent is not None:
-                into = sums.setdefault(parent, {})
-                for name, amount in capacity.items():
-                    into[name] = into.get(name, 0) + amount
+                totals[parent] = tuple(map(add, totals.get(parent, nothing), amounts))
                 counts[parent] = counts.get(parent, 0) + counts[domain]
             yield None
     head = {
