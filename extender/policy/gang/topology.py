@@ -199,6 +199,7 @@ def offer_slots_in_steps(
     step = ITEMS_PER_STEP
     leaves = list(tree.leaves.items())
     for start in range(0, len(leaves), step):
+        yield
         for name, leaf in leaves[start : start + step]:
             available = free.get(name)
             if available is None:
@@ -210,7 +211,6 @@ def offer_slots_in_steps(
             if offer is None:
                 offer = memo[key] = _node_offer(available, shapes, mask)
             offers[leaf] = offer
-        yield
     for level in reversed(tree.levels[:-1]):
         for start in range(0, len(level), step):
             for domain in level[start : start + step]:
@@ -228,8 +228,8 @@ def _wide_offer(domain: Domain, offers: Mapping[Domain, Offer], nothing: Offer) 
     children = [offers[child] for child in domain.children.values()]
     offer = nothing
     for start in range(0, len(children), ITEMS_PER_STEP):
-        offer = tuple(map(sum, zip(offer, *children[start : start + ITEMS_PER_STEP], strict=True)))
         yield
+        offer = tuple(map(sum, zip(offer, *children[start : start + ITEMS_PER_STEP], strict=True)))
     return offer
 
 
