@@ -51,8 +51,9 @@ def create_observe_app(
 ) -> FastAPI:
     """The read-only app: `/metrics`, `/healthz`, `/readyz`; with `debug_routes` also every other GET route
     of the extender's app and `routers` (`/debug/scaler`), and with `Settings.observe_openapi` their schema
-    (`/openapi.json`). `on_start` / `on_stop` run when it serves with a lifespan (a loop process's one
-    listener; `serve` runs it beside the verb listener without one)."""
+    (`/openapi.json`, built here, not on the event loop at its first request: milliseconds). `on_start` /
+    `on_stop` run when it serves with a lifespan (a loop process's one listener; `serve` runs it beside the
+    verb listener without one)."""
 
     app = sampled_lifecycle_app(
         "tfjob-extender (observe)",
@@ -69,6 +70,8 @@ def create_observe_app(
         app.include_router(make_ui_router(service))
         for router in routers:
             app.include_router(router)
+    if app.openapi_url:
+        app.openapi()
 
     @app.middleware("http")
     async def read_only(request: Request, call_next):  # type: ignore[no-untyped-def]
