@@ -5,12 +5,11 @@ works waits until the route hands the loop back. A route therefore computes and 
 work is a generator (`Steps`, or `Pieces` when it writes a body) that yields wherever it may pause; the
 driver here runs it piece by piece (the work between two yields) until the step has run `STEP_BUDGET_S`
 or one more piece as long as the longest lately would take it past `STEP_LIMIT_S`, hands the loop back,
-and goes on. A piece of work
-that alone may take a whole step (planning a gang) is preceded by `HAND_BACK`, which ends the step there:
-that piece starts a step of its own, is not counted among the usual pieces, and a verb waits one plan at
-most. After each step the driver pauses long enough that the work
-takes at most a given share of the time (`Settings.debug_render_share`), and the documents that read
-the model (`Pacing`) are worked on one at a time: a dashboard polling `/debug/state` without pause
+and goes on. A piece of work that alone may take a whole step (planning a gang) is preceded by
+`HAND_BACK`, which ends the step there: that piece starts a step of its own, is not counted among the
+usual pieces, and a verb waits one plan at most. After each step the driver pauses long enough that the
+work takes at most a given share of the time (`Settings.debug_render_share`), and the documents that
+read the model (`Pacing`) are worked on one at a time: a dashboard polling `/debug/state` without pause
 leaves the verbs their latency.
 """
 
