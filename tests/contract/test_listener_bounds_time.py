@@ -11,9 +11,7 @@ connections are accepted at the listener's rate and the observe listener answers
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ import pytest
 from benchmarks.attackers import SlowClients
 from benchmarks.raw_http import Address, connect, exchange, read_reply, request_bytes
 from benchmarks.served_extender import FilterProbe, ServedExtender, served_extender
+from tests.certificates import self_signed_certificate
 from tests.contract.listener_checks import (
     assert_filter_error,
     assert_json_error,
@@ -132,18 +131,8 @@ def test_hundreds_of_idle_and_slow_observe_connections_leave_new_verb_connection
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
     folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(folder)
     return cert, key
 
 

@@ -10,10 +10,8 @@ process whose parts fail to start: every reply JSON, none cut.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from extender.cli.runtime import Part, Runtime
 from extender.config import AuthSettings, ListenerLimits, Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
+from tests.certificates import self_signed_certificate
 from tests.contract.listeners import running, verb_server
 from tests.contract.support import NODES, gang_with_members_unseen
 
@@ -356,17 +355,8 @@ def test_token_checks_guard_the_verbs_through_the_listener(token_file: Path) -> 
         assert client.get("/debug/gangs", headers=headers).status_code == 404
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_tls_and_client_certificates_on_the_verb_listener(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(tmp_path)
     auth = AuthSettings(tls_cert_file=cert, tls_key_file=key)
     with (
         serving(replace(SETTINGS, auth=auth), tls=tls_context(auth)) as listening,

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from extender.api.auth import (
 from extender.cli.args import parse_args, settings_from
 from extender.cli.exposure import exposure_checked
 from extender.config import AuthSettings
+from tests.certificates import self_signed_certificate
 
 PROMETHEUS = "system:serviceaccount:monitoring:prometheus"
 
@@ -162,17 +161,8 @@ def test_token_review_is_refused_without_an_api_server() -> None:
     assert token_checks(AuthSettings(), None) is None, "no token source, no check"
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_the_tls_context_requires_client_certificates_from_the_ca(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(tmp_path)
     served = tls_context(AuthSettings(tls_cert_file=cert, tls_key_file=key))
     assert served is not None and served.verify_mode == ssl.CERT_NONE
     checked = tls_context(AuthSettings(tls_cert_file=cert, tls_key_file=key, tls_client_ca_file=cert))
