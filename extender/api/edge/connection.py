@@ -18,7 +18,7 @@ import httptools
 from extender.api.edge.encoding import Reply, Request, json_error, whole_reply
 from extender.api.edge.gate import AskReviews, admission, unauthenticated
 from extender.api.edge.reading import ReadingConnection
-from extender.api.edge.states import Pause, ReadEvent, Reading
+from extender.api.edge.states import Pause, Place, ReadEvent, Reading, Standing
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +64,18 @@ class EdgeConnection(ReadingConnection):
         except httptools.HttpParserInvalidURLError:
             return json_error(400, f"malformed request target {request.target[:200]!r}", close=True)
         host = self.host
-        verdict = admission(request, path, self, host.door, host.tokens, host.responder.open_paths)
-        if isinstance(verdict, AskReviews):
-            self.task = self.loop.create_task(self._ask_reviews(verdict.token))
-            return None
-        if verdict is not None:
-            return verdict
-        wait = host.door.requests.wait()
-        if wait > 0:
-            self._pause(Pause.RATE)
-            self._set_recheck(wait)
+        if host.tokens is not None or self.place is not Place.SLOT:
+            verdict = admission(request, path, self, host.door, host.tokens, host.responder.open_paths)
+            if isinstance(verdict, AskReviews):
+                self.task = self.loop.create_task(self._ask_reviews(verdict.token))
+                return None
+            if verdict is not None:
+                return verdict
+        if host.door.requests.rate > 0:
+            wait = host.door.requests.wait()
+            if wait > 0:
+                self._pause(Pause.RATE)
+                self._set_recheck(wait)
         return None
 
     def _answer_now(self, request: Request) -> Reply | None:
@@ -113,8 +115,8 @@ class EdgeConnection(ReadingConnection):
 
     def _dequeue(self) -> None:
         request = self.queue.popleft()
-        self._hold(-request.size)
-        if request.refusal is None:
+        self._hold(-request.held)
+        if request.refusal is None and self.standing is Standing.FRESH:
             self.host.door.proven(self)
 
     def keeps_alive(self, request: Request) -> bool:

@@ -42,18 +42,24 @@ class Request:
     body: bytes = b""
     refusal: Reply | None = None
     """The reply when the request cannot be served as read (over the caps, too slow, over the limit)."""
+    parsed_path: bytes | None = None
+    held: int = 0
+    """Bytes this request holds while it waits for its reply (set once it is read whole)."""
 
     def path(self) -> bytes:
-        return httptools.parse_url(self.target).path or b"/"
+        """The target's path (parsed once; `httptools.HttpParserInvalidURLError` when it does not parse)."""
+        if self.parsed_path is None:
+            self.parsed_path = httptools.parse_url(self.target).path or b"/"
+        return self.parsed_path
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of header `name` (lower case)."""
         return next((value for key, value in self.headers if key == name), None)
 
-    @property
-    def size(self) -> int:
-        """Bytes this request holds while it waits for its reply."""
-        return len(self.target) + len(self.body) + sum(len(name) + len(value) for name, value in self.headers)
+    def measure(self) -> int:
+        """Count, keep and return the bytes this request holds while it waits for its reply."""
+        self.held = len(self.target) + len(self.body) + sum(len(name) + len(value) for name, value in self.headers)
+        return self.held
 
 
 def json_error(

@@ -35,9 +35,8 @@ from extender.config import ListenerLimits
 MAX_QUEUED_REQUESTS = 8
 """Requests read ahead of their replies on one connection (pipelined) before the connection stops reading."""
 LINGER_S = 1.0
-"""Seconds a connection refused with input unread keeps reading and dropping it before it closes."""
+"""Seconds, and bytes, a connection refused with input unread reads and drops at most before it closes."""
 LINGER_BYTES = 256 * 1024
-"""Bytes a refused connection reads and drops at most before it closes."""
 RECHECK_S = 0.05
 """Seconds between two looks at a pause the connection cannot be told the end of (listener-wide bytes, rate)."""
 
@@ -100,8 +99,6 @@ class ReadingConnection(asyncio.Protocol):
         self.writable.set()
         self.disconnected = asyncio.Event()
 
-    # the transport's callbacks
-
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         self.host.connection_began(self)
@@ -133,6 +130,8 @@ class ReadingConnection(asyncio.Protocol):
         self.writable.set()
         self._resume(Pause.WRITING)
         self._advance()
+
+    # the transport's and the parser's callbacks
 
     def data_received(self, data: bytes) -> None:
         if self.lingering:
@@ -167,8 +166,6 @@ class ReadingConnection(asyncio.Protocol):
             self._move(ReadEvent.END)
         self._update_pauses()
         self._advance()
-
-    # httptools' parser callbacks
 
     def on_message_begin(self) -> None:
         self.begun_in_feed += 1
@@ -209,7 +206,8 @@ class ReadingConnection(asyncio.Protocol):
         except BodyTooLarge as error:
             self._refuse_current(413, str(error))
             raise _Stop from None
-        if token_refused(request, self, self.host.door, self.host.tokens, self.host.responder.open_paths):
+        tokens = self.host.tokens
+        if tokens is not None and token_refused(request, self, self.host.door, tokens, self.host.responder.open_paths):
             self._refuse_input(unauthenticated())
             raise _Stop from None
         if (request.header(b"expect") or b"").lower() == b"100-continue":
@@ -237,7 +235,7 @@ class ReadingConnection(asyncio.Protocol):
         self.continue_owed = False
         request.body = b"".join(self.chunks)
         self.chunks = []
-        self._hold(request.size - self.body_size)
+        self._hold(request.measure() - self.body_size)
         self.body_size = 0
         self.current = None
         self.queue.append(request)
@@ -307,17 +305,20 @@ class ReadingConnection(asyncio.Protocol):
     def _update_pauses(self) -> None:
         """Pause or resume reading for the reasons this connection can see."""
         backlog = self.held + (self.transport.get_write_buffer_size() if self.transport is not None else 0)
-        reasons = {
-            Pause.QUEUE: len(self.queue) >= MAX_QUEUED_REQUESTS,
-            Pause.BACKLOG: backlog > self.limits.max_backlog_bytes,
-            Pause.BUFFERED: self.standing is Standing.FRESH and self.host.door.over_buffered,
-        }
-        for reason, holds in reasons.items():
+        buffered = self.standing is Standing.FRESH and self.host.door.over_buffered
+        quiet = backlog <= self.limits.max_backlog_bytes and len(self.queue) < MAX_QUEUED_REQUESTS
+        if quiet and not buffered and not self.pauses:
+            return
+        for reason, holds in (
+            (Pause.QUEUE, len(self.queue) >= MAX_QUEUED_REQUESTS),
+            (Pause.BACKLOG, backlog > self.limits.max_backlog_bytes),
+            (Pause.BUFFERED, buffered),
+        ):
             if holds:
                 self._pause(reason)
             else:
                 self._resume(reason)
-        if Pause.BUFFERED in self.pauses:
+        if buffered:
             self._set_recheck(RECHECK_S)
 
     def _set_recheck(self, delay: float) -> None:
