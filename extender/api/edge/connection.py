@@ -17,10 +17,13 @@ import httptools
 
 from extender.api.edge.encoding import Reply, Request, json_error, whole_reply
 from extender.api.edge.gate import AskReviews, admission, unauthenticated
-from extender.api.edge.reading import ReadingConnection
+from extender.api.edge.reading import LINGER_BYTES, LINGER_S, ReadingConnection
 from extender.api.edge.states import Pause, Place, ReadEvent, Reading, Standing
 
 log = logging.getLogger(__name__)
+
+WAITING = frozenset({Pause.WRITING, Pause.RATE})
+"""Pauses that leave requests queued, unanswered for now."""
 
 
 class EdgeConnection(ReadingConnection):
@@ -32,27 +35,34 @@ class EdgeConnection(ReadingConnection):
         """Answer the queued requests in order: in place where possible, a task for the rest, one at a time."""
         while self.queue and self.task is None and not self.closed:
             if Pause.WRITING in self.pauses:
-                return
+                break
             request = self.queue[0]
             reply = self._gate(request)
             if reply is None:
                 if self.task is not None or Pause.RATE in self.pauses:
-                    return
-                reply = self._answer_now(request)
+                    break
+                try:
+                    reply = self.host.responder.answer_now(request)
+                except Exception:
+                    log.exception("%s %r failed", request.method.decode("latin-1"), request.target[:200])
+                    reply = json_error(500, "internal error", close=True)
             if reply is None:
                 self.task = self.loop.create_task(self._answer_later(request))
-                return
-            self._finish(request, reply)
-        if self.closed or self.task is not None:
+                break
+            self.write_whole(request, reply)
+            self._dequeue()
+        if self.closed:
             return
         self._update_pauses()
+        if self.task is not None or (self.queue and self.pauses & WAITING):
+            return
         if self.continue_owed:
             self._send_continue()
         if self.current is None and not self.queue:
             if self.host.stopping or self.reading is Reading.DONE:
                 self._close()
-            elif self.timer is None:
-                self._set_timer(self._idle_limit(), self._idle_timed_out)
+            else:
+                self.deadline.set(self.loop.time() + self._idle_limit())
 
     def _gate(self, request: Request) -> Reply | None:
         """A refusal of `request`, or None: answer it — unless a token check's task has started, or the
@@ -78,13 +88,6 @@ class EdgeConnection(ReadingConnection):
                 self._set_recheck(wait)
         return None
 
-    def _answer_now(self, request: Request) -> Reply | None:
-        try:
-            return self.host.responder.answer_now(request)
-        except Exception:
-            log.exception("%s %r failed", request.method.decode("latin-1"), request.target[:200])
-            return json_error(500, "internal error", close=True)
-
     async def _ask_reviews(self, token: str) -> None:
         """Ask the API server about `token`; the answer is remembered, so the request is admitted (or
         refused) when the queue moves on."""
@@ -109,13 +112,10 @@ class EdgeConnection(ReadingConnection):
             self._dequeue()
         self._advance()
 
-    def _finish(self, request: Request, reply: Reply) -> None:
-        self.write_whole(request, reply)
-        self._dequeue()
-
     def _dequeue(self) -> None:
         request = self.queue.popleft()
-        self._hold(-request.held)
+        self.held -= request.held
+        self.host.door.buffered -= request.held
         if request.refusal is None and self.standing is Standing.FRESH:
             self.host.door.proven(self)
 
@@ -134,6 +134,21 @@ class EdgeConnection(ReadingConnection):
             self._linger()
         elif not keep_alive:
             self._close()
+
+    def _linger(self) -> None:
+        """Close after a refusal that left input unread: the reply is followed by the end of the output, and
+        what the client still sends is read and dropped for up to `LINGER_S` (`LINGER_BYTES` at most), so its
+        kernel does not discard the reply on a reset before the client reads it."""
+        transport = self.transport
+        if transport is None or self.closed or not transport.can_write_eof():
+            self._close()
+            return
+        self.lingering = LINGER_BYTES
+        transport.write_eof()
+        self.pauses.clear()
+        self.socket_paused = False
+        transport.resume_reading()
+        self.deadline.set(self.loop.time() + LINGER_S)
 
     def _log(self, request: Request, status: int) -> None:
         if self.host.access_log:

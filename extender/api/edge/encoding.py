@@ -42,6 +42,8 @@ class Request:
     body: bytes = b""
     refusal: Reply | None = None
     """The reply when the request cannot be served as read (over the caps, too slow, over the limit)."""
+    content_length: bytes | None = None
+    expect: bytes = b""
     parsed_path: bytes | None = None
     held: int = 0
     """Bytes this request holds while it waits for its reply (set once it is read whole)."""
@@ -55,11 +57,6 @@ class Request:
     def header(self, name: bytes) -> bytes | None:
         """The first value of header `name` (lower case)."""
         return next((value for key, value in self.headers if key == name), None)
-
-    def measure(self) -> int:
-        """Count, keep and return the bytes this request holds while it waits for its reply."""
-        self.held = len(self.target) + len(self.body) + sum(len(name) + len(value) for name, value in self.headers)
-        return self.held
 
 
 def json_error(
@@ -77,17 +74,14 @@ def error_for(path: bytes, status: int, message: str) -> Reply:
     return json_error(status, message, close=True)
 
 
-def reason(status: int) -> bytes:
-    try:
-        return HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
+REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+"""Each status code's reason phrase, as the status line gives it."""
 
 
 def response_head(http_version: str, status: int, headers: list[tuple[bytes, bytes]], keep_alive: bool) -> bytes:
     """The status line and headers of a reply to an HTTP/`http_version` request, with the connection's fate:
     `connection: close` when it ends after this reply, `connection: keep-alive` when HTTP/1.0 stays open."""
-    lines = [b"HTTP/1.1 %d %s\r\n" % (status, reason(status))]
+    lines = [b"HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, b""))]
     lines.extend(b"%s: %s\r\n" % (name, value) for name, value in headers)
     if not keep_alive:
         lines.append(b"connection: close\r\n")

@@ -7,8 +7,7 @@ arrive within `head_timeout_s` (else 408); its body within `body_timeout_s` of i
 idle one its next within `keep_alive_s`, or it is closed. Complete requests queue; a refused one queues
 its refusal, and nothing more is read. The socket is read only while no `Pause` holds: too many queued,
 too many bytes held or unread by the client (`max_backlog_bytes`, the transport's write buffer), the
-listener over its bytes (`max_buffered_bytes`, for connections not yet proven) or its request rate. The
-door (`extender.api.edge.door`) is told what the connection holds and where it stands.
+listener over its bytes (`max_buffered_bytes`, for connections not yet proven) or its request rate.
 """
 
 from __future__ import annotations
@@ -17,19 +16,19 @@ import asyncio
 import contextlib
 import ssl
 from collections import deque
-from collections.abc import Callable
 from typing import Protocol, cast
 
 import httptools
 
 from extender.api.auth import TokenChecks
 from extender.api.edge.body import BodyLimits, BodyTooLarge
+from extender.api.edge.deadline import Deadline
 from extender.api.edge.door import Door
 from extender.api.edge.encoding import CONTINUE, Reply, Request, error_for, json_error
 from extender.api.edge.gate import token_refused, unauthenticated
-from extender.api.edge.head import HeadMeter, HeadRefused
+from extender.api.edge.head import HEADER_LINE_OVERHEAD, HeadMeter, HeadRefused
 from extender.api.edge.responder import Responder
-from extender.api.edge.states import Pause, Place, ReadEvent, Reading, Standing, next_reading
+from extender.api.edge.states import READING_MOVES, Pause, Place, ReadEvent, Reading, Standing, next_reading
 from extender.config import ListenerLimits
 
 MAX_QUEUED_REQUESTS = 8
@@ -81,6 +80,9 @@ class ReadingConnection(asyncio.Protocol):
         self.queue: deque[Request] = deque()
         self.current: Request | None = None
         self.meter = HeadMeter(host.limits)
+        self.max_line_bytes = host.limits.max_line_bytes - HEADER_LINE_OVERHEAD
+        self.max_head_bytes = host.limits.max_head_bytes
+        self.max_headers = host.limits.max_headers
         self.chunks: list[bytes] = []
         self.body_size = 0
         self.held = 0
@@ -93,7 +95,7 @@ class ReadingConnection(asyncio.Protocol):
         self.continue_owed = False
         self.lingering = 0
         """Bytes still to read and drop after a refusal before the connection closes (0: not lingering)."""
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = Deadline(loop, self._deadline_reached)
         self.recheck: asyncio.TimerHandle | None = None
         self.writable = asyncio.Event()
         self.writable.set()
@@ -111,7 +113,7 @@ class ReadingConnection(asyncio.Protocol):
             self.abort()
             return
         self.transport.set_write_buffer_limits(high=max(1, self.limits.max_backlog_bytes // 2))
-        self._set_timer(self.limits.first_byte_timeout_s, self._idle_timed_out)
+        self.deadline.set(self.loop.time() + self.limits.first_byte_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -164,21 +166,19 @@ class ReadingConnection(asyncio.Protocol):
             self._refuse_input(json_error(400, f"malformed HTTP request: {error}", close=True))
         if self.host.stopping and self.current is None:
             self._move(ReadEvent.END)
-        self._update_pauses()
         self._advance()
 
     def on_message_begin(self) -> None:
         self.begun_in_feed += 1
         if self.begun_in_feed > 1 or self.reading is not Reading.IDLE:
             self.head_fed = 0
-        self._move(ReadEvent.BEGIN)
-        self._cancel_timer()
+        self.reading = READING_MOVES[self.reading, ReadEvent.BEGIN]
         self.current = Request()
-        self.meter = HeadMeter(self.limits)
+        self.meter.restart()
         self.chunks = []
         self.body_size = 0
         self.began_at = self.loop.time()
-        self._set_timer(self.limits.head_timeout_s, self._head_timed_out)
+        self.deadline.set(self.began_at + self.limits.head_timeout_s)
 
     def on_url(self, url: bytes) -> None:
         if self.current is not None:
@@ -186,23 +186,33 @@ class ReadingConnection(asyncio.Protocol):
             self.current.target += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self.current is not None:
-            self.meter.on_header(name, value)
-            self.current.headers.append((name.lower(), value))
+        request = self.current
+        if request is not None:
+            line = len(name) + len(value)
+            meter = self.meter
+            meter.header_bytes += line + HEADER_LINE_OVERHEAD
+            head = meter.target + meter.header_bytes
+            if line >= self.max_line_bytes or len(request.headers) >= self.max_headers or head > self.max_head_bytes:
+                meter.count_headers(request.headers, (name, value))
+            lowered = name.lower()
+            request.headers.append((lowered, value))
+            if lowered == b"content-length":
+                request.content_length = value
+            elif lowered == b"expect":
+                request.expect = value
 
     def on_headers_complete(self) -> None:
         request = self.current
         if request is None:
             return
-        self._move(ReadEvent.HEAD_COMPLETE)
+        self.reading = READING_MOVES[self.reading, ReadEvent.HEAD_COMPLETE]
         self.head_fed = 0
         request.method = self.parser.get_method()
         request.http_version = self.parser.get_http_version()
         request.keep_alive = self.parser.should_keep_alive()
-        remaining = self.began_at + self.limits.body_timeout_s - self.loop.time()
-        self._set_timer(max(0.0, remaining), self._body_timed_out)
+        self.deadline.set(self.began_at + self.limits.body_timeout_s)
         try:
-            self.body_limits.check_declared(request.header(b"content-length"))
+            self.body_limits.check_declared(request.content_length)
         except BodyTooLarge as error:
             self._refuse_current(413, str(error))
             raise _Stop from None
@@ -210,7 +220,7 @@ class ReadingConnection(asyncio.Protocol):
         if tokens is not None and token_refused(request, self, self.host.door, tokens, self.host.responder.open_paths):
             self._refuse_input(unauthenticated())
             raise _Stop from None
-        if (request.header(b"expect") or b"").lower() == b"100-continue":
+        if request.expect.lower() == b"100-continue":
             self.continue_owed = True
             self._send_continue()
 
@@ -224,18 +234,21 @@ class ReadingConnection(asyncio.Protocol):
             self._refuse_current(413, str(error))
             raise _Stop from None
         self.chunks.append(body)
-        self._hold(len(body))
+        self.held += len(body)
+        self.host.door.buffered += len(body)
 
     def on_message_complete(self) -> None:
         request = self.current
         if request is None:
             return
-        self._move(ReadEvent.MESSAGE_COMPLETE)
-        self._cancel_timer()
+        self.reading = READING_MOVES[self.reading, ReadEvent.MESSAGE_COMPLETE]
+        self.deadline.clear()
         self.continue_owed = False
         request.body = b"".join(self.chunks)
         self.chunks = []
-        self._hold(request.measure() - self.body_size)
+        request.held = self.meter.target + self.meter.header_bytes + len(request.body)
+        self.held += request.held - self.body_size
+        self.host.door.buffered += request.held - self.body_size
         self.body_size = 0
         self.current = None
         self.queue.append(request)
@@ -257,7 +270,7 @@ class ReadingConnection(asyncio.Protocol):
         self._refuse_input(error_for(path, status, message))
 
     def _refuse_input(self, reply: Reply) -> None:
-        self._cancel_timer()
+        self.deadline.clear()
         request = self.current or Request()
         request.refusal = reply
         self.current = None
@@ -268,24 +281,19 @@ class ReadingConnection(asyncio.Protocol):
         self._move(ReadEvent.REFUSE)
         self._pause(Pause.ANSWERING)
 
-    def _head_timed_out(self) -> None:
-        self.timer = None
-        if self.current is None or self.closed:
+    def _deadline_reached(self) -> None:
+        """The current wait is over: a lingering close or an idle connection closes; a head that has not
+        arrived within `head_timeout_s`, or a request not whole within `body_timeout_s`, gets its 408."""
+        if self.closed:
             return
-        self._refuse_current(408, f"request head not received within {self.limits.head_timeout_s:g} s")
-        self._advance()
-
-    def _body_timed_out(self) -> None:
-        self.timer = None
-        if self.current is None or self.closed:
-            return
-        self._refuse_current(408, self.body_limits.timeout_message())
-        self._advance()
-
-    def _idle_timed_out(self) -> None:
-        self.timer = None
-        if self.current is None and not self.queue and self.task is None:
+        if self.lingering or (self.current is None and not self.queue and self.task is None):
             self._close()
+            return
+        if self.reading is Reading.HEAD:
+            self._refuse_current(408, f"request head not received within {self.limits.head_timeout_s:g} s")
+        elif self.reading is Reading.BODY:
+            self._refuse_current(408, self.body_limits.timeout_message())
+        self._advance()
 
     def _idle_limit(self) -> float:
         return self.limits.first_byte_timeout_s if self.standing is Standing.FRESH else self.limits.keep_alive_s
@@ -321,6 +329,12 @@ class ReadingConnection(asyncio.Protocol):
         if buffered:
             self._set_recheck(RECHECK_S)
 
+    def _cancel_timers(self) -> None:
+        self.deadline.cancel()
+        if self.recheck is not None:
+            self.recheck.cancel()
+            self.recheck = None
+
     def _set_recheck(self, delay: float) -> None:
         if self.recheck is None and not self.closed:
             self.recheck = self.loop.call_later(delay, self._rechecked)
@@ -349,36 +363,6 @@ class ReadingConnection(asyncio.Protocol):
             self.continue_owed = False
             self.transport.write(CONTINUE)
 
-    def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
-        self._cancel_timer()
-        self.timer = self.loop.call_later(delay, callback)
-
-    def _cancel_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _cancel_timers(self) -> None:
-        self._cancel_timer()
-        if self.recheck is not None:
-            self.recheck.cancel()
-            self.recheck = None
-
-    def _linger(self) -> None:
-        """Close after a refusal that left input unread: the reply is followed by the end of the output, and
-        what the client still sends is read and dropped for up to `LINGER_S` (`LINGER_BYTES` at most), so its
-        kernel does not discard the reply on a reset before the client reads it."""
-        transport = self.transport
-        if transport is None or self.closed or not transport.can_write_eof():
-            self._close()
-            return
-        self.lingering = LINGER_BYTES
-        transport.write_eof()
-        self.pauses.clear()
-        self.socket_paused = False
-        transport.resume_reading()
-        self._set_timer(LINGER_S, self._close)
-
     def _close(self) -> None:
         self._cancel_timers()
         if self.transport is not None and not self.closed:
@@ -396,5 +380,4 @@ class ReadingConnection(asyncio.Protocol):
         """Answer what the queue holds (the answering half does)."""
         raise NotImplementedError
 
-    def displace(self) -> None:
-        self.abort()
+    displace = abort

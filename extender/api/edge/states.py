@@ -2,7 +2,8 @@
 
 A connection reads its requests one after another (`Reading`), and every move between reading states is
 one of the transitions of `READING_MOVES`; any other move is a bug, refused loudly (`IllegalMove`), as
-h11 keeps its state machine in one table. Pausing is orthogonal to the reading state: the socket is read
+h11 keeps its state machine in one table (the states and events are `IntEnum`s: the table and the pause set
+hash them at C speed, on every request). Pausing is orthogonal to the reading state: the socket is read
 only while no `Pause` reason holds. `Standing` is what the listener's door (`extender.api.edge.door`)
 weighs when the connections outnumber the slots: a connection that has not finished a request yet can be
 displaced, one that has (or that authenticated) cannot.
@@ -10,10 +11,10 @@ displaced, one that has (or that authenticated) cannot.
 
 from __future__ import annotations
 
-from enum import Enum, auto
+from enum import Enum, IntEnum, auto
 
 
-class Reading(Enum):
+class Reading(IntEnum):
     IDLE = auto()
     """Between requests: waiting for the first byte of the next one (of the first one, on a new connection)."""
     HEAD = auto()
@@ -24,7 +25,7 @@ class Reading(Enum):
     """Nothing more is read: a refusal left input unread, the listener stops, or the connection closes."""
 
 
-class ReadEvent(Enum):
+class ReadEvent(IntEnum):
     BEGIN = auto()
     HEAD_COMPLETE = auto()
     MESSAGE_COMPLETE = auto()
@@ -59,7 +60,7 @@ def next_reading(state: Reading, event: ReadEvent) -> Reading:
         raise IllegalMove(f"{event.name} while reading is {state.name}") from None
 
 
-class Pause(Enum):
+class Pause(IntEnum):
     """Why a connection's socket is not read for now (it is read again once no reason holds)."""
 
     QUEUE = auto()
