@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 
 NEVER = math.inf
+TIMER_SLACK_S = 0.001
+"""Seconds early a timer may fire (uvloop keeps time in milliseconds): a deadline this close counts as reached."""
 
 
 class Deadline:
@@ -54,7 +56,7 @@ class Deadline:
         self.armed_at = NEVER
         if self.at == NEVER:
             return
-        if self.loop.time() < self.at:
+        if self.loop.time() < self.at - TIMER_SLACK_S:
             self.armed_at = self.at
             self.handle = self.loop.call_at(self.at, self._fired)
             return
