@@ -1,5 +1,5 @@
 # tfjob-extender: one process per container (`serve` for the verbs, `loops` for the preemption loop and the
-# scaler), one uvicorn worker each (the CLI runs exactly one), non-root, on a read-only root filesystem.
+# scaler), each serving its listeners on one event loop, non-root, on a read-only root filesystem.
 #
 # The build stage installs the hash-locked runtime dependencies (requirements/runtime.txt, wheels only) into a
 # virtualenv, builds the package's own wheel with the hash-locked build backend (requirements/build.txt, in a

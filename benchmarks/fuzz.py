@@ -1,11 +1,13 @@
 """The fuzz payloads of `tests/fuzz` over real HTTP, at length, against `serve --cluster-snapshot`.
 
-Writes the fuzz cluster to a snapshot file, starts `tfjob-extender serve --cluster-snapshot` on it as a
-subprocess on 127.0.0.1, plans every gang, records the known-good answers, then:
+Writes the fuzz cluster to a snapshot file, starts `tfjob-extender serve --cluster-snapshot --observe-port P
+--observe-debug` on it as a subprocess on 127.0.0.1 (the observe listener without a request rate limit),
+plans every gang, records the known-good answers, then (the verbs to the verb listener, every other request
+to the observe listener):
 1. times the exhaustion cases one at a time (a quantity of `1e999999` in the topology view and in a
    filter pod, `1e5000` then `/debug/state`, a 64 MiB body of empty Node objects, 15 001 candidates);
-2. sends `--requests` fuzzed payloads (seeded by `--seed`) on one keep-alive connection, reconnecting
-   when the server closes it;
+2. sends `--requests` fuzzed payloads (seeded by `--seed`) on one keep-alive connection per listener,
+   reconnecting when the server closes it;
 3. checks: verb replies with `internal error` (and the server's own count of them), any 5xx, the
    known-good answers, the `/debug/state` dump loading back into an identical model, and the server's
    RSS growth from after the warm-up (VmRSS in /proc) to the end.
@@ -87,15 +89,27 @@ class Client:
         return status, body
 
 
-def start_server(snapshot: Path, port: int) -> subprocess.Popen[bytes]:
+class Listeners:
+    """A client of each listener: a verb goes to the verb listener, anything else to the observe listener."""
+
+    def __init__(self, port: int, observe_port: int) -> None:
+        self.verbs = Client(port)
+        self.observe = Client(observe_port)
+
+    def send(self, request: Request) -> tuple[int, bytes]:
+        return (self.verbs if request.verb is not None else self.observe).send(request)
+
+
+def start_server(snapshot: Path, port: int, observe_port: int) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "extender", "serve", "--cluster-snapshot", str(snapshot), "--port", str(port)]
+    command += ["--observe-port", str(observe_port), "--observe-debug", "--observe-requests-per-s", "0"]
     server = subprocess.Popen(
         [*command, "--log-level", "error"], env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
     )
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
-            if Client(port).send(Request("GET", "/readyz"))[0] == 200:
+            if all(Client(at).send(Request("GET", "/readyz"))[0] == 200 for at in (port, observe_port)):
                 return server
         except OSError:
             time.sleep(0.2)
@@ -139,20 +153,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--port", type=int, default=18_931)
+    parser.add_argument("--port", type=int, default=18_931, help="the verb listener's port")
+    parser.add_argument("--observe-port", type=int, default=18_932, help="the observe listener's port")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         snapshot = Path(folder) / "cluster.json"
         snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": fuzz_cluster()}))
-        server = start_server(snapshot, args.port)
+        server = start_server(snapshot, args.port, args.observe_port)
         try:
-            return run(server, Client(args.port), args, Path(folder))
+            return run(server, Listeners(args.port, args.observe_port), args, Path(folder))
         finally:
             server.terminate()
             server.wait(timeout=30)
 
 
-def run(server: subprocess.Popen[bytes], client: Client, args: argparse.Namespace, folder: Path) -> int:
+def run(server: subprocess.Popen[bytes], client: Listeners, args: argparse.Namespace, folder: Path) -> int:
     for request in warm_up():
         client.send(request)
     answers = [(request, comparable(request, client.send(request)[1])) for request in known_good()]
@@ -209,7 +224,7 @@ def run(server: subprocess.Popen[bytes], client: Client, args: argparse.Namespac
     return 1 if failures else 0
 
 
-def state_round_trips(client: Client, folder: Path) -> bool:
+def state_round_trips(client: Listeners, folder: Path) -> bool:
     """The dump, loaded into a fresh model and dumped again, is what the server dumped."""
     dump: Any = orjson.loads(client.send(Request("GET", "/debug/state"))[1])
     path = folder / "state.json"

@@ -144,7 +144,7 @@ def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) 
     sums = metric_sums(read_metrics(f"https://127.0.0.1:{lineup.port}/metrics", plane.token), SCHEDULER_SUMS)
     totals = {"sched_algorithm_ms": sums["algorithm"], "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS)}
     if scheduler.key == "ours":
-        extender = metric_sums(read_metrics(f"http://127.0.0.1:{plane.extender_port}/metrics"), EXTENDER_SUMS)
+        extender = metric_sums(read_metrics(f"{plane.observe_url}/metrics"), EXTENDER_SUMS)
         totals.update(
             {
                 "extender_filter_ms": extender["filter_s"],

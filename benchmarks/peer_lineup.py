@@ -1,10 +1,11 @@
 """The peer benchmark's line-up: which schedulers run, and how each is started and stopped.
 
 Each `Scheduler` names the `schedulerName` its pods carry and its kube-scheduler's process in the control plane.
-`Lineup` starts one of them at a time on the shared `LocalControlPlane` — the extender and kube-scheduler with
-the repo's profile for `ours`, the Coscheduling build with scheduler-plugins' profile for `coscheduling`, the
-default profile for `default` — all from the plane's own scheduler settings, so every scheduler gets the same
-client rate limit and `percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it.
+`Lineup` starts one of them at a time on the shared `LocalControlPlane` — the extender (its verbs on the plane's
+`extender_port`, its `/metrics` on `observe_port`) and kube-scheduler with the repo's profile for `ours`, the
+Coscheduling build with scheduler-plugins' profile for `coscheduling`, the default profile for `default` — all
+from the plane's own scheduler settings, so every scheduler gets the same client rate limit and
+`percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it.
 """
 
 from __future__ import annotations

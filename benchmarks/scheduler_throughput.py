@@ -220,7 +220,7 @@ def reset_peak_rss(pid: int) -> None:
 
 
 def verb_buckets(port: int) -> dict[str, dict[float, float]]:
-    """verb → upper bound → cumulative count, from the extender's /metrics."""
+    """verb → upper bound → cumulative count, from the /metrics of the extender's observe listener on `port`."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.request("GET", "/metrics")
@@ -484,7 +484,7 @@ class Bench:
         extender = pids.get("extender", ())
         if extender:
             reset_peak_rss(extender[0])
-        before_verbs = verb_buckets(self.plane.extender_port) if extender else {}
+        before_verbs = verb_buckets(self.plane.observe_port) if extender else {}
         before_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
         resumed = 0.0
         if mode == "drain":
@@ -513,7 +513,7 @@ class Bench:
             creator.join()
             created_s = max(sent.values()) - start if sent else 0.0
         after_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
-        after_verbs = verb_buckets(self.plane.extender_port) if extender else {}
+        after_verbs = verb_buckets(self.plane.observe_port) if extender else {}
         memory = memory_kib(extender[0]) if extender else {"VmRSS": 0, "VmHWM": 0}
         with watch.changed:
             bound = dict(watch.bound)

@@ -15,20 +15,33 @@ In the server a churn thread binds and unbinds a filler pod `--churn-per-s` time
 that change the model, as a live cluster does). Modes, each printed as a table:
 - quiet: the verbs alone (with the churn);
 - polled (`--debug-readers`): the verbs while another client reads the whole `/debug/state` dump again
-  and again on its own connection;
+  and again on its own connection to the observe listener;
 - busy (`--busy`): the preemption loop and the scaler also run, in shadow mode (they plan every tick
   and record what they would do, never act), ticking every `--loop-interval-s`, so every tick plans
   afresh on a model the churn keeps changing: first in the server's process (`serve` with its loops),
   then in a process of their own on their own copy of the model, with its own churn (as the Deployment
   runs them: `tfjob-extender loops` beside `serve --no-loops`).
+- observe attacks (`--observe-attacks`, alone): the real `tfjob-extender serve` on the snapshot, its observe
+  listener beside the verbs (no churn: nothing is injected into that process); the verbs at
+  `--attack-candidates` candidates quiet, then under each attack of the observe port the listeners are
+  bounded against (`benchmarks/attackers.py`): 1. small header lines without end, connection after
+  connection; 2. one header line that never ends, connection after connection; 3. 512 idle connections
+  and 128 sending a head one byte a second, each replaced once the server closes it. Each attacker runs
+  at full rate in a process of its own, niced by 10: it sends pre-built 64 KiB chunks as fast as the
+  server takes them (or waits on a selector), so its own work is syscalls, and the nice level makes it
+  yield the 2 shared cores to the server and the measuring client, as an attacker on another machine
+  would. Prints each case's p99 quiet and under each attack, the difference and the target.
 Each case is measured for `--seconds`. Prints p50 / p99 / max milliseconds: the HTTP round trip, and in
 quiet mode also the in-process cost of the same call (decode → snapshot → policy → encode, i.e.
 `extender.api.verbs.answer`). A bare ASGI app answering a fixed body on uvicorn (httptools, uvloop) is
-timed first: the floor the machine and an HTTP stack alone impose on every round trip. The server is the
-verb listener `serve` runs (`extender.api.edge`); `--compare-uvicorn` measures the quiet mode again with
-the same app as plain ASGI on uvicorn and prints the ratios of its p50 and p99 to the listener's.
+timed first: the floor the machine and an HTTP stack alone impose on every round trip. The server is what
+`serve --observe-port P --observe-debug` runs (`extender.cli.runtime`): the verb listener
+(`extender.api.edge`) that is timed, and the observe listener the `/debug/state` reader polls;
+`--compare-uvicorn` measures the quiet mode again with a minimal ASGI app around the same verbs
+(`verbs.answer`, and `/readyz`) on plain uvicorn and prints the ratios of its p50 and p99 to the listener's
+(uvicorn comes with the `dev` extra).
 Targets: at 500 candidates filter and prioritize p50 ≤ 0.35 ms, p99 ≤ 0.7 ms; at 5000, p99 ≤ 3 ms;
-busy and polled p99 ≤ 1.5 × quiet p99.
+busy and polled p99 ≤ 1.5 × quiet p99; under each observe-side attack p99 ≤ quiet p99 + 1 ms.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,8 +67,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.listener_attacks import ATTACKER_NICENESS, Attack, attacker_process, outcome_of
+from benchmarks.served_extender import served_extender
 from extender.api.app import make_service
-from extender.api.verbs import Service, answer
+from extender.api.verbs import HANDLERS, Service, answer
 from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
@@ -78,6 +94,15 @@ CANDIDATE_COUNTS = (100, 500, 5000)
 WARMUP_CALLS = 200
 CHURN_NODES = 64
 """The filler pod of the churn moves between this many nodes."""
+OBSERVE_ATTACKS = (
+    Attack("1", "small headers without end", "header-flood", "observe", ("--budget-mib", "0")),
+    Attack("2", "an ever-growing header line", "growing-header-line", "observe"),
+    Attack("3", "idle and one-byte-a-second", "slow-clients", "observe", ("--idle", "512", "--slow", "128")),
+)
+ATTACK_UNDER_WAY_S = 1.0
+"""Seconds an attack runs before the verbs are measured under it."""
+ATTACK_TARGET_MS = 1.0
+"""Largest rise of a verb's p99 under an observe-side attack."""
 
 
 def synthetic_cluster(nodes: int) -> list[dict[str, Any]]:
@@ -139,12 +164,14 @@ def this_script(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:
 
 
 def start_server(
-    snapshot: Path, port: int, *, loops: bool, churn: float, interval: float, kind: str = "edge"
+    snapshot: Path, port: int, observe_port: int, *, loops: bool, churn: float, interval: float, kind: str = "edge"
 ) -> subprocess.Popen[str]:
-    args = ["--serve", str(snapshot), "--port", str(port), "--churn-per-s", str(churn), "--server", kind]
-    server = this_script(*args, "--loop-interval-s", str(interval), *(["--loops"] if loops else []))
+    args = ["--serve", str(snapshot), "--port", str(port), "--observe-port", str(observe_port)]
+    args += ["--churn-per-s", str(churn), "--server", kind, "--loop-interval-s", str(interval)]
+    server = this_script(*args, *(["--loops"] if loops else []))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
+        assert server.poll() is None, "the extender exited"
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
                 return server
@@ -159,6 +186,7 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
     from extender.loops.actuator import RecordingActuator
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
+    from extender.loops.scaler_settings import ScalerLoopSettings
 
     preemption = PreemptionLoop(
         state,
@@ -173,8 +201,7 @@ def shadow_loops(state: ClusterState, settings: Settings, interval: float) -> li
         RecordingActuator(),
         settings.policy,
         time.time,
-        interval_s=interval,
-        replan_unchanged_s=interval,
+        loop_settings=ScalerLoopSettings(interval_s=interval, replan_unchanged_s=interval),
         dry_run=True,
     )
     return [preemption, scaler]
@@ -201,39 +228,67 @@ def run_loops_alone(snapshot: Path, churn: float, interval: float) -> None:
     threading.Event().wait()
 
 
-def serve(snapshot: Path, port: int, *, loops: bool, churn: float, interval: float, server: str) -> None:
-    """The extender as `serve --cluster-snapshot` builds it, plus the churn and (with `loops`) the
-    preemption loop and the scaler in shadow mode, in this process: on its own verb listener
-    (`server` "edge"), or for comparison the same ASGI app on plain uvicorn ("uvicorn")."""
-    import uvicorn
+def serve(
+    snapshot: Path, port: int, observe_port: int, *, loops: bool, churn: float, interval: float, server: str
+) -> None:
+    """The extender as `serve --cluster-snapshot --observe-port --observe-debug` builds it, plus the churn and
+    (with `loops`) the preemption loop and the scaler in shadow mode, in this process until SIGTERM: its verb
+    listener and observe listener (`server` "edge"), or for comparison a minimal ASGI app around the same
+    verbs on plain uvicorn ("uvicorn")."""
+    from extender.cli.runtime import Part, Runtime
+    from extender.cli.serving import Wiring, listeners
 
-    from extender.api.app import create_app
-    from extender.api.observe import serve_together
-    from extender.cli.serving import verb_listener
-
-    settings = Settings(port=port)
+    settings = Settings(port=port, observe_port=observe_port, observe_debug=True)
     state = loaded_model(snapshot, settings)
     service = make_service(settings, state, time.time)
-    started = shadow_loops(state, settings, interval) if loops else []
-
-    def on_start() -> None:
-        threading.Thread(target=churn_events, args=(state, churn), daemon=True).start()
-        for loop in started:
-            loop.start()
-
-    app = create_app(service, on_start=on_start)
+    churning = threading.Thread(target=churn_events, args=(state, churn), daemon=True)
+    parts = [Part("churn", churning.start, lambda: None)]
+    for loop in shadow_loops(state, settings, interval) if loops else []:
+        parts.append(Part(type(loop).__name__, loop.start, loop.stop))
     if server == "edge":
-        serve_together(verb_listener(settings, "warning", app), None)
-        return
+        sys.exit(Runtime(parts, listeners(settings, Wiring(service), access_log=False)).run())
+    import uvicorn
+
+    for part in parts:
+        part.start()
     uvicorn.run(
-        app,
+        verbs_asgi_app(service),
         host="127.0.0.1",
         port=port,
         http="httptools",
         loop="uvloop",
-        timeout_keep_alive=settings.keep_alive_s,
+        timeout_keep_alive=int(settings.verb_limits.keep_alive_s),
         log_level="warning",
     )
+
+
+def verbs_asgi_app(service: Service) -> Callable[..., Awaitable[None]]:
+    """The verbs (`verbs.answer`, the reply the verb listener sends) and `/readyz` as a bare ASGI app: what
+    the verb listener is compared with on uvicorn."""
+    from extender.api.readiness import readiness
+
+    async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]], send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        verb = scope["path"].lstrip("/")
+        status = 200
+        if scope["method"] == "POST" and verb in HANDLERS:
+            reply = answer(service, verb, body)
+        elif scope["path"] == "/readyz":
+            ready, document = readiness(service.state, service.probes)
+            status, reply = (200 if ready else 503), orjson.dumps(document)
+        else:
+            status, reply = 404, orjson.dumps({"error": f"{scope['path']}: not served"})
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(reply))]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+    return app
 
 
 def churn_events(state: ClusterState, per_second: float) -> None:
@@ -334,7 +389,8 @@ def cases(count: int) -> dict[str, tuple[str, bytes]]:
 
 
 def poll_debug_state(port: int, stop: threading.Event, polls: list[int]) -> None:
-    """Read the whole `/debug/state` dump again and again on its own connection, as a dashboard might."""
+    """Read the whole `/debug/state` dump from the observe listener on `port` again and again on its own
+    connection, as a dashboard might."""
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
         while not stop.is_set():
             with client.stream("GET", "/debug/state") as reply:
@@ -370,16 +426,22 @@ def run_mode(
     loops_alone: bool = False,
     server_kind: str = "edge",
 ) -> dict[tuple[str, int], list[float]]:
-    port = free_port()
+    port, observe_port = free_port(), free_port()
     server = start_server(
-        snapshot, port, loops=loops, churn=args.churn_per_s, interval=args.loop_interval_s, kind=server_kind
+        snapshot,
+        port,
+        observe_port,
+        loops=loops,
+        churn=args.churn_per_s,
+        interval=args.loop_interval_s,
+        kind=server_kind,
     )
     loops_process = start_loops_alone(snapshot, args) if loops_alone else None
     results: dict[tuple[str, int], list[float]] = {}
     stop_polling = threading.Event()
     polls: list[int] = []
     if poll_debug:
-        threading.Thread(target=poll_debug_state, args=(port, stop_polling, polls), daemon=True).start()
+        threading.Thread(target=poll_debug_state, args=(observe_port, stop_polling, polls), daemon=True).start()
     try:
         client = http.client.HTTPConnection("127.0.0.1", port)
         try:
@@ -411,6 +473,9 @@ def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         snapshot = Path(workdir) / "cluster.json"
         snapshot.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": synthetic_cluster(nodes)}))
+        if args.observe_attacks:
+            run_observe_attacks(snapshot, args)
+            return
         state = ClusterState()
         load_snapshot_file(state, snapshot)
         service = make_service(Settings(), state, time.time)
@@ -420,7 +485,7 @@ def run(args: argparse.Namespace) -> None:
         print(row("bare ASGI app (floor)", 500, bare_app_floor(args.calls), None), flush=True)
         quiet = run_mode(snapshot, args, loops=False, service=service)
         if args.compare_uvicorn:
-            print(f"\nquiet, the same app as plain ASGI on uvicorn (httptools, uvloop)\n{header}")
+            print(f"\nquiet, the same verbs as a bare ASGI app on uvicorn (httptools, uvloop)\n{header}")
             asgi = run_mode(snapshot, args, loops=False, service=None, server_kind="uvicorn")
             print("plain uvicorn / the verb listener")
             for (case, count), timings in asgi.items():
@@ -449,6 +514,44 @@ def run(args: argparse.Namespace) -> None:
         compare(apart, quiet, "busy apart")
 
 
+def run_observe_attacks(snapshot: Path, args: argparse.Namespace) -> None:
+    """The verbs' p99 quiet, then under each attack of the observe listener, on the real `serve`."""
+    measured = cases(args.attack_candidates)
+    with served_extender(snapshot=snapshot) as served:
+        client = http.client.HTTPConnection(*served.verb)
+        try:
+            for verb, body in measured.values():
+                measure(client, verb, body, calls=WARMUP_CALLS, seconds=0)
+            quiet = {case: p99_ms(client, verb, body, args) for case, (verb, body) in measured.items()}
+            print(
+                f"verbs under observe-side attacks ({args.attack_candidates} candidates; p99 ms; the attacker niced "
+                f"by {ATTACKER_NICENESS}; target ≤ quiet p99 + {ATTACK_TARGET_MS:g} ms)"
+            )
+            print(f"{'attack':<32} {'case':<30} | {'quiet':>7} {'attacked':>8} {'diff':>7} | {'target':>8}")
+            for attack in OBSERVE_ATTACKS:
+                attacker = attacker_process(attack, served, seconds=3600)
+                time.sleep(ATTACK_UNDER_WAY_S)
+                under = {case: p99_ms(client, verb, body, args) for case, (verb, body) in measured.items()}
+                outcome = outcome_of(attacker, wait_s=0)
+                for case, p99 in under.items():
+                    target = quiet[case] + ATTACK_TARGET_MS
+                    print(
+                        f"{attack.row + ' ' + attack.label:<32} {case:<30} | {quiet[case]:>7.3f} {p99:>8.3f}"
+                        f" {p99 - quiet[case]:>+7.3f} | ≤ {target:>6.3f} {'ok' if p99 <= target else 'OVER'}"
+                    )
+                print(
+                    f"{'':<32} (the attacker: {outcome.get('connections')} connections, "
+                    f"{outcome.get('mib_sent')} MiB taken, replies {outcome.get('statuses')})",
+                    flush=True,
+                )
+        finally:
+            client.close()
+
+
+def p99_ms(client: http.client.HTTPConnection, verb: str, body: bytes, args: argparse.Namespace) -> float:
+    return stats(measure(client, verb, body, calls=args.calls, seconds=args.seconds))[1]
+
+
 def compare(
     measured: dict[tuple[str, int], list[float]], quiet: dict[tuple[str, int], list[float]], label: str
 ) -> None:
@@ -470,11 +573,20 @@ def main() -> None:
     parser.add_argument(
         "--compare-uvicorn",
         action="store_true",
-        help="also measure the quiet mode with the same app as plain ASGI on uvicorn, and print the ratios",
+        help="also measure the quiet mode with the same verbs as a bare ASGI app on uvicorn, and print the ratios",
+    )
+    parser.add_argument(
+        "--observe-attacks",
+        action="store_true",
+        help="measure only the verbs quiet and under each attack of the observe listener (rows 1-3)",
+    )
+    parser.add_argument(
+        "--attack-candidates", type=int, default=500, choices=CANDIDATE_COUNTS, help="candidates (--observe-attacks)"
     )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", choices=("edge", "uvicorn"), default="edge", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--observe-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--loops", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--loops-alone", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -484,6 +596,7 @@ def main() -> None:
         serve(
             args.serve,
             args.port,
+            args.observe_port,
             loops=args.loops,
             churn=args.churn_per_s,
             interval=args.loop_interval_s,

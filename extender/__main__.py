@@ -1,6 +1,7 @@
 """The `tfjob-extender` command: parse the arguments (`extender.cli.args`) and hand the subcommand to the
 module that runs it — `extender.cli.serving` for `serve`, `extender.cli.loop_process` for `loops` and `scaler`,
-the simulator, `explain` and the dev cluster for theirs. No policy lives here.
+the simulator, `explain` and the dev cluster for theirs. The service's commands build their `Settings` first
+(a wrong one stops the start with exit code 2) and log as those settings say. No policy lives here.
 """
 
 from __future__ import annotations
@@ -9,25 +10,28 @@ import sys
 from collections.abc import Sequence
 
 from extender import explain as explain_command
-from extender.cli.args import DEFAULTS, parse_args, settings_from
+from extender.cli.args import SERVICE_COMMANDS, parse_args, settings_from
 from extender.cli.logs import configure_logging
 from extender.cli.loop_process import Loops, run_loops
 from extender.cli.serving import serve
-from extender.config import SettingsError
+from extender.config import Settings, SettingsError
 from extender.sim import cli as sim_cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_level, getattr(args, "log_format", "text"), DEFAULTS.log_repeat_interval_s)
-    if args.command in ("serve", "loops", "scaler"):
+    if args.command in SERVICE_COMMANDS:
         try:
             settings = settings_from(args)
         except SettingsError as error:
             sys.stderr.write(f"tfjob-extender: {error}\n")
             return 2
-    if args.command == "serve":
-        return serve(settings, args.log_level)
+        configure_logging(settings.log_level, settings.log_format, settings.log_repeat_interval_s)
+        if args.command == "serve":
+            return serve(settings, settings.log_level)
+        wanted = Loops(preemption=args.command == "loops", scaler=True)
+        return run_loops(settings, settings.log_level, wanted)
+    configure_logging(args.log_level, "text", Settings().log_repeat_interval_s)
     if args.command == "simulate":
         return sim_cli.run(args)
     if args.command == "dev-cluster":
@@ -36,10 +40,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dev_cluster_cli.run(args)
     if args.command == "explain":
         return explain_command.run(args)
-    if args.command == "scaler":
-        return run_loops(settings, args.log_level, Loops(preemption=False, scaler=True))
-    if args.command == "loops":
-        return run_loops(settings, args.log_level, Loops(preemption=True, scaler=True))
     return 2
 
 

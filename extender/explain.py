@@ -1,8 +1,8 @@
 """`tfjob-extender explain NAMESPACE/NAME`: where a TFJob, PodGroup or pod stands, for a person.
 
 Asks a running extender (`GET /debug/explain/{namespace}/{name}`, read-only) and words its answer: the
-job's state, weight and rank, what its gang waits for, the plan reserved or the best plan found and why it
-falls short, and what would let it start. The exit code tells the state, for scripts:
+job's state, weight and rank, what its gang waits for, the plan reserved or the best plan found, where it
+was tried and why it falls short, and what would let it start. The exit code tells the state, for scripts:
 0 started (every member placed or finished), 1 waiting, 2 unknown (the extender knows no such object),
 3 the extender could not be asked (not reachable, refused, or an answer that is not an explanation).
 An observe listener that guards its debug routes (`serve --observe-debug --observe-auth-*`) is asked with a
@@ -21,7 +21,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:8888"
+DEFAULT_URL = "http://127.0.0.1:8890"
+"""The observe listener of `serve --observe-port 8890 --observe-debug` on this machine."""
 TOKEN_ENVIRONMENT_VARIABLE = "TFJOB_EXTENDER_TOKEN"
 """Where `explain` finds a bearer token when no `--token-file` is given."""
 REQUEST_TIMEOUT_S = 10.0
@@ -106,7 +107,8 @@ def describe(body: dict[str, Any]) -> str:
         lines.append(f"  waits for: {waits['waitsFor']} — {waits['why']}")
         best = waits.get("bestPlan")
         if best:
-            lines.append(f"  best plan found: places {best['placed']} of the {best['needed']} pods it needs")
+            tried = f", tried {best['triedOn']}" if best.get("triedOn") else ""
+            lines.append(f"  best plan found: places {best['placed']} of the {best['needed']} pods it needs{tried}")
         if waits.get("blockers"):
             lines.append(f"  waiting on: {', '.join(waits['blockers'])}")
         if waits.get("wouldStart"):

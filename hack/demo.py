@@ -37,7 +37,7 @@ DEADLINE_S = 240.0
 
 
 def debug(plane: LocalControlPlane, path: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}{path}", timeout=5) as response:
+    with urllib.request.urlopen(f"{plane.observe_url}{path}", timeout=5) as response:
         result: dict[str, Any] = json.load(response)
         return result
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = build_control_plane()
         print("starting etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator ...", flush=True)
         with LocalControlPlane(cache) as plane:
-            page = f"http://127.0.0.1:{plane.extender_port}/ui"
+            page = f"{plane.observe_url}/ui"
             print(f"the live page: {page}  (kubeconfig: {plane.kubeconfig})", flush=True)
             job_spans, length = run(plane)
             written = draw_timeline(job_spans, length, args.timeline, "the demo workload on three 4-CPU nodes")

@@ -2,22 +2,23 @@
 
 The verb listener and the observe listener are guarded apart, each by its own `AuthSettings`: the verb
 listener's flags are `--tls-*` and `--auth-*`, the observe listener's `--observe-tls-*` and
-`--observe-auth-*` (`flags` names the prefix in messages). On the observe listener the tokens guard only
-the debug routes: `/metrics`, `/healthz` and `/readyz` stay open (`OBSERVE_OPEN_PATHS`).
+`--observe-auth-*` (`flags` names the prefix in messages). The listener's connections check the tokens
+(`extender.api.edge.connection`) on every path but the open ones: the probes (`OPEN_PATHS`), and on the
+observe listener `/metrics` too (`OBSERVE_OPEN_PATHS`).
 
 The Deployment binds the verbs to 127.0.0.1 inside its pod, where only kube-scheduler reaches them, and
-needs none of this. Serving off loopback (`--host 0.0.0.0`, a Service in front) calls for:
-- TLS: `--tls-cert-file` and `--tls-key-file` (the listener terminates it: `tls_context` for the verb
-  listener's own server, `uvicorn_tls_options` for the observe listener);
-- client certificates: `--tls-client-ca-file` makes the handshake refuse any client without a
-  certificate that CA signed. This is how kube-scheduler authenticates to an extender (its extender
-  `tlsConfig.certFile` / `keyFile`): it can send no other credential;
-- bearer tokens, checked per request on every route but `/healthz` and `/readyz`: `--auth-token-file`
-  (tokens one per line, a mounted Secret; re-read when the file changes) or `--auth-token-review`
-  (the API server's TokenReview authenticates the token, answers cached for `TOKEN_REVIEW_CACHE_S`;
-  `--auth-audience` restricts the audiences, `--auth-allowed-user` the user names).
-With both a client CA and a token source, a caller needs both. Binding off loopback with neither prints a
-warning, as does sending tokens without TLS. A refused request gets a 401 with a JSON `error`.
+needs none of this. Serving the verbs off loopback (`--host 0.0.0.0`, a Service in front) needs a way to
+tell kube-scheduler from anyone else, and `serve` refuses to start without one (unless
+`--verbs-insecure`):
+- client certificates: `--tls-client-ca-file` (with `--tls-cert-file` and `--tls-key-file`, `tls_context`)
+  makes the handshake refuse any client without a certificate that CA signed. This is how kube-scheduler
+  authenticates to an extender (its extender `tlsConfig.certFile` / `keyFile`);
+- bearer tokens, checked per request: `--auth-token-file` (tokens one per line, a mounted Secret; re-read
+  when the file changes) or `--auth-token-review` (the API server's TokenReview authenticates the token;
+  `TokenReviews` remembers answers and bounds how often it asks; `--auth-audience` restricts the
+  audiences, `--auth-allowed-user` the user names).
+With both a client CA and a token source, a caller needs both. Sending tokens without TLS prints a
+warning. A refused request gets a 401 with a JSON `error`, and its connection is closed.
 """
 
 from __future__ import annotations
@@ -30,47 +31,37 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from extender.config import AuthSettings
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+OPEN_PATHS = frozenset({b"/healthz", b"/readyz"})
 """Routes of the verb listener answered without a token: probes, which reveal nothing."""
-OBSERVE_OPEN_PATHS = OPEN_PATHS | {"/metrics"}
+OBSERVE_OPEN_PATHS = OPEN_PATHS | {b"/metrics"}
 """Routes of the observe listener answered without a token: the probes and what Prometheus scrapes."""
 TOKEN_REVIEW_CACHE_S = 60.0
-"""Seconds a TokenReview answer (either way) is reused for the same token."""
+"""Seconds an accepted TokenReview answer is reused for the same token."""
+TOKEN_REVIEW_REFUSED_CACHE_S = 10.0
+"""Seconds a refused TokenReview answer is reused for the same token."""
 TOKEN_REVIEW_CACHE_ENTRIES = 1024
-"""Distinct tokens whose answers are kept before the cache starts afresh."""
+"""Distinct tokens whose answers are kept, each way (the oldest go first)."""
+TOKEN_REVIEWS_PER_S = 10.0
+"""TokenReviews a listener asks the API server for at most, per second (one second's worth at once)."""
 TOKEN_FILE_RECHECK_S = 1.0
 """Seconds between looks at the token file's modification time."""
 TOKEN_MAX_CHARS = 8192
 """Longer Authorization headers are refused unread."""
 
-TokenCheck = Callable[[str], Awaitable[bool]]
 Reviewer = Callable[[str, tuple[str, ...]], tuple[bool, str]]
 """(token, audiences) → (authenticated, user name), by the API server's TokenReview."""
 
 
-def uvicorn_tls_options(auth: AuthSettings) -> dict[str, Any]:
-    """uvicorn's keyword arguments for TLS (none without a certificate)."""
-    if auth.tls_cert_file is None:
-        return {}
-    options: dict[str, Any] = {"ssl_certfile": str(auth.tls_cert_file), "ssl_keyfile": str(auth.tls_key_file)}
-    if auth.tls_client_ca_file is not None:
-        options |= {"ssl_ca_certs": str(auth.tls_client_ca_file), "ssl_cert_reqs": ssl.CERT_REQUIRED}
-    return options
-
-
 def tls_context(auth: AuthSettings) -> ssl.SSLContext | None:
-    """The server side of TLS `auth` asks for (None without a certificate): the same certificate, key and
-    client CA `uvicorn_tls_options` gives uvicorn."""
+    """The server side of TLS `auth` asks for (None without a certificate): its certificate and key, and with
+    a client CA, client certificates required."""
     if auth.tls_cert_file is None:
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -81,19 +72,26 @@ def tls_context(auth: AuthSettings) -> ssl.SSLContext | None:
     return context
 
 
-def exposure_warnings(host: str, auth: AuthSettings) -> list[str]:
-    """What an operator should hear before serving `host` with `auth`."""
-    if _is_loopback(host):
-        return []
+def verb_findings(host: str, auth: AuthSettings, *, insecure: bool) -> tuple[list[str], list[str]]:
+    """(problems that stop the start, warnings) of the verb listener on `host` with `auth`: off the loopback
+    address it needs client certificates or bearer tokens, unless `insecure` allows it without."""
+    problems = settings_problems(auth)
     warnings = []
-    if not auth.authenticates:
-        warnings.append(
-            f"serving on {host}, off the loopback address, with no authentication: anyone who reaches the port "
-            "can call the verbs and read /debug (use --tls-client-ca-file, --auth-token-file or --auth-token-review)"
-        )
-    if auth.tls_cert_file is None:
-        warnings.append(f"serving on {host} without TLS: requests and any bearer tokens travel in clear text")
-    return warnings
+    if not _is_loopback(host) and not auth.authenticates:
+        if insecure:
+            warnings.append(
+                f"serving the verbs on {host}, off the loopback address, with no authentication "
+                "(--verbs-insecure): anyone who reaches the port can call them"
+            )
+        else:
+            problems.append(
+                f"--host {host} is off the loopback address: the verbs need --tls-client-ca-file (kube-scheduler's "
+                "client certificate), --auth-token-file FILE or --auth-token-review (or --verbs-insecure to serve "
+                "them to anyone)"
+            )
+    if not _is_loopback(host) and auth.checks_tokens and auth.tls_cert_file is None:
+        warnings.append(f"serving on {host} without TLS: bearer tokens travel in clear text (--tls-cert-file)")
+    return problems, warnings
 
 
 def observe_findings(host: str, auth: AuthSettings, *, debug: bool, insecure: bool) -> tuple[list[str], list[str]]:
@@ -143,7 +141,8 @@ def _is_loopback(host: str) -> bool:
 
 
 class TokenFile:
-    """Bearer tokens listed in a file, one per line (blank lines and `#` comments skipped)."""
+    """Bearer tokens listed in a file, one per line (blank lines and `#` comments, indented or not, skipped);
+    re-read when the file changes."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self._path = path
@@ -154,7 +153,7 @@ class TokenFile:
         self._tokens: tuple[bytes, ...] = ()
         self._reload()
 
-    async def __call__(self, token: str) -> bool:
+    def __call__(self, token: str) -> bool:
         self._reload()
         offered = token.encode()
         return any(hmac.compare_digest(offered, known) for known in self._tokens)
@@ -168,10 +167,8 @@ class TokenFile:
             try:
                 modified = os.stat(self._path).st_mtime_ns
                 if modified != self._modified:
-                    lines = self._path.read_text().splitlines()
-                    self._tokens = tuple(
-                        line.strip().encode() for line in lines if line.strip() and not line.startswith("#")
-                    )
+                    lines = (line.strip() for line in self._path.read_text().splitlines())
+                    self._tokens = tuple(line.encode() for line in lines if line and not line.startswith("#"))
                     self._modified = modified
             except OSError:
                 self._tokens = ()
@@ -179,84 +176,105 @@ class TokenFile:
 
 @dataclass
 class TokenReviews:
-    """Bearer tokens the API server authenticates (TokenReview), answers cached per token."""
+    """Bearer tokens the API server authenticates (TokenReview). An answer is reused for the same token: an
+    accepted one for `TOKEN_REVIEW_CACHE_S`, a refused one for `TOKEN_REVIEW_REFUSED_CACHE_S` (in a cache of
+    its own, so a flood of bad tokens never evicts a good one); at most `TOKEN_REVIEWS_PER_S` reviews a
+    second are asked, a token past that rate is refused unasked (and not remembered)."""
 
     review: Reviewer
     audiences: tuple[str, ...] = ()
     allowed_users: tuple[str, ...] = ()
     clock: Callable[[], float] = time.monotonic
-    _answers: dict[bytes, tuple[float, bool]] = field(default_factory=dict)
+    _accepted: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
+    _refused: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
+    _allowance: float = TOKEN_REVIEWS_PER_S
+    _allowance_at: float = 0.0
 
-    async def __call__(self, token: str) -> bool:
-        digest = hashlib.sha256(token.encode()).digest()
-        cached = self._answers.get(digest)
-        if cached is not None and cached[0] > self.clock():
-            return cached[1]
+    def known(self, token: str) -> bool | None:
+        """The remembered answer for `token`, or None: it must be asked (`accepts`)."""
+        digest = _digest(token)
+        now = self.clock()
+        for answers, answer in ((self._accepted, True), (self._refused, False)):
+            until = answers.get(digest)
+            if until is not None:
+                if until > now:
+                    return answer
+                del answers[digest]
+        return None
+
+    async def accepts(self, token: str) -> bool:
+        known = self.known(token)
+        if known is not None:
+            return known
+        if not self._take_allowance():
+            return False
         try:
             authenticated, user = await asyncio.to_thread(self.review, token, self.audiences)
         except Exception:
             return False
         allowed = authenticated and (not self.allowed_users or user in self.allowed_users)
-        if len(self._answers) >= TOKEN_REVIEW_CACHE_ENTRIES:
-            self._answers.clear()
-        self._answers[digest] = (self.clock() + TOKEN_REVIEW_CACHE_S, allowed)
+        answers, ttl = (
+            (self._accepted, TOKEN_REVIEW_CACHE_S) if allowed else (self._refused, TOKEN_REVIEW_REFUSED_CACHE_S)
+        )
+        answers[_digest(token)] = self.clock() + ttl
+        while len(answers) > TOKEN_REVIEW_CACHE_ENTRIES:
+            answers.popitem(last=False)
         return allowed
 
-
-class AuthGate:
-    """ASGI middleware: a request passes with an accepted bearer token (or to an open path)."""
-
-    def __init__(self, app: ASGIApp, check: TokenCheck, open_paths: frozenset[str] = OPEN_PATHS) -> None:
-        self.app = app
-        self.check = check
-        self.open_paths = open_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.open_paths:
-            await self.app(scope, receive, send)
-            return
-        token = _bearer(scope)
-        if token is not None and await self.check(token):
-            await self.app(scope, receive, send)
-            return
-        body = orjson.dumps({"error": "a bearer token this server accepts is required"})
-        headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    def _take_allowance(self) -> bool:
+        now = self.clock()
+        self._allowance = min(TOKEN_REVIEWS_PER_S, self._allowance + (now - self._allowance_at) * TOKEN_REVIEWS_PER_S)
+        self._allowance_at = now
+        if self._allowance < 1.0:
+            return False
+        self._allowance -= 1.0
+        return True
 
 
-def _bearer(scope: Scope) -> str | None:
-    for name, value in scope["headers"]:
-        if name == b"authorization" and len(value) <= TOKEN_MAX_CHARS:
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
 
 
-def guarded(
-    app: ASGIApp,
-    auth: AuthSettings,
-    reviewer: Reviewer | None,
-    *,
-    open_paths: frozenset[str] = OPEN_PATHS,
-    flags: str = "--",
-) -> ASGIApp:
-    """`app` behind the token checks `auth` asks for (a token any of them accepts passes; `open_paths` need
-    none); unchanged when it asks for none. `flags` names the flags' prefix in messages."""
-    checks: list[TokenCheck] = []
-    if auth.token_file is not None:
-        checks.append(TokenFile(auth.token_file))
+class TokenChecks:
+    """The token checks of one listener: a token any of them accepts passes."""
+
+    def __init__(self, files: list[TokenFile], reviews: TokenReviews | None) -> None:
+        self.files = files
+        self.reviews = reviews
+
+    def known(self, token: str) -> bool | None:
+        """Whether `token` passes, when that is known without asking the API server; None: `accepts` asks."""
+        if any(check(token) for check in self.files):
+            return True
+        if self.reviews is None:
+            return False
+        return self.reviews.known(token)
+
+    async def accepts(self, token: str) -> bool:
+        known = self.known(token)
+        if known is not None:
+            return known
+        assert self.reviews is not None
+        return await self.reviews.accepts(token)
+
+
+def bearer_token(authorization: bytes | None) -> str | None:
+    """The token of an `Authorization: Bearer …` header value (None: none, or longer than `TOKEN_MAX_CHARS`)."""
+    if authorization is None or len(authorization) > TOKEN_MAX_CHARS:
+        return None
+    scheme, _, token = authorization.decode("latin-1").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def token_checks(auth: AuthSettings, reviewer: Reviewer | None, *, flags: str = "--") -> TokenChecks | None:
+    """The token checks `auth` asks for, None when it asks for none. `flags` names the flags' prefix in
+    messages; a `ValueError` says why they cannot be built."""
+    files = [TokenFile(auth.token_file)] if auth.token_file is not None else []
+    reviews = None
     if auth.token_review:
         if reviewer is None:
             raise ValueError(f"{flags}auth-token-review needs an API server (not --cluster-snapshot)")
-        checks.append(TokenReviews(reviewer, auth.audiences, auth.allowed_users))
-    if not checks:
-        return app
-
-    async def accepted(token: str) -> bool:
-        for check in checks:
-            if await check(token):
-                return True
-        return False
-
-    return AuthGate(app, accepted, open_paths)
+        reviews = TokenReviews(reviewer, auth.audiences, auth.allowed_users)
+    if not files and reviews is None:
+        return None
+    return TokenChecks(files, reviews)

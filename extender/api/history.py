@@ -47,10 +47,13 @@ class DecisionHistory:
 
     def render(self, *, pod: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first; only `pod`'s decisions when given."""
+        return [render_record(record) for record in self.latest(pod=pod, limit=limit)]
+
+    def latest(self, *, pod: str | None = None, limit: int = 50) -> list[Record]:
+        """The records `render` renders, for a reader that renders them one at a time."""
         with self._lock:
             records = [record for record, _ in self._records]
-        chosen = [r for r in reversed(records) if pod is None or r.pod == pod][:limit]
-        return [_render(record) for record in chosen]
+        return [r for r in reversed(records) if pod is None or r.pod == pod][:limit]
 
 
 def _node_entries(decision: Decision) -> int:
@@ -62,7 +65,7 @@ def _node_entries(decision: Decision) -> int:
     return 1 + sum(len(uids) + 1 for uids in decision.victims.values())
 
 
-def _render(record: Record) -> dict[str, Any]:
+def render_record(record: Record) -> dict[str, Any]:
     decision = record.decision
     rendered: dict[str, Any] = {
         "at": record.at,

@@ -19,6 +19,9 @@ from extender.loops.leadership import LeaseStatus
 from extender.state.kinds import BY_KIND
 from extender.state.store import ClusterState
 
+HEALTHY = {"status": "ok"}
+"""The body of `/healthz`: the process answers."""
+
 
 @dataclass
 class Probes:

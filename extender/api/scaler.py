@@ -1,6 +1,6 @@
 """HTTP for the scaler: `/debug/scaler` beside the extender's routes (on the verb listener, and on an
 observe listener with its debug routes, in `serve` or in the loops' own process). Read-only: every route
-renders state.
+renders state, on the event loop, in steps (`extender.api.pacing`).
 
 The loop keeps plain records and counts; this module renders them as JSON and exports the counts to
 Prometheus (a collector reads them at each scrape), so the loops and the simulator need no HTTP or
@@ -11,30 +11,52 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from extender.api.loop_metrics import counter_by
 from extender.api.loopviews import render_record
+from extender.api.pacing import Steps, in_steps
+from extender.api.read_routes import json_reply, read_route
 from extender.loops.scaler import ScalerLoop
+from extender.policy.core.stepwise import run_whole
 
 
 def make_scaler_router(loop: ScalerLoop, clock: Callable[[], float]) -> APIRouter:
     router = APIRouter()
 
-    @router.get("/debug/scaler")
-    def scaler() -> dict[str, Any]:
-        return render_scaler(loop, clock())
+    @read_route(router, "/debug/scaler")
+    async def scaler() -> Response:
+        return json_reply(await in_steps(scaler_view_steps(loop, clock())))
 
     return router
 
 
 def render_scaler(loop: ScalerLoop, now: float) -> dict[str, Any]:
-    """What `/debug/scaler` shows; called from the HTTP thread, so it reads copies."""
+    """What `/debug/scaler` shows."""
+    return run_whole(scaler_view_steps(loop, now))
+
+
+def scaler_view_steps(loop: ScalerLoop, now: float) -> Steps[dict[str, Any]]:
+    """What `/debug/scaler` shows, pausing between its parts and between records; it reads copies of the
+    loop's records, so a tick in between changes nothing already read."""
     settings = loop.settings
     cooldowns = loop.cooldowns(loop.state.snapshot())
+    yield None
+    actions = []
+    for record in tuple(loop.records):
+        actions.append(render_record(record))
+        yield None
+    left_alone = dict(sorted(loop.left_alone.items()))
+    yield None
+    cooling_down = {
+        job: round(at + settings.scale_cooldown_s - now, 1)
+        for job, at in sorted(cooldowns.items())
+        if at + settings.scale_cooldown_s > now
+    }
+    yield None
     return {
         "identity": loop.leader.identity,
         "leading": loop.leading,
@@ -47,13 +69,9 @@ def render_scaler(loop: ScalerLoop, now: float) -> dict[str, Any]:
             "consolidationBudget": settings.consolidation_budget,
             "consolidationIntervalSeconds": settings.consolidation_interval_s,
         },
-        "actions": [render_record(record) for record in tuple(loop.records)],
-        "leftAlone": dict(sorted(loop.left_alone.items())),
-        "coolingDown": {
-            job: round(at + settings.scale_cooldown_s - now, 1)
-            for job, at in sorted(cooldowns.items())
-            if at + settings.scale_cooldown_s > now
-        },
+        "actions": actions,
+        "leftAlone": left_alone,
+        "coolingDown": cooling_down,
         "migrating": {key: m.target.node for key, m in sorted(dict(loop.migrations).items())},
     }
 

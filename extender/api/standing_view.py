@@ -5,7 +5,8 @@ base weight and its inputs, aged weight, PriorityClass value, starvation clock, 
 among waiting gangs, and for a TFJob Kueue admits `admittedBy` and what the loops leave to Kueue
 (`loops`). `/debug/queue` lists `policy.rank.standing.explain_queue` (`render_standing`), and
 `/debug/explain/{namespace}/{name}` resolves a TFJob, PodGroup or pod to its gang and answers everything
-`tfjob-extender explain` prints (`render_explanation`). All of it reads one snapshot; nothing is changed.
+`tfjob-extender explain` prints (`explanation_in_steps`, which hands the event loop back before it plans
+the gang). All of it reads one snapshot; nothing is changed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from extender.api.pacing import HAND_BACK, Steps
 from extender.policy.core.resources import Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
@@ -22,6 +24,7 @@ from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.standing import (
     Standing,
+    Wait,
     WaitKind,
     WeightBreakdown,
     explain_gang,
@@ -141,13 +144,19 @@ def render_standing(standing: Standing, context: RankContext) -> dict[str, Any]:
         "waitsFor": wait.kind.value,
         "why": wait.message,
         "blockers": list(wait.blockers),
-        "bestPlan": {"placed": wait.placed, "needed": wait.needed} if wait.kind is WaitKind.NO_ROOM else None,
+        "bestPlan": _best_plan(wait) if wait.kind is WaitKind.NO_ROOM else None,
         "wouldStart": wait.remedy or None,
     }
 
 
-def render_explanation(context: RankContext, namespace: str, name: str) -> dict[str, Any]:
-    """What `tfjob-extender explain` prints about the TFJob, PodGroup or pod `namespace/name`."""
+def _best_plan(wait: Wait) -> dict[str, Any]:
+    """The best plan a gang with no room found: pods placed and needed, and where it was tried."""
+    return {"placed": wait.placed, "needed": wait.needed, "triedOn": wait.tried_on or None}
+
+
+def explanation_in_steps(context: RankContext, namespace: str, name: str) -> Steps[dict[str, Any]]:
+    """What `tfjob-extender explain` prints about the TFJob, PodGroup or pod `namespace/name`, handing the
+    loop back before its gang is planned."""
     snapshot = context.snapshot
     key = f"{namespace}/{name}"
     kind, job_key, group_key = _resolve(snapshot, key)
@@ -162,7 +171,10 @@ def render_explanation(context: RankContext, namespace: str, name: str) -> dict[
     bound = {pod.name: pod.node_name for pod in pods if pod.holds_node}
     pending = [pod.name for pod in pods if pod.pending]
     body["pods"] = {"total": len(pods), "bound": bound, "pending": sorted(pending)}
-    standing = explain_gang(snapshot, group_key, context.settings, context.now) if group_key else None
+    standing = None
+    if group_key:
+        yield HAND_BACK
+        standing = explain_gang(snapshot, group_key, context.settings, context.now)
     if standing is not None and pending:
         body["waitsFor"] = render_standing(standing, context)
     plan = [

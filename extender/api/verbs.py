@@ -10,16 +10,12 @@ becomes a readable `Error` in a 200 reply; kube-scheduler never sees a non-JSON 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from extender.api import wire
-from extender.api.body import BodyLimits, BodyTooLarge
 from extender.api.history import Decision, DecisionHistory, Record
 from extender.api.loopviews import LoopViews
 from extender.api.metrics import Metrics
@@ -128,61 +124,6 @@ def answer(service: Service, verb: str, body: bytes, *, final: bool = True) -> b
         reply = error_reply(verb, f"tfjob-extender {verb}: internal error: {error!r}")
     service.metrics.observe_verb(verb, time.perf_counter() - started)
     return reply
-
-
-class VerbGateway:
-    """The ASGI entry point: extender verbs are answered here directly, everything else goes to `app`.
-
-    kube-scheduler waits for each call before it moves on, so the verbs skip routing and request and
-    response objects altogether: read the body (under the cap), answer, send one JSON body.
-    """
-
-    def __init__(self, service: Service, app: ASGIApp) -> None:
-        self.service = service
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        verb = scope["path"][1:] if scope["type"] == "http" and scope["method"] == "POST" else ""
-        if verb not in HANDLERS:
-            await self.app(scope, receive, send)
-            return
-        limits = BodyLimits.of(self.service.settings)
-        try:
-            body = await asyncio.wait_for(self._body(scope, receive, limits), limits.timeout_s)
-            reply = await self.answer_when_seen(verb, body)
-        except TimeoutError:
-            reply = error_reply(verb, f"tfjob-extender {verb}: {limits.timeout_message()}")
-        except BodyTooLarge as error:
-            reply = error_reply(verb, f"tfjob-extender {verb}: {error}")
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": reply})
-
-    async def answer_when_seen(self, verb: str, body: bytes) -> bytes:
-        """The reply, giving the watch up to `model_catch_up_s` to deliver a gang member kube-scheduler asks
-        about first, or the members of a gang it gates (it watches the same API server, so it can be a
-        moment ahead); the event loop keeps serving meanwhile."""
-        settings = self.service.settings
-        deadline = time.monotonic() + settings.model_catch_up_s
-        while True:
-            try:
-                return answer(self.service, verb, body, final=time.monotonic() >= deadline)
-            except PodNotSeenYet:
-                await asyncio.sleep(settings.model_catch_up_poll_s)
-
-    async def _body(self, scope: Scope, receive: Receive, limits: BodyLimits) -> bytes:
-        """The request body, refusing anything over the cap without reading it all."""
-        limits.check_declared(dict(scope["headers"]).get(b"content-length"))
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            limits.check_read(size)
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
 
 
 def _record(service: Service, verb: str, pod: PodView, snapshot: ClusterSnapshot, decision: Decision) -> None:

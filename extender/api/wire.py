@@ -254,9 +254,11 @@ def parse_preemption_args(body: bytes) -> PreemptionArgs:
                 continue
             if not isinstance(entry, dict):
                 raise WireError(f"{key}[{node}] must be an object")
-            pods = field(entry, "Pods") or []
-            if not isinstance(pods, list):
-                raise WireError(f"{key}[{node}].Pods must be a list")
+            pods = field(entry, "Pods")
+            if pods is None:
+                pods = []
+            elif not isinstance(pods, list):
+                raise WireError(f"{key}[{node}].Pods must be a list or null")
             victims[node] = [uid_of(pod_entry, key, node) for pod_entry in pods]
             violations[node] = _int(field(entry, "NumPDBViolations"), f"{key}[{node}].NumPDBViolations")
     return PreemptionArgs(pod, victims, violations)

@@ -1,6 +1,7 @@
 """Who can reach a listener: before any process starts serving, `exposure_checked` prints the TLS and token
 settings that are wrong (and refuses to start) and the exposures that are merely risky. The verb listener
-(`serve --host/--port`) is judged by `--tls-*` and `--auth-*`; the observe listener (`serve --observe-*`, or
+(`serve --host/--port`) is judged by `--tls-*` and `--auth-*`: off the loopback address it needs client
+certificates or bearer tokens, or `--verbs-insecure`; the observe listener (`serve --observe-*`, or
 the one listener of `loops` and `scaler`) by `--observe-*`: its `/debug` and `/ui` (`--observe-debug`) off
 the loopback address need a token check of their own, or `--observe-debug-insecure`.
 """
@@ -17,14 +18,15 @@ OBSERVE_ONLY_FLAGS = "--observe-debug, --observe-debug-insecure, --observe-tls-*
 def exposure_checked(settings: Settings, *, verbs: bool = True) -> bool:
     """Print what is wrong (False: do not start) or risky about who can reach the ports: `serve`'s verb
     listener and observe listener (`verbs`), or a loop process's one listener (`settings.host`/`port`)."""
-    from extender.api.auth import exposure_warnings, observe_findings, settings_problems
+    from extender.api.auth import observe_findings, verb_findings
 
     problems: list[str] = []
     warnings: list[str] = []
     observe_host: str | None = settings.host
     if verbs:
-        problems += settings_problems(settings.auth)
-        warnings += exposure_warnings(settings.host, settings.auth)
+        verb_problems, verb_warnings = verb_findings(settings.host, settings.auth, insecure=settings.verbs_insecure)
+        problems += verb_problems
+        warnings += verb_warnings
         observe_host = settings.observe_host if settings.observe_port else None
         if observe_host is None and _observe_flags_given(settings):
             problems.append(f"{OBSERVE_ONLY_FLAGS} apply to the observe listener: they need --observe-port")

@@ -1,8 +1,8 @@
 """The process's log: one handler on the root logger, text or JSON lines, repeats held back.
 
 `configure_logging` installs a single stderr handler on the root logger; every logger of the process —
-ours, the Kubernetes client's urllib3 and uvicorn's (`UVICORN_LOG_CONFIG` tells uvicorn to add no handler
-of its own and let its records through) — writes through it. `--log-format text` writes
+ours (the listeners' access lines at debug level included) and the Kubernetes client's urllib3, none with a
+handler of its own — writes through it. `--log-format text` writes
 `time LEVEL logger: message` lines; `json` writes one object per line (`JsonFormatter`: `ts` in RFC 3339,
 `level`, `logger`, `msg`, and `exc` with the traceback when there is one).
 
@@ -34,14 +34,6 @@ MAX_TRACKED_TEMPLATES = 4096
 
 INSTALLED_MARK = "tfjob_extender_handler"
 """Attribute set on the handler `configure_logging` installs, so a second call replaces it."""
-
-UVICORN_LOG_CONFIG: dict[str, Any] = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
-}
-"""What uvicorn is given as `log_config`: its loggers keep no handler of their own and pass their records
-to the root logger's handler, so they are formatted (and limited) like every other line."""
 
 
 class RepeatLimiter(logging.Filter):

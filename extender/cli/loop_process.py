@@ -12,12 +12,12 @@ with `--observe-debug` also `/debug/*` (the shadow plans of `--dry-run`, `/debug
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from extender.cli.exposure import exposure_checked
-from extender.cli.logs import UVICORN_LOG_CONFIG
 from extender.config import Settings
 from extender.state.store import ClusterState
 
@@ -82,11 +82,11 @@ def make_loops(
 
     lease = KubeLease(
         api_client,
-        namespace=settings.scaler.lease_namespace,
-        name=settings.scaler.lease_name,
-        identity=settings.scaler.identity,
-        duration_s=settings.scaler.lease_duration_s,
-        retry_period_s=settings.scaler.lease_retry_period_s,
+        namespace=settings.leader_election.lease_namespace,
+        name=settings.leader_election.lease_name,
+        identity=settings.leader_election.identity,
+        duration_s=settings.leader_election.lease_duration_s,
+        retry_period_s=settings.leader_election.lease_retry_period_s,
     )
     actuator = KubeActuator(api_client)
     preemption = (
@@ -110,7 +110,7 @@ def make_loops(
             settings.policy,
             time.time,
             leader=lease,
-            interval_s=settings.scaler.interval_s,
+            loop_settings=settings.scaler_loop,
             dry_run=settings.dry_run,
         )
         if wanted.scaler
@@ -125,11 +125,10 @@ def make_loops(
 
 def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     """Loops alone: their own model fed by informers, an observe listener on their port."""
-    import uvicorn
-
     from extender.api.app import make_service
-    from extender.api.auth import uvicorn_tls_options
-    from extender.api.observe import create_observe_app, guarded_observe_app
+    from extender.api.edge.app_responder import AppResponder
+    from extender.api.observe import create_observe_app
+    from extender.cli.runtime import Part, Runtime, observe_listener
     from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
@@ -146,28 +145,30 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
     service.probes.needs_lease = True
-
-    def start() -> None:
-        publisher.start()
-        informers.start()
-        loops.start()
-
-    def stop() -> None:
-        loops.stop()
-        informers.stop()
-        publisher.stop()
-
-    app = create_observe_app(
-        service, loops.routers(), debug_routes=settings.observe_debug, on_start=start, on_stop=stop
-    )
-    uvicorn.run(
-        guarded_observe_app(app, settings, token_reviewer(api_client)),
-        host=settings.host,
-        port=settings.port,
-        workers=1,
-        log_level=log_level,
-        log_config=UVICORN_LOG_CONFIG,
-        access_log=False,
-        **uvicorn_tls_options(settings.observe_auth),
-    )
-    return 0
+    parts = [
+        Part("plan publisher", publisher.start, publisher.stop),
+        Part("informers", informers.start, informers.stop),
+        Part("loops", loops.start, loops.stop),
+    ]
+    if settings.observe_debug:
+        parts.append(
+            Part(
+                "utilisation sampler",
+                lambda: service.utilisation.start(service.state.snapshot, service.clock),
+                service.utilisation.stop,
+            )
+        )
+    app = create_observe_app(service, loops.routers(), debug_routes=settings.observe_debug)
+    try:
+        listener = observe_listener(
+            AppResponder(app),
+            settings,
+            token_reviewer(api_client),
+            host=settings.host,
+            port=settings.port,
+            access_log=log_level == "debug",
+        )
+    except ValueError as error:
+        print(f"tfjob-extender: {error}", file=sys.stderr)
+        return 2
+    return Runtime(parts, [listener]).run()

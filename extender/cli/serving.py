@@ -1,10 +1,10 @@
 """`tfjob-extender serve`: the extender's HTTP service. `serve` checks who can reach the ports, builds the model
-and the service, wires the model's source — a snapshot file (`offline_wiring`, with loops only in shadow mode)
-or the API server (`cluster_wiring`: informers, the plan publisher, the loops this process runs) — and runs the
-verb listener (the extender's own HTTP server, `verb_listener`) and the optional read-only observe listener
-(uvicorn, `observe_config`) together on one event loop (`listener_apps`: each behind its own TLS and token
-checks, `--tls-*`/`--auth-*` and `--observe-*`). `settle_heap` moves a loaded model out of
-the cyclic collector's reach; the benchmarks call it too.
+and the service, the parts that feed and act on it — from a snapshot file (`offline_wiring`, with loops only in
+shadow mode) or from the API server (`cluster_wiring`: the plan publisher, informers, the loops this process
+runs) — and its listeners: the verb listener (verbs and probes) and, with `--observe-port`, the read-only
+observe listener (`extender.api.observe`), each behind its own TLS and token checks (`--tls-*`/`--auth-*` and
+`--observe-*`). `extender.cli.runtime` runs them. `settle_heap` moves a loaded model out of the cyclic
+collector's reach; the benchmarks call it too.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from extender.cli.exposure import exposure_checked
-from extender.cli.logs import UVICORN_LOG_CONFIG
 from extender.cli.loop_process import Loops, make_loops
 from extender.config import Settings
 from extender.state.dump_format import SnapshotFileError
@@ -27,31 +25,29 @@ from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 
 if TYPE_CHECKING:
-    import uvicorn
     from fastapi import APIRouter
-    from starlette.types import ASGIApp
 
     from extender.api.auth import Reviewer
-    from extender.api.edge import EdgeServer
+    from extender.api.edge.server import EdgeServer
     from extender.api.verbs import Service
+    from extender.cli.runtime import Part
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
 
 
 @dataclass(slots=True)
 class Wiring:
-    """What the model's source adds to the service: lifespan hooks, extra routers, the token reviewer."""
+    """What the model's source adds to the service: the parts to run, extra routers, the token reviewer."""
 
     service: Service
-    start: Callable[[], None] = field(default=lambda: None)
-    stop: Callable[[], None] = field(default=lambda: None)
+    parts: list[Part] = field(default_factory=list)
     routers: list[APIRouter] = field(default_factory=list)
     reviewer: Reviewer | None = None
 
 
 def serve(settings: Settings, log_level: str) -> int:
     from extender.api.app import make_service
-    from extender.api.observe import serve_together
+    from extender.cli.runtime import Runtime
 
     if not exposure_checked(settings):
         return 2
@@ -65,30 +61,48 @@ def serve(settings: Settings, log_level: str) -> int:
     else:
         wiring = cluster_wiring(settings, state, service)
     try:
-        app, observe_app = listener_apps(settings, wiring)
+        runtime = Runtime(wiring.parts, listeners(settings, wiring, access_log=log_level == "debug"))
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
-    return serve_together(verb_listener(settings, log_level, app), observe_config(settings, log_level, observe_app))
+    if settings.observe_port and settings.observe_debug:
+        runtime.parts.append(sampler(wiring.service))
+    return runtime.run()
 
 
-def listener_apps(settings: Settings, wiring: Wiring) -> tuple[ASGIApp, ASGIApp | None]:
-    """The verb listener's app (verbs, probes, debug routes) behind `--auth-*`, and with an observe port the
-    observe listener's (probes, `/metrics`; with `--observe-debug` the debug routes and the page, behind
-    `--observe-auth-*`). A `ValueError` says why they cannot be built."""
-    from extender.api.app import create_app
-    from extender.api.auth import guarded
-    from extender.api.observe import create_observe_app, guarded_observe_app
+def listeners(settings: Settings, wiring: Wiring, *, access_log: bool) -> list[EdgeServer]:
+    """The verb listener behind `--tls-*`/`--auth-*`, and with an observe port the observe listener (probes,
+    `/metrics`; with `--observe-debug` the debug routes and the page, behind `--observe-*`). A `ValueError`
+    says why they cannot be built."""
+    from extender.api.edge.app_responder import AppResponder
+    from extender.api.observe import create_observe_app
+    from extender.cli.runtime import observe_listener, verb_listener
 
-    app = guarded(
-        create_app(wiring.service, on_start=wiring.start, on_stop=wiring.stop, routers=wiring.routers),
-        settings.auth,
-        wiring.reviewer,
+    served = [verb_listener(wiring.service, settings, wiring.reviewer, access_log=access_log)]
+    if settings.observe_port:
+        app = create_observe_app(wiring.service, wiring.routers, debug_routes=settings.observe_debug)
+        served.append(
+            observe_listener(
+                AppResponder(app),
+                settings,
+                wiring.reviewer,
+                host=settings.observe_host,
+                port=settings.observe_port,
+                access_log=access_log,
+            )
+        )
+    return served
+
+
+def sampler(service: Service) -> Part:
+    """The page's utilisation sampler over `service`'s model (a thread)."""
+    from extender.cli.runtime import Part
+
+    return Part(
+        "utilisation sampler",
+        lambda: service.utilisation.start(service.state.snapshot, service.clock),
+        service.utilisation.stop,
     )
-    if not settings.observe_port:
-        return app, None
-    observe_app = create_observe_app(wiring.service, wiring.routers, debug_routes=settings.observe_debug)
-    return app, guarded_observe_app(observe_app, settings, wiring.reviewer)
 
 
 def offline_wiring(settings: Settings, state: ClusterState, service: Service) -> Wiring | None:
@@ -106,12 +120,13 @@ def offline_wiring(settings: Settings, state: ClusterState, service: Service) ->
     settle_heap()
     wiring = Wiring(service)
     if settings.dry_run:
-        wiring.start, wiring.stop = shadow_loops(settings, state, service, wiring.routers)
+        wiring.parts.append(shadow_loops(settings, state, service, wiring.routers))
     return wiring
 
 
 def cluster_wiring(settings: Settings, state: ClusterState, service: Service) -> Wiring:
     """Informers feeding `state`, the plan publisher, and the loops this process runs."""
+    from extender.cli.runtime import Part
     from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
@@ -127,66 +142,22 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
 
-    def start() -> None:
-        publisher.start()
-        informers.start()
-        loops.start()
-        threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True).start()
-
-    def stop() -> None:
-        loops.stop()
-        informers.stop()
-        publisher.stop()
-
-    return Wiring(service, start, stop, loops.routers(), reviewer)
+    settler = threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True)
+    parts = [
+        Part("plan publisher", publisher.start, publisher.stop),
+        Part("informers", informers.start, informers.stop),
+        Part("loops", loops.start, loops.stop),
+        Part("heap settler", settler.start, lambda: None),
+    ]
+    return Wiring(service, parts, loops.routers(), reviewer)
 
 
-def verb_listener(settings: Settings, log_level: str, app: ASGIApp) -> EdgeServer:
-    """The verb listener: the extender's own HTTP server (`extender.api.edge`) on `--host`/`--port`, with
-    the limits of `settings` and the TLS `--tls-*` ask for; `app` carries the `--auth-*` token checks."""
-    from extender.api.auth import tls_context
-    from extender.api.edge import EdgeServer
-
-    return EdgeServer(
-        app,
-        settings,
-        host=settings.host,
-        port=settings.port,
-        tls=tls_context(settings.auth),
-        access_log=log_level == "debug",
-    )
-
-
-def observe_config(settings: Settings, log_level: str, observe_app: ASGIApp | None) -> uvicorn.Config | None:
-    """With an observe port, the observe listener's uvicorn configuration (its own TLS); uvicorn's loggers
-    write through the process's one handler."""
-    import uvicorn
-
-    from extender.api.auth import uvicorn_tls_options
-
-    if observe_app is None:
-        return None
-    return uvicorn.Config(
-        observe_app,
-        host=settings.observe_host,
-        port=settings.observe_port,
-        http="httptools",
-        loop="uvloop",
-        lifespan="off",
-        log_level=log_level,
-        log_config=UVICORN_LOG_CONFIG,
-        access_log=log_level == "debug",
-        **uvicorn_tls_options(settings.observe_auth),
-    )
-
-
-def shadow_loops(
-    settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]
-) -> tuple[Callable[[], None], Callable[[], None]]:
+def shadow_loops(settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]) -> Part:
     """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
     and show what they would do; the actuator they are given is never called."""
     from extender.api.loop_metrics import export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics, make_scaler_router
+    from extender.cli.runtime import Part
     from extender.loops.actuator import RecordingActuator
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
@@ -203,7 +174,7 @@ def shadow_loops(
             RecordingActuator(),
             settings.policy,
             time.time,
-            interval_s=settings.scaler.interval_s,
+            loop_settings=settings.scaler_loop,
             dry_run=True,
         )
         routers.append(make_scaler_router(scaler, time.time))
@@ -219,7 +190,7 @@ def shadow_loops(
         for loop in loops:
             loop.stop()
 
-    return start, stop
+    return Part("shadow loops", start, stop)
 
 
 def settle_heap() -> None:

@@ -3,7 +3,8 @@
 `up` builds the control plane once (hack/build-control-plane.sh of the source checkout, cached outside
 it), starts etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator (and with
 `--with-kueue` Kueue, `extender.devcluster.kueue`) on 127.0.0.1,
-writes what it started to `RUN_DIR/dev-cluster.json` and prints the kubeconfig path and the page's URL;
+writes what it started to `RUN_DIR/dev-cluster.json` and prints the kubeconfig path, the page's URL and the
+`explain` command (both on the extender's observe listener);
 the processes keep running after the command returns (each in a session of its own), unless
 `--foreground`, which stops them on Ctrl-C. `down` stops exactly the processes recorded there, by process
 id and only while their command line still names the run directory, then removes it. `status` says what
@@ -96,7 +97,7 @@ def up(
             raise
         print(f"dev-cluster: {error}", file=sys.stderr)
         return 1
-    page = f"http://127.0.0.1:{plane.extender_port}/ui"
+    page = f"{plane.observe_url}/ui"
     pids = {name: process.pid for name, process in plane.processes.items()}
     state = {"pids": pids, "kubeconfig": str(plane.kubeconfig), "page": page}
     (run_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -141,7 +142,12 @@ def _print_access(recorded: Recorded, out: TextIO, state: str) -> None:
     print(f"dev cluster {state}", file=out)
     print(f"kubeconfig: {recorded.kubeconfig}", file=out)
     print(f"  export KUBECONFIG={recorded.kubeconfig}", file=out)
-    print(f"page: {recorded.page}", file=out, flush=True)
+    print(f"page: {recorded.page}", file=out)
+    print(
+        f"explain: tfjob-extender explain --url {recorded.page.removesuffix('/ui')} NAMESPACE/NAME",
+        file=out,
+        flush=True,
+    )
 
 
 def _ours(pid: int, run_dir: Path) -> bool:

@@ -98,6 +98,10 @@ class LocalControlPlane(PlaneAccess):
         self.with_kueue = with_kueue
         super().__init__(cache, run_dir)
         self.extender_port = free_port()
+        """The extender's verb listener: the verbs kube-scheduler calls, and the probes."""
+        self.observe_port = free_port()
+        """The extender's observe listener, on 127.0.0.1 with its debug routes: `/debug`, `/ui`, explain,
+        `/metrics` (and the probes)."""
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -167,6 +171,11 @@ class LocalControlPlane(PlaneAccess):
                 "127.0.0.1",
                 "--port",
                 str(self.extender_port),
+                "--observe-port",
+                str(self.observe_port),
+                "--observe-host",
+                "127.0.0.1",
+                "--observe-debug",
                 "--kubeconfig",
                 str(self.kubeconfig),
                 *self.extender_args,
@@ -179,6 +188,11 @@ class LocalControlPlane(PlaneAccess):
             60,
             interval_s=0.1,
         )
+
+    @property
+    def observe_url(self) -> str:
+        """Where the extender's debug routes, page, explain and metrics are read."""
+        return f"http://127.0.0.1:{self.observe_port}"
 
     def stop_extender(self) -> None:
         self._stop_process("extender")

@@ -30,13 +30,7 @@ class PreemptionReporter:
     _waits: WaitEventReporter = field(init=False)
 
     def __post_init__(self) -> None:
-        self._waits = WaitEventReporter(
-            self.actuator,
-            self.settings,
-            gangs_per_tick=self.loop_settings.wait_event_gangs_per_tick,
-            pods_per_gang=self.loop_settings.wait_event_pods_per_gang,
-            repeat_after_s=self.loop_settings.wait_event_repeat_after_s,
-        )
+        self._waits = WaitEventReporter(self.actuator, self.settings, self.loop_settings)
 
     def job_statuses(self, snapshot: ClusterSnapshot, now: float) -> list[JobStatus]:
         """The state of every TFJob in `snapshot` at `now`."""

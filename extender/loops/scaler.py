@@ -1,14 +1,14 @@
 """The scaler loop: grows running elastic TFJobs into idle capacity and consolidates them onto their PS.
 
-Level-triggered: every `interval_s` the active instance plans from a fresh snapshot with the pure planners
-(`policy.scaling.scale_out`) and carries the actions out through a `ScalingActuator`:
+Level-triggered: every `interval_s` (`ScalerLoopSettings`) the active instance plans from a fresh snapshot
+with the pure planners (`policy.scaling.scale_out`) and carries the actions out through a `ScalingActuator`:
 - scale-out: the new workers' reservations are committed first (the extender steers the pods, whose
   names are deterministic, to the nodes counted on), then the Worker replicas are raised, conditioned on
   the count planned from; if that count changed meanwhile the step is dropped and its plan released;
 - migration: the worker pod is deleted (only that UID); once it is gone, the PS node is reserved for its
   replacement (training-operator recreates every index below `replicas` under the same name). A pod
   that becomes terminating voids its own reservation, hence the order. While a migration is in flight
-  the loop polls its settlement every `settle_poll_s`.
+  the loop polls its settlement every `MIGRATION_SETTLE_POLL_S`.
 A model unchanged since a plan that found nothing to do is not planned again for `replan_unchanged_s`
 (a steady cluster costs next to nothing); any change to the model plans at the next tick.
 Scale-in for a waiting gang is not done here: the preemption loop is the one place that shrinks a job
@@ -40,6 +40,7 @@ from extender.loops.scaler_records import (
     ScalerOutcome,
     ScalerRecord,
 )
+from extender.loops.scaler_settings import ScalerLoopSettings
 from extender.loops.ticking import Ticker
 from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.settings import PolicySettings
@@ -56,6 +57,11 @@ from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
 
+MIGRATION_SETTLE_POLL_S = 0.2
+"""Seconds between checks of in-flight migrations (to reserve the PS node as soon as the old pod is gone)."""
+LONGEST_PAUSE_S = 0.5
+"""Longest sleep between two wake-ups of the loop with no migration in flight: a stop is seen within it."""
+
 
 @dataclass
 class ScalerLoop:
@@ -65,17 +71,11 @@ class ScalerLoop:
     clock: Callable[[], float]
     leader: LeaderElector = field(default_factory=AlwaysLeader)
     counts: ScalerCounts = field(default_factory=ScalerCounts)
-    interval_s: float = 2.0
-    """Seconds between ticks."""
-    settle_poll_s: float = 0.2
-    """Seconds between checks of in-flight migrations (to reserve the PS node as soon as the old pod is gone)."""
-    replan_unchanged_s: float = 10.0
-    """Seconds after which a model that has not changed since a plan with no actions is planned again
-    (cooldowns end and waits age with the clock alone); at most the scale cooldown."""
+    loop_settings: ScalerLoopSettings = field(default_factory=ScalerLoopSettings)
     dry_run: bool = False
     """Shadow mode: plan as usual and record each action with the outcome `dry-run`, but never act through
     the actuator nor change the model."""
-    records: deque[ScalerRecord] = field(default_factory=lambda: deque(maxlen=256))
+    records: deque[ScalerRecord] = field(init=False)
     left_alone: dict[str, str] = field(default_factory=dict)
     """TFJob → why the scaler left it alone at the last tick."""
     leading: bool = False
@@ -88,6 +88,14 @@ class ScalerLoop:
     _next_tick: float = 0.0
     _ticker: Ticker | None = None
 
+    def __post_init__(self) -> None:
+        self.records = deque(maxlen=self.loop_settings.actions_kept)
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between ticks (what `/debug/scaler` shows)."""
+        return self.loop_settings.interval_s
+
     def start(self) -> None:
         self._ticker = Ticker("scaler-loop", self._wake, self._pause_s)
         self._ticker.start()
@@ -98,7 +106,7 @@ class ScalerLoop:
         self.leader.release()
 
     def _pause_s(self) -> float:
-        return self.settle_poll_s if self.migrations else min(self.interval_s, 0.5)
+        return MIGRATION_SETTLE_POLL_S if self.migrations else min(self.interval_s, LONGEST_PAUSE_S)
 
     def _wake(self) -> None:
         """A tick every `interval_s`; in between, only the settlement of migrations in flight."""
@@ -122,7 +130,7 @@ class ScalerLoop:
         snapshot = self.state.snapshot()
         generation, at = self._quiet
         if snapshot.generation == generation and now - at < min(
-            self.replan_unchanged_s, self.settings.scale_cooldown_s
+            self.loop_settings.replan_unchanged_s, self.settings.scale_cooldown_s
         ):
             return []
         cooldowns = self.cooldowns(snapshot)

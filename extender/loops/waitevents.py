@@ -1,12 +1,13 @@
 """Events on waiting pods saying what their gang waits for, written by the preemption loop's side-effect seam.
 
 `filter` and `prioritize` are queries and change nothing, so the reason a gang waits reaches its pods
-from the loop instead: each tick (that found the model changed) the first `gangs_per_tick` gangs of
-`policy.rank.standing.explain_queue` are explained, and each gang whose reason *kind* changed gets one Event
-per pending member (at most `pods_per_gang`), with the stable reason string of `WaitKind` (e.g.
-`GangWaitingForRoom`) and the message a person reads. The same kind with a new message (e.g. the best plan
-now places one pod more) is written again only after `repeat_after_s`, so a busy queue cannot flood the
-API server. Gangs that left the queue are forgotten.
+from the loop instead: each tick (that found the model changed) the first `wait_event_gangs_per_tick`
+gangs (`PreemptionLoopSettings`) of `policy.rank.standing.explain_queue` are explained, and each gang whose
+reason *kind* changed gets one Event per pending member (at most `wait_event_pods_per_gang`), with the
+stable reason string of `WaitKind` (e.g. `GangWaitingForRoom`) and the message a person reads. The same kind
+with a new message (e.g. the best plan now places one pod more) is written again only after
+`wait_event_repeat_after_s`, so a busy queue cannot flood the API server. Gangs that left the queue are
+forgotten.
 The PodGroup dialects this extender follows have no status field for such a message (the coscheduling
 `PodGroupStatus` has phase and counts only, and Kubernetes' own PodGroup status belongs to
 kube-scheduler), so the reason is not written on PodGroups; `/debug/queue` and `explain` show it there.
@@ -18,41 +19,36 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from extender.loops.actuator import Actuator
+from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GangKey
 from extender.policy.gang.state import gang_state
 from extender.policy.rank.standing import Standing, WaitKind, explain_queue
 
-WAIT_EVENT_GANGS_PER_TICK = 5
-WAIT_EVENT_PODS_PER_GANG = 50
-WAIT_EVENT_REPEAT_AFTER_S = 300.0
-
 
 @dataclass
 class WaitEventReporter:
     actuator: Actuator
     settings: PolicySettings
-    gangs_per_tick: int = WAIT_EVENT_GANGS_PER_TICK
-    """Gangs, highest rank first, whose reason is looked at per tick."""
-    pods_per_gang: int = WAIT_EVENT_PODS_PER_GANG
-    """Most pending members of one gang that get the Event."""
-    repeat_after_s: float = WAIT_EVENT_REPEAT_AFTER_S
-    """Seconds before the same reason kind is written again for a gang with a changed message."""
+    loop_settings: PreemptionLoopSettings
+    """How many gangs are looked at per tick, how many pods of each get the Event, how soon a changed
+    message is written again (`wait_event_*`)."""
     _written: dict[str, tuple[WaitKind, str, float]] = field(default_factory=dict)
     """Gang → (kind, message, when) last written."""
 
     def report(self, snapshot: ClusterSnapshot, now: float) -> list[Standing]:
         """Write the Events due at `now`; returns the gangs they were written for."""
         written = []
-        standings = list(islice(explain_queue(snapshot, self.settings, now, self.gangs_per_tick), self.gangs_per_tick))
+        gangs = self.loop_settings.wait_event_gangs_per_tick
+        standings = list(islice(explain_queue(snapshot, self.settings, now, gangs), gangs))
         for standing in standings:
             wait = standing.wait
             if wait.kind is WaitKind.NOT_EXAMINED or not self._due(standing, now):
                 continue
             members = gang_state(snapshot, GangKey(standing.gang).first).members.values()
             pending = sorted(pod.key for pods in members for pod in pods if pod.pending)
-            for pod in pending[: self.pods_per_gang]:
+            for pod in pending[: self.loop_settings.wait_event_pods_per_gang]:
                 self.actuator.record_event("Pod", pod, wait.kind.value, wait.message)
             self._written[standing.gang] = (wait.kind, wait.message, now)
             written.append(standing)
@@ -67,4 +63,4 @@ class WaitEventReporter:
         kind, message, at = last
         if kind is not standing.wait.kind:
             return True
-        return message != standing.wait.message and now - at >= self.repeat_after_s
+        return message != standing.wait.message and now - at >= self.loop_settings.wait_event_repeat_after_s

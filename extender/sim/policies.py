@@ -22,6 +22,7 @@ from extender.loops.actuator import Resize
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.loops.scaler import ScalerLoop
+from extender.loops.scaler_settings import ScalerLoopSettings
 from extender.policy import PolicySettings, prioritize_pod
 from extender.policy.core.resources import Resources
 from extender.policy.core.snapshot import ClusterSnapshot
@@ -211,7 +212,7 @@ class Ours(Policy):
     resizes = True
     feed_model = True
     tick_s = 2.0
-    """The preemption loop's and the scaler loop's tick (`ScalerSettings.interval_s`)."""
+    """The tick of the preemption loop and the scaler (both loop settings' `interval_s`)."""
 
     def __init__(self, settings: PolicySettings | None = None, *, scaler: bool = True) -> None:
         super().__init__()
@@ -229,7 +230,13 @@ class Ours(Policy):
         knobs = PreemptionLoopSettings(interval_s=self.tick_s)
         self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, self._wall, knobs)
         self.scaler = (
-            ScalerLoop(cluster.model, self.actuator, self.settings, self._wall, interval_s=self.tick_s)
+            ScalerLoop(
+                cluster.model,
+                self.actuator,
+                self.settings,
+                self._wall,
+                loop_settings=ScalerLoopSettings(interval_s=self.tick_s),
+            )
             if self.with_scaler
             else None
         )

@@ -4,7 +4,9 @@
 and one group's membership), keeps the gang reservations ledger, and hands readers a `ClusterSnapshot`
 built from copy-on-write maps: taking one costs O(buckets), and it is cached until the next change.
 Two counters drive the failed-plan memo: `capacity_generation` moves only when free capacity may have
-grown, and each PodGroup's membership generation moves when its members or its spec change.
+grown, and each PodGroup's membership generation moves when its members or its spec change (the memo
+also carries the candidate nodes it was planned from, which `filter` compares; the model keeps the last
+failure per gang, replaced by the next, dropped when the gang reserves a plan).
 All methods are thread-safe (one lock); nothing here performs I/O or reads a clock. The reservation
 bookkeeping (hold, drop, release a gang, import a PodGroup's plan) is `ReservationBook`, in `reservation_book`;
 the preemptions known and their leaving pods are `PreemptionRecords`; node usage and member indexes are in

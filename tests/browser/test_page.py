@@ -1,7 +1,8 @@
-"""The live page in a real browser: Debian's Chromium, headless, driven by Playwright, on an extender serving
-a snapshot file in shadow mode. Asserts what a person sees — the queue's rows and reasons, one row per
-node, a job's pods in one colour with its PS marked, reserved pods as ghosts, the scaler's planned
-growth arriving through the page's refresh — and saves a screenshot (`ui.png`) in the test's tmp dir.
+"""The live page in a real browser: Debian's Chromium, headless, driven by Playwright, on the observe listener
+of an extender serving a snapshot file in shadow mode. Asserts what a person sees — the queue's rows and
+reasons, one row per node, a job's pods in one colour with its PS marked, reserved pods as ghosts, the
+scaler's planned growth arriving through the page's refresh — and saves a screenshot (`ui.png`) in the
+test's tmp dir.
 Without Chromium the test is skipped, except in CI (CI=true), where hack/test.sh installs it first.
 """
 
@@ -38,7 +39,7 @@ def chromium_or_skip() -> str:
 @pytest.fixture
 def extender_url(tmp_path: Path) -> Iterator[str]:
     snapshot = write_scene(tmp_path / "scene.json")
-    port = free_port()
+    port, observe_port = free_port(), free_port()
     command = [
         sys.executable,
         "-m",
@@ -52,12 +53,15 @@ def extender_url(tmp_path: Path) -> Iterator[str]:
         "1",
         "--port",
         str(port),
+        "--observe-port",
+        str(observe_port),
+        "--observe-debug",
     ]
     log = (tmp_path / "extender.log").open("wb")
     process = subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)}
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{observe_port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _answers(f"{url}/readyz"):

@@ -1,17 +1,17 @@
-"""An in-process extender app over a synced model, and a client that speaks to it."""
+"""The extender's listeners over a synced model, and a client that speaks to them over real sockets."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.api.verbs import Service
-from extender.config import Settings
+from extender.config import ListenerLimits, Settings
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_podgroup, make_tfjob, tfjob_pods
+from tests.contract.listeners import ListenerClient, client_of
 from tests.contract.support import Clock
 
 
@@ -32,10 +32,10 @@ def clock() -> Clock:
 
 @pytest.fixture
 def service(state: ClusterState, clock: Clock) -> Service:
-    return make_service(Settings(max_body_bytes=256 * 1024), state, clock)
+    return make_service(Settings(verb_limits=ListenerLimits(max_body_bytes=256 * 1024)), state, clock)
 
 
 @pytest.fixture
-def client(service: Service) -> Iterator[TestClient]:
-    with TestClient(create_app(service)) as test_client:
-        yield test_client
+def client(service: Service) -> Iterator[ListenerClient]:
+    with client_of(service) as listener_client:
+        yield listener_client

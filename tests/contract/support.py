@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi.testclient import TestClient
 
 from extender.state.store import ClusterState
 from tests.builders import cluster, in_scheduling_group, make_k8s_podgroup, make_node, make_tfjob, tfjob_pods
+from tests.contract.listeners import ListenerClient
 
 NOW = 1_800_000_000.0
 
@@ -37,7 +37,7 @@ def gang_with_members_unseen(workers: int, unseen: int) -> tuple[ClusterState, l
     return state, pods
 
 
-def post(client: TestClient, verb: str, payload: Any) -> Any:
+def post(client: ListenerClient, verb: str, payload: Any) -> Any:
     body = payload if isinstance(payload, bytes) else orjson.dumps(payload)
     response = client.post(f"/{verb}", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 200

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.config import Settings
 from tests.builders import cluster, make_node, make_podgroup, make_tfjob, tfjob_pods
+from tests.contract.listeners import ListenerClient, client_of
 from tests.contract.support import NODES, Clock, assert_partition, filter_args, post
 
 CLAIM = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
@@ -35,19 +35,19 @@ def pod_named(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def dra_client() -> Iterator[TestClient]:
+def dra_client() -> Iterator[ListenerClient]:
     state = cluster(
         *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
         *dra_pods(),
         make_podgroup("dra", min_member=5),
         make_tfjob("dra", workers=4),
     )
-    with TestClient(create_app(make_service(Settings(), state, Clock()))) as client:
+    with client_of(make_service(Settings(), state, Clock())) as client:
         yield client
 
 
 @pytest.mark.parametrize("name", ["dra-worker-0", "dra-ps-0"])
-def test_filter_passes_every_node_through_for_a_gang_with_claims(dra_client: TestClient, name: str) -> None:
+def test_filter_passes_every_node_through_for_a_gang_with_claims(dra_client: ListenerClient, name: str) -> None:
     reply = post(dra_client, "filter", filter_args(pod_named(name)))
     assert reply["Error"] == ""
     assert reply["NodeNames"] == NODES
@@ -55,7 +55,7 @@ def test_filter_passes_every_node_through_for_a_gang_with_claims(dra_client: Tes
     assert dra_client.get("/debug/gangs/default/dra").json()["plan"] == []
 
 
-def test_a_claiming_pod_the_model_has_not_seen_passes_through(dra_client: TestClient) -> None:
+def test_a_claiming_pod_the_model_has_not_seen_passes_through(dra_client: ListenerClient) -> None:
     stranger = pod_named("dra-worker-0")
     stranger["metadata"] |= {"name": "other-0", "uid": "uid-other-0"}
     stranger["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "other"
@@ -63,13 +63,13 @@ def test_a_claiming_pod_the_model_has_not_seen_passes_through(dra_client: TestCl
     assert reply["NodeNames"] == NODES
 
 
-def test_prioritize_has_no_preference_for_a_gang_with_claims(dra_client: TestClient) -> None:
+def test_prioritize_has_no_preference_for_a_gang_with_claims(dra_client: ListenerClient) -> None:
     reply = post(dra_client, "prioritize", filter_args(pod_named("dra-ps-0")))
     assert isinstance(reply, list)
     assert all(entry["Score"] == 0 for entry in reply), "no node is preferred (zeros may be left out)"
 
 
-def test_debug_gangs_and_explain_say_the_gang_is_left_to_dra(dra_client: TestClient) -> None:
+def test_debug_gangs_and_explain_say_the_gang_is_left_to_dra(dra_client: ListenerClient) -> None:
     gang = dra_client.get("/debug/gangs/default/dra").json()
     assert gang["status"] == "left-to-dra"
     assert "DRA plugin" in gang["why"]

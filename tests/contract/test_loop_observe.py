@@ -3,11 +3,10 @@ standby said) and `/metrics` with the preemption loop's counts beside the scaler
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
+import httpx
 
 from extender.api.app import make_service
 from extender.api.loop_metrics import export_preemption_metrics
-from extender.api.observe import create_observe_app
 from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.leadership import LeaseStatus
@@ -16,17 +15,20 @@ from extender.policy.core.settings import PolicySettings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, cpu_nodes, running_gang, waiting_job
+from tests.contract.listeners import client_of_server, observe_server
 
 NOW = 1_800_000_000.0
 NAMES = ["node-0", "node-1", "node-2"]
 FORBIDDEN = "forbidden (HTTP 403): this process's service account may not list and watch pods in the core API group"
 
 
-def observe(state: ClusterState, **probes: object) -> TestClient:
+def observe(state: ClusterState, path: str, **probes: object) -> httpx.Response:
+    """`GET path` of an observe listener (probes and metrics, as a loop process serves them) over `state`."""
     service = make_service(Settings(), state, lambda: NOW)
     for name, value in probes.items():
         setattr(service.probes, name, value)
-    return TestClient(create_observe_app(service))
+    with client_of_server(observe_server(service, debug_routes=False)) as client:
+        return client.get(path)
 
 
 def lease(*, answered: bool, leading: bool = False, error: str | None = None) -> LeaseStatus:
@@ -34,39 +36,40 @@ def lease(*, answered: bool, leading: bool = False, error: str | None = None) ->
 
 
 def test_not_ready_while_a_kind_is_not_listed_and_the_reason_names_an_rbac_refusal() -> None:
-    client = observe(ClusterState(PolicySettings()), informer_problems=lambda: {Kind.POD.value: FORBIDDEN})
-    answer = client.get("/readyz")
+    problems = {"informer_problems": lambda: {Kind.POD.value: FORBIDDEN}}
+    answer = observe(ClusterState(PolicySettings()), "/readyz", **problems)
     assert answer.status_code == 503
     body = answer.json()
     assert body["ready"] is False and body["synced"][Kind.POD.value] is False
     assert "not listed yet" in body["reason"] and FORBIDDEN in body["reason"]
     assert body["problems"] == {Kind.POD.value: FORBIDDEN}
-    assert client.get("/healthz").status_code == 200, "alive all the same"
+    assert observe(ClusterState(PolicySettings()), "/healthz", **problems).status_code == 200, "alive all the same"
 
 
 def test_a_loop_process_is_ready_only_once_the_lease_is_answered_and_says_its_role() -> None:
     state = cluster(*cpu_nodes(1))
-    waiting = observe(state, needs_lease=True, lease=lambda: lease(answered=False)).get("/readyz")
+    waiting = observe(state, "/readyz", needs_lease=True, lease=lambda: lease(answered=False))
     assert waiting.status_code == 503
     assert waiting.json()["reason"] == "tfjob-system/tfjob-extender-scaler not answered yet (leader or standby unknown)"
-    refused = observe(state, needs_lease=True, lease=lambda: lease(answered=False, error="HTTP 403")).get("/readyz")
+    refused = observe(state, "/readyz", needs_lease=True, lease=lambda: lease(answered=False, error="HTTP 403"))
     assert refused.status_code == 503 and refused.json()["reason"].endswith(": HTTP 403")
-    standby = observe(state, needs_lease=True, lease=lambda: lease(answered=True)).get("/readyz")
+    standby = observe(state, "/readyz", needs_lease=True, lease=lambda: lease(answered=True))
     assert standby.status_code == 200 and standby.json()["role"] == "standby"
-    leader = observe(state, needs_lease=True, lease=lambda: lease(answered=True, leading=True)).get("/readyz")
+    leader = observe(state, "/readyz", needs_lease=True, lease=lambda: lease(answered=True, leading=True))
     assert leader.status_code == 200 and leader.json()["role"] == "leader"
     assert "reason" not in leader.json()
 
 
 def test_serve_is_ready_without_waiting_for_the_lease_but_shows_it() -> None:
-    answer = observe(cluster(*cpu_nodes(1)), lease=lambda: lease(answered=False)).get("/readyz")
+    answer = observe(cluster(*cpu_nodes(1)), "/readyz", lease=lambda: lease(answered=False))
     assert answer.status_code == 200 and answer.json()["lease"]["answered"] is False
 
 
 def metrics_of(loop: PreemptionLoop) -> str:
     service = make_service(Settings(), loop.state, lambda: NOW)
     export_preemption_metrics(service.metrics.registry, loop)
-    return TestClient(create_observe_app(service)).get("/metrics").text
+    with client_of_server(observe_server(service, debug_routes=False)) as client:
+        return client.get("/metrics").text
 
 
 def test_the_preemption_loops_counts_are_exported() -> None:

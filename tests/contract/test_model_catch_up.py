@@ -12,17 +12,17 @@ import time
 from typing import Any
 
 import orjson
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
+from tests.contract.listeners import client_of
 from tests.contract.support import NODES, NOW, gang_with_members_unseen
 
 
 def filter_reply(state: ClusterState, pod: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], float]:
-    with TestClient(create_app(make_service(settings, state, lambda: NOW))) as client:
+    with client_of(make_service(settings, state, lambda: NOW)) as client:
         started = time.monotonic()
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": NODES})
         reply: dict[str, Any] = client.post("/filter", content=body).json()

@@ -1,17 +1,18 @@
-"""`/debug/scaler` and the scaler's metrics, beside the extender's routes and on an observe listener."""
+"""`/debug/scaler` and the scaler's metrics on the observe listener, beside the verb listener of the same service
+or alone (as a loop process serves them)."""
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
+import httpx
 
-from extender.api.app import create_app, make_service
-from extender.api.observe import create_observe_app
+from extender.api.app import make_service
 from extender.api.scaler import export_scaler_metrics, make_scaler_router
 from extender.config import Settings
 from extender.loops.actuator import RecordingActuator
 from extender.loops.scaler import ScalerLoop
 from extender.policy.core.settings import PolicySettings
 from tests.builders import cluster, cpu_nodes, placed_job
+from tests.contract.listeners import client_of, observe_server, running
 
 NOW = 1_772_363_100.0
 
@@ -21,13 +22,12 @@ def scaler_over_a_growing_job() -> ScalerLoop:
     return ScalerLoop(state, RecordingActuator(), PolicySettings(), lambda: NOW)
 
 
-def test_debug_scaler_beside_the_extender_shows_what_why_and_the_plan() -> None:
+def test_debug_scaler_beside_the_verb_listener_shows_what_why_and_the_plan() -> None:
     loop = scaler_over_a_growing_job()
     service = make_service(Settings(), loop.state, lambda: NOW)
     export_scaler_metrics(service.metrics.registry, loop)
     loop.tick(NOW)
-    app = create_app(service, routers=[make_scaler_router(loop, lambda: NOW)])
-    with TestClient(app) as client:
+    with client_of(service, routers=[make_scaler_router(loop, lambda: NOW)]) as client:
         body = client.get("/debug/scaler").json()
         metrics = client.get("/metrics").text
     (action,) = body["actions"]
@@ -47,9 +47,11 @@ def test_an_observe_listener_serves_the_scaler_metrics_and_with_debug_routes_its
     service = make_service(Settings(), loop.state, lambda: NOW)
     export_scaler_metrics(service.metrics.registry, loop)
     routers = [make_scaler_router(loop, lambda: NOW)]
-    with TestClient(create_observe_app(service, routers)) as client:
-        assert client.get("/healthz").json() == {"status": "ok"}
-        assert "tfjob_extender_scaler_leader" in client.get("/metrics").text
-        assert client.get("/debug/scaler").status_code == 404, "debug routes only with --observe-debug"
-    with TestClient(create_observe_app(service, routers, debug_routes=True)) as client:
-        assert client.get("/debug/scaler").json()["actions"] == []
+    plain, with_debug = observe_server(service, routers, debug_routes=False), observe_server(service, routers)
+    with running([plain, with_debug]):
+        with httpx.Client(base_url=f"http://127.0.0.1:{plain.port}") as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            assert "tfjob_extender_scaler_leader" in client.get("/metrics").text
+            assert client.get("/debug/scaler").status_code == 404, "debug routes only with --observe-debug"
+        with httpx.Client(base_url=f"http://127.0.0.1:{with_debug.port}") as client:
+            assert client.get("/debug/scaler").json()["actions"] == []

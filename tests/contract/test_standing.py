@@ -3,13 +3,13 @@ of `/debug/queue` is the order in which admission lets gangs start."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
 import orjson
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.config import Settings
 from extender.explain import describe
 from extender.policy.core.settings import PolicySettings
@@ -18,6 +18,8 @@ from extender.state.convert import timestamp
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
+from tests.contract import listeners
+from tests.contract.listeners import ListenerClient
 
 CREATED = "2026-03-01T10:00:00Z"
 GANGS = {"small": 3, "medium": 5, "large": 7}
@@ -33,9 +35,9 @@ def jobs_cluster() -> ClusterState:
     return cluster(*objects)
 
 
-def client_of(state: ClusterState) -> TestClient:
+def client_of(state: ClusterState) -> contextlib.AbstractContextManager[ListenerClient]:
     now = timestamp(CREATED) + 60
-    return TestClient(create_app(make_service(Settings(), state, lambda: now)))
+    return listeners.client_of(make_service(Settings(), state, lambda: now))
 
 
 def test_job_weights_are_equation_1_of_the_shown_inputs() -> None:
@@ -65,7 +67,7 @@ def test_job_weights_are_equation_1_of_the_shown_inputs() -> None:
     assert sorted(job["standing"]["rank"] for job in jobs) == [1, 2, 3]
 
 
-def filter_first_pending(client: TestClient, state: ClusterState, gang: str) -> bool:
+def filter_first_pending(client: ListenerClient, state: ClusterState, gang: str) -> bool:
     """Ask filter about the gang's first pending member; True when it was admitted (a node offered)."""
     snapshot = state.snapshot()
     pending = sorted(key for key in snapshot.group_members[gang] if snapshot.pods[key].pending)
@@ -122,7 +124,7 @@ def test_a_gang_too_large_for_the_room_left_shows_its_best_plan_and_what_would_s
         by_pod = client.get("/debug/explain/default/wide-worker-3").json()
         by_group = client.get("/debug/explain/default/wide").json()
     assert row["waitsFor"] == "GangWaitingForRoom"
-    assert row["bestPlan"] == {"placed": 4, "needed": 6}
+    assert row["bestPlan"] == {"placed": 4, "needed": 6, "triedOn": "on every node"}
     assert "room for 2 more pod(s) of 1 CPU, 1 GiB" in row["wouldStart"]
     assert explained["status"] == "waiting"
     assert explained["kind"] == "TFJob"

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.cli.args import parse_args, settings_from
 from extender.config import Settings
 from extender.policy.core.settings import DEFAULT_NETWORK_TOPOLOGY
@@ -15,6 +14,7 @@ from extender.policy.core.views import NetworkLayer
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_network_topology, make_node, make_pod, make_podgroup
+from tests.contract.listeners import ListenerClient, client_of
 from tests.contract.support import Clock
 
 SPINE = "network.topology.nvidia.com/spine"
@@ -39,12 +39,12 @@ def topology_state() -> ClusterState:
 
 
 @pytest.fixture
-def topology_client(topology_state: ClusterState) -> Iterator[TestClient]:
-    with TestClient(create_app(make_service(Settings(), topology_state, Clock()))) as client:
+def topology_client(topology_state: ClusterState) -> Iterator[ListenerClient]:
+    with client_of(make_service(Settings(), topology_state, Clock())) as client:
         yield client
 
 
-def test_the_tree_shows_domains_node_counts_and_offer_slots(topology_client: TestClient) -> None:
+def test_the_tree_shows_domains_node_counts_and_offer_slots(topology_client: ListenerClient) -> None:
     body = topology_client.get("/debug/topology", params={"depth": 2}).json()
     assert body["source"] == "settings"
     assert [layer["layer"] for layer in body["layers"]] == ["SpineLayer", "BlockLayer", "AcceleratorLayer"]
@@ -62,7 +62,7 @@ def test_the_tree_shows_domains_node_counts_and_offer_slots(topology_client: Tes
     assert b2 == {"layer": "BlockLayer", "name": "b2", "nodes": 2, "free": "5 CPU, 31 GiB", "offerSlots": 5}
 
 
-def test_offer_slots_for_a_gang_and_for_a_given_pod(topology_client: TestClient) -> None:
+def test_offer_slots_for_a_gang_and_for_a_given_pod(topology_client: ListenerClient) -> None:
     body = topology_client.get("/debug/topology", params={"gang": "default/g", "depth": 2}).json()
     assert body["offerSlotsFor"] == "gang default/g: 3 × 2 CPU, 1 GiB"
     blocks = {b["name"]: b["offerSlots"] for s in body["tree"]["children"] for b in s["children"]}
@@ -74,7 +74,7 @@ def test_offer_slots_for_a_gang_and_for_a_given_pod(topology_client: TestClient)
 
 
 def test_the_cluster_network_topology_replaces_the_settings(
-    topology_state: ClusterState, topology_client: TestClient
+    topology_state: ClusterState, topology_client: ListenerClient
 ) -> None:
     topology_state.apply(Kind.NETWORK_TOPOLOGY, "ADDED", make_network_topology({"SpineLayer": SPINE}))
     body = topology_client.get("/debug/topology", params={"depth": 1}).json()
@@ -84,7 +84,7 @@ def test_the_cluster_network_topology_replaces_the_settings(
 
 
 def test_a_cluster_without_nodes_is_a_bare_root() -> None:
-    with TestClient(create_app(make_service(Settings(), cluster(), Clock()))) as client:
+    with client_of(make_service(Settings(), cluster(), Clock())) as client:
         tree = client.get("/debug/topology").json()["tree"]
     assert tree == {"layer": "ClusterTopologyLayer", "name": "", "nodes": 0, "free": "nothing", "offerSlots": 0}
 
@@ -97,7 +97,7 @@ def test_a_cluster_without_nodes_is_a_bare_root() -> None:
     ],
 )
 def test_a_bad_query_is_answered_with_the_reason(
-    topology_client: TestClient, params: dict[str, str], status: int, error: str
+    topology_client: ListenerClient, params: dict[str, str], status: int, error: str
 ) -> None:
     response = topology_client.get("/debug/topology", params=params)
     assert response.status_code == status

@@ -1,22 +1,20 @@
 """The verb listener over a real socket: the server `serve` runs (`extender.api.edge`) on a free loopback port.
 
-Keep-alive connections carrying verbs and debug routes in turn, pipelined requests answered in order (a
-gang member waiting for the watch among them), `Expect: 100-continue`, HTTP/1.0, a body over the cap, a
-body that never finishes, malformed requests, unknown paths and wrong methods, a burst over the connection
-limit, token checks and TLS, and a stop with requests in flight: every reply JSON, none cut.
+Keep-alive connections carrying verbs and probes in turn (the debug routes a JSON 404), pipelined requests
+answered in order (a gang member waiting for the watch among them), `Expect: 100-continue`, HTTP/1.0, a
+body over the cap, a body or a head that never finishes, malformed requests, unknown paths and wrong
+methods, a burst over the connection limit, token checks and TLS, a stop with requests in flight, and a
+process whose parts fail to start: every reply JSON, none cut.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,20 +22,27 @@ from typing import Any, BinaryIO
 import httpx
 import orjson
 import pytest
-from starlette.types import Receive, Scope, Send
 
-from extender.api.app import create_app, make_service
-from extender.api.auth import guarded, tls_context
-from extender.api.edge import EdgeServer, StartupFailed
-from extender.api.verbs import VerbGateway
-from extender.config import AuthSettings, Settings
+from extender.api.app import make_service
+from extender.api.auth import TokenChecks, tls_context, token_checks
+from extender.api.edge.encoding import Request
+from extender.api.edge.responder import Outlet
+from extender.api.edge.server import EdgeServer
+from extender.api.edge.verb_responder import VerbResponder
+from extender.cli.runtime import Part, Runtime
+from extender.config import AuthSettings, ListenerLimits, Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
+from tests.certificates import self_signed_certificate
+from tests.contract.listeners import running, verb_server
 from tests.contract.support import NODES, gang_with_members_unseen
 
 NOW = 1_800_000_000.0
 BODY_CAP = 64 * 1024
-SETTINGS = Settings(max_body_bytes=BODY_CAP, body_timeout_s=0.5, model_catch_up_s=5.0, max_connections=4)
+SETTINGS = Settings(
+    verb_limits=ListenerLimits(max_body_bytes=BODY_CAP, body_timeout_s=0.5, head_timeout_s=0.5, max_connections=4),
+    model_catch_up_s=5.0,
+)
 PLAIN = {"metadata": {"name": "web", "namespace": "default", "uid": "web"}, "spec": {"containers": []}}
 
 
@@ -80,33 +85,15 @@ class Connection:
         self.raw.close()
 
 
-def run_server(server: EdgeServer) -> threading.Thread:
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.01)
-    return thread
-
-
 @contextlib.contextmanager
 def serving(
-    settings: Settings = SETTINGS,
-    wrap: Callable[[VerbGateway], Any] = lambda app: app,
-    tls: ssl.SSLContext | None = None,
+    settings: Settings = SETTINGS, tokens: TokenChecks | None = None, tls: ssl.SSLContext | None = None
 ) -> Iterator[Served]:
-    """The listener over the app `create_app` builds (`wrap`ped), on a free port in a thread, stopped after."""
+    """The verb listener over a service of `settings`, on a free port in a thread, stopped after."""
     state, pods = gang_with_members_unseen(workers=2, unseen=1)
-    app = wrap(create_app(make_service(settings, state, lambda: NOW)))
-    server = EdgeServer(app, settings, host="127.0.0.1", port=0, tls=tls)
-    thread = run_server(server)
-    try:
+    server = verb_server(make_service(settings, state, lambda: NOW), tokens=tokens, tls=tls)
+    with running([server]):
         yield Served(server, state, pods)
-    finally:
-        server.request_stop_threadsafe()
-        thread.join(10)
-    assert not thread.is_alive(), "the server stopped"
 
 
 @pytest.fixture
@@ -147,31 +134,37 @@ def read_reply(stream: BinaryIO) -> RawReply:
     return RawReply(int(status_line.split()[1]), headers, body)
 
 
-def test_verbs_and_debug_routes_share_one_keep_alive_connection(
+def test_verbs_and_probes_share_one_keep_alive_connection_and_are_answered_in_place(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    through_asgi: list[str] = []
-    asgi_entry = VerbGateway.__call__
+    answered_later: list[bytes] = []
+    later = VerbResponder.answer_later
 
-    async def recording(self: VerbGateway, scope: Scope, receive: Receive, send: Send) -> None:
-        through_asgi.append(scope["path"])
-        await asgi_entry(self, scope, receive, send)
+    async def recording(self: VerbResponder, request: Request, outlet: Outlet) -> None:
+        answered_later.append(request.path())
+        await later(self, request, outlet)
 
-    monkeypatch.setattr(VerbGateway, "__call__", recording)
+    monkeypatch.setattr(VerbResponder, "answer_later", recording)
+    connections: set[tuple[str, int]] = set()
     with httpx.Client(base_url=served.url) as client:
         for _ in range(3):
-            reply = client.post("/filter", content=filter_body(PLAIN))
+            reply = client.post("/filter", content=filter_body(PLAIN), extensions={})
             assert reply.status_code == 200
             assert reply.headers["content-type"] == "application/json"
             assert reply.json()["NodeNames"] == NODES
             assert client.get("/healthz").status_code == 200
+            assert client.head("/readyz").status_code == 200
             scores = client.post("/prioritize", content=filter_body(served.pods[0]))
             assert isinstance(scores.json(), list)
+            connections.add(scores.extensions["network_stream"].get_extra_info("client_addr"))
         assert client.post("/filter", content=b"{not json").json()["Error"].startswith("tfjob-extender filter")
-        assert client.get("/debug/gangs").status_code == 200
-        state_dump = client.get("/debug/state")
-        assert state_dump.status_code == 200 and state_dump.json()
-    assert through_asgi == ["/healthz"] * 3 + ["/debug/gangs", "/debug/state"], "the verbs are answered in place"
+        for path in ("/debug/gangs", "/debug/state", "/ui", "/metrics"):
+            missing = client.get(path)
+            assert missing.status_code == 404 and "the verb listener serves" in missing.json()["error"], path
+        assert client.post("/filter", content=filter_body(PLAIN)).status_code == 200, "the connection goes on"
+        connections.add(missing.extensions["network_stream"].get_extra_info("client_addr"))
+    assert len(connections) == 1, "one keep-alive connection"
+    assert answered_later == [], "the verbs and the probes are answered in place"
 
 
 def test_unknown_paths_wrong_methods_and_malformed_requests_get_json_errors(served: Served) -> None:
@@ -194,12 +187,12 @@ def test_a_body_over_the_cap_is_refused_with_json_and_the_connection_closed(serv
         reply = client.post("/filter", content=b" " * (BODY_CAP + 1))
         assert "exceeds the limit" in reply.json()["Error"]
         assert reply.headers.get("connection") == "close"
-        other = client.post("/debug/nothing", content=b" " * (BODY_CAP + 1))
+        other = client.post("/no-such-route", content=b" " * (BODY_CAP + 1))
         assert other.status_code == 413 and "exceeds the limit" in other.json()["error"]
         assert client.get("/healthz").status_code == 200, "a new connection is served"
 
 
-def test_a_body_that_never_finishes_gets_a_json_error_after_the_time_limit(served: Served) -> None:
+def test_a_body_or_a_head_that_never_finishes_gets_a_json_error_after_the_time_limit(served: Served) -> None:
     with served.connect() as raw:
         raw.sendall(b"POST /filter HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
         reply = raw.reply()
@@ -208,9 +201,9 @@ def test_a_body_that_never_finishes_gets_a_json_error_after_the_time_limit(serve
         assert reply.headers["connection"] == "close"
         assert raw.stream.read(1) == b"", "the connection is closed"
     with served.connect() as raw:
-        raw.sendall(b"GET /debug/gangs HTTP/1.1\r\nhost: x\r\n")
+        raw.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
         reply = raw.reply()
-        assert reply.status == 408 and "request not received within 0.5 s" in reply.json()["error"]
+        assert reply.status == 408 and "request head not received within 0.5 s" in reply.json()["error"]
 
 
 def test_a_gang_member_delivered_while_the_call_waits_is_planned_with_its_gang(served: Served) -> None:
@@ -280,13 +273,13 @@ def test_http_1_0_closes_after_the_reply_unless_it_asks_for_keep_alive(served: S
             raw.sendall(request("/filter", filter_body(PLAIN), version="1.0", extra="connection: keep-alive\r\n"))
             reply = read_reply(stream)
             assert reply.json()["NodeNames"] == NODES and reply.headers["connection"] == "keep-alive"
-        raw.sendall(request("/debug/gangs", method="GET", version="1.0"))
+        raw.sendall(request("/healthz", method="GET", version="1.0"))
         assert read_reply(stream).status == 200
         assert stream.read(1) == b""
 
 
 def test_connections_over_the_limit_get_a_json_503_and_the_ones_within_are_served(served: Served) -> None:
-    limit = SETTINGS.max_connections
+    limit = SETTINGS.verb_limits.max_connections
     within = [served.connect() for _ in range(limit)]
     try:
         for raw in within:
@@ -298,9 +291,13 @@ def test_connections_over_the_limit_get_a_json_503_and_the_ones_within_are_serve
         for raw in burst:
             with raw:
                 reply = raw.reply()
-                assert reply.status == 503, reply
+                assert reply.status == 200, "a verb's refusal is its own reply, with its Error"
                 assert "over the limit of 4 connections" in reply.json()["Error"]
                 assert reply.headers["connection"] == "close"
+        with served.connect() as raw:
+            raw.sendall(request("/healthz", method="GET"))
+            reply = raw.reply()
+            assert reply.status == 503 and "over the limit of 4 connections" in reply.json()["error"]
         for raw in within:
             raw.sendall(request("/filter", filter_body(PLAIN)))
             assert raw.reply().json()["NodeNames"] == NODES
@@ -343,45 +340,45 @@ def token_file(tmp_path: Path) -> Path:
 
 
 def test_token_checks_guard_the_verbs_through_the_listener(token_file: Path) -> None:
-    auth = AuthSettings(token_file=token_file)
-    with serving(wrap=lambda app: guarded(app, auth, None)) as running, httpx.Client(base_url=running.url) as client:
+    tokens = token_checks(AuthSettings(token_file=token_file), None)
+    with serving(tokens=tokens) as listening, httpx.Client(base_url=listening.url) as client:
         refused = client.post("/filter", content=filter_body(PLAIN))
         assert refused.status_code == 401 and "bearer token" in refused.json()["error"]
+        assert refused.headers["connection"] == "close"
         headers = {"Authorization": "Bearer verb-secret"}
         assert client.post("/filter", content=filter_body(PLAIN), headers=headers).json()["NodeNames"] == NODES
-        assert client.get("/healthz").status_code == 200
+        assert (
+            client.post("/filter", content=filter_body(PLAIN), headers={"Authorization": "Bearer no"}).status_code
+            == 401
+        )
+        assert client.get("/healthz").status_code == 200, "the probes need no token"
+        assert client.get("/debug/gangs", headers=headers).status_code == 404
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_tls_and_client_certificates_on_the_verb_listener(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(tmp_path)
     auth = AuthSettings(tls_cert_file=cert, tls_key_file=key)
     with (
-        serving(replace(SETTINGS, auth=auth), tls=tls_context(auth)) as running,
-        httpx.Client(base_url=running.url, verify=ssl.create_default_context(cafile=str(cert))) as client,
+        serving(replace(SETTINGS, auth=auth), tls=tls_context(auth)) as listening,
+        httpx.Client(base_url=listening.url, verify=ssl.create_default_context(cafile=str(cert))) as client,
     ):
         assert client.post("/filter", content=filter_body(PLAIN)).json()["NodeNames"] == NODES
         assert client.get("/healthz").status_code == 200
     with_client_ca = replace(auth, tls_client_ca_file=cert)
     trusting = ssl.create_default_context(cafile=str(cert))
-    with serving(replace(SETTINGS, auth=with_client_ca), tls=tls_context(with_client_ca)) as running:
-        with pytest.raises(httpx.TransportError), httpx.Client(base_url=running.url, verify=trusting) as client:
+    with serving(replace(SETTINGS, auth=with_client_ca), tls=tls_context(with_client_ca)) as listening:
+        with pytest.raises(httpx.TransportError), httpx.Client(base_url=listening.url, verify=trusting) as client:
             client.get("/healthz")
         trusting.load_cert_chain(str(cert), str(key))
-        with httpx.Client(base_url=running.url, verify=trusting) as client:
+        with httpx.Client(base_url=listening.url, verify=trusting) as client:
             assert client.post("/filter", content=filter_body(PLAIN)).json()["NodeNames"] == NODES
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_time() -> None:
-    with serving(replace(SETTINGS, keep_alive_s=1)) as running, running.connect() as raw:
+    with (
+        serving(replace(SETTINGS, verb_limits=replace(SETTINGS.verb_limits, keep_alive_s=1))) as listening,
+        listening.connect() as raw,
+    ):
         raw.sendall(request("/filter", filter_body(PLAIN)))
         assert raw.reply().json()["NodeNames"] == NODES
         started = time.monotonic()
@@ -389,13 +386,41 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_time() -> None:
         assert 0.8 < time.monotonic() - started < 5
 
 
-def test_a_failed_startup_is_reported_and_nothing_listens() -> None:
-    async def failing_startup(scope: Scope, receive: Receive, send: Send) -> None:
-        assert scope["type"] == "lifespan"
-        await receive()
-        await send({"type": "lifespan.startup.failed", "message": "the watches cannot start"})
+def test_a_part_that_fails_to_start_stops_the_process_with_exit_code_3_and_nothing_listens() -> None:
+    started: list[str] = []
 
-    server = EdgeServer(failing_startup, SETTINGS, host="127.0.0.1", port=0)
-    with pytest.raises(StartupFailed, match="the watches cannot start"):
-        asyncio.run(server.serve())
+    def fails() -> None:
+        raise RuntimeError("the watches cannot start")
+
+    server = EdgeServer(
+        VerbResponder(make_service(SETTINGS, ClusterState(), lambda: NOW)),
+        SETTINGS.verb_limits,
+        host="127.0.0.1",
+        port=0,
+        name="verbs",
+    )
+    parts = [
+        Part("plan publisher", lambda: started.append("publisher"), lambda: started.remove("publisher")),
+        Part("informers", fails, lambda: started.append("informers stopped")),
+    ]
+    assert Runtime(parts, [server]).run() == 3
+    assert started == [], "what started is stopped, what never started is not"
     assert not server.started
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+
+
+def test_an_address_that_cannot_be_bound_stops_the_process_with_exit_code_1_before_any_part_starts() -> None:
+    started: list[str] = []
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = EdgeServer(
+            VerbResponder(make_service(SETTINGS, ClusterState(), lambda: NOW)),
+            SETTINGS.verb_limits,
+            host="127.0.0.1",
+            port=taken.getsockname()[1],
+            name="verbs",
+        )
+        assert Runtime([Part("informers", lambda: started.append("informers"), lambda: None)], [server]).run() == 1
+    assert started == [] and not server.started

@@ -6,17 +6,17 @@ import threading
 
 import orjson
 import pytest
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.config import Settings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
 from tests.builders import cluster, make_node, make_pod, make_podgroup, make_tfjob, tfjob_pods
+from tests.contract.listeners import ListenerClient, client_of
 from tests.contract.support import NODES, assert_partition, filter_args, post, worker
 
 
-def test_filter_plans_the_gang_and_steers_the_pod_to_its_planned_node(client: TestClient) -> None:
+def test_filter_plans_the_gang_and_steers_the_pod_to_its_planned_node(client: ListenerClient) -> None:
     reply = post(client, "filter", filter_args(worker()))
     assert reply["Error"] == ""
     assert len(reply["NodeNames"]) == 1
@@ -24,7 +24,7 @@ def test_filter_plans_the_gang_and_steers_the_pod_to_its_planned_node(client: Te
     assert set(reply) == {"NodeNames", "Nodes", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
 
 
-def test_a_steered_member_gets_its_planned_node_alone_and_no_reason_per_other_node(client: TestClient) -> None:
+def test_a_steered_member_gets_its_planned_node_alone_and_no_reason_per_other_node(client: ListenerClient) -> None:
     """kube-scheduler reads per-node reasons only when no node is left; a steered member's reply carries none,
     so kube-scheduler decodes no reason per candidate on every member of a gang. The decision record keeps
     what each node was told."""
@@ -38,7 +38,7 @@ def test_a_steered_member_gets_its_planned_node_alone_and_no_reason_per_other_no
     assert sum(len(nodes) for nodes in record["unresolvable"].values()) == len(NODES) + len(many) - 1
 
 
-def test_filter_answers_every_member_of_the_gang_from_the_same_plan(client: TestClient) -> None:
+def test_filter_answers_every_member_of_the_gang_from_the_same_plan(client: ListenerClient) -> None:
     planned = {
         name: post(client, "filter", filter_args(worker(name)))["NodeNames"]
         for name in ["mnist-worker-0", "mnist-ps-0", "mnist-worker-3", "mnist-worker-0"]
@@ -49,13 +49,13 @@ def test_filter_answers_every_member_of_the_gang_from_the_same_plan(client: Test
     assert len(gang["plan"]) == 5
 
 
-def test_filter_accepts_lowercase_keys_null_fields_and_unknown_keys(client: TestClient) -> None:
+def test_filter_accepts_lowercase_keys_null_fields_and_unknown_keys(client: ListenerClient) -> None:
     reply = post(client, "filter", {"pod": worker(), "nodes": None, "nodenames": NODES, "Extra": {"x": 1}})
     assert reply["Error"] == ""
     assert_partition(reply, NODES)
 
 
-def test_filter_with_full_node_objects_echoes_the_feasible_nodes_unmodified(client: TestClient) -> None:
+def test_filter_with_full_node_objects_echoes_the_feasible_nodes_unmodified(client: ListenerClient) -> None:
     pod = make_pod("plain", cpu="3", memory="1Gi")
     items = [make_node(n, cpu="4", memory="16Gi") | {"status": {"images": [{"names": ["x"]}]}} for n in NODES]
     reply = post(client, "filter", {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None})
@@ -64,7 +64,7 @@ def test_filter_with_full_node_objects_echoes_the_feasible_nodes_unmodified(clie
     assert reply["Error"] == ""
 
 
-def test_plain_pod_gets_resource_fit_with_a_reason_per_rejected_node(client: TestClient) -> None:
+def test_plain_pod_gets_resource_fit_with_a_reason_per_rejected_node(client: ListenerClient) -> None:
     post(client, "filter", filter_args(worker()))  # the gang reserves 4 CPU on one node, 1 on another
     reply = post(client, "filter", filter_args(make_pod("plain", cpu="3500m", memory="1Gi")))
     assert_partition(reply, NODES)
@@ -80,7 +80,7 @@ def test_gang_that_cannot_fit_fails_every_node_with_an_actionable_reason(state: 
     for pod in pods:
         state.apply(Kind.POD, "ADDED", pod)
     state.apply(Kind.PODGROUP, "ADDED", make_podgroup("big", min_member=9))
-    with TestClient(create_app(make_service(Settings(), state, lambda: 1.0))) as client:
+    with client_of(make_service(Settings(), state, lambda: 1.0)) as client:
         reply = post(client, "filter", filter_args(pods[0]))
     assert reply["NodeNames"] == []
     assert set(reply["FailedNodes"]) == set(NODES)
@@ -88,7 +88,7 @@ def test_gang_that_cannot_fit_fails_every_node_with_an_actionable_reason(state: 
     assert reply["FailedNodes"]["node-0"] == "gang default/big needs 9 pods (9 × 2 CPU, 4 GiB); best plan fits 6"
 
 
-def test_prioritize_returns_a_bare_list_of_integer_scores(client: TestClient) -> None:
+def test_prioritize_returns_a_bare_list_of_integer_scores(client: ListenerClient) -> None:
     post(client, "filter", filter_args(worker()))
     reply = post(client, "prioritize", filter_args(worker()))
     assert isinstance(reply, list)
@@ -100,7 +100,7 @@ def test_prioritize_returns_a_bare_list_of_integer_scores(client: TestClient) ->
     assert b'"Score":10' in raw and b".0" not in raw
 
 
-def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: TestClient) -> None:
+def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: ListenerClient) -> None:
     payload = {
         "Pod": make_pod("plain", cpu="2"),
         "NodeNameToVictims": None,
@@ -113,7 +113,7 @@ def test_preempt_echoes_meta_victims_and_drops_nodes_without_victims(client: Tes
     assert reply == {"NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "a"}, {"UID": "b"}], "NumPDBViolations": 1}}}
 
 
-def test_preempt_with_full_victim_pods_answers_in_meta_form(client: TestClient) -> None:
+def test_preempt_with_full_victim_pods_answers_in_meta_form(client: ListenerClient) -> None:
     victim = make_pod("low", node="node-0", phase="Running", uid="victim-uid")
     payload = {
         "Pod": make_pod("plain", cpu="2"),
@@ -124,7 +124,7 @@ def test_preempt_with_full_victim_pods_answers_in_meta_form(client: TestClient) 
     assert reply == {"NodeNameToMetaVictims": {"node-0": {"Pods": [{"UID": "victim-uid"}], "NumPDBViolations": 0}}}
 
 
-def test_preempt_declines_pod_level_preemption_for_a_gang_member(client: TestClient) -> None:
+def test_preempt_declines_pod_level_preemption_for_a_gang_member(client: ListenerClient) -> None:
     payload = {
         "Pod": worker(),
         "NodeNameToVictims": None,
@@ -149,20 +149,20 @@ def test_preempt_declines_pod_level_preemption_for_a_gang_member(client: TestCli
     ],
 )
 def test_bad_requests_get_a_200_with_a_readable_error(
-    client: TestClient, verb: str, body: bytes, expected: str
+    client: ListenerClient, verb: str, body: bytes, expected: str
 ) -> None:
     reply = post(client, verb, body)
     assert expected in reply["Error"]
 
 
 def test_a_failed_prioritize_is_an_empty_list_kube_scheduler_can_decode(
-    client: TestClient, caplog: pytest.LogCaptureFixture
+    client: ListenerClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert post(client, "prioritize", b"{") == []
     assert "not JSON" in caplog.text
 
 
-def test_repeated_node_names_are_answered_once(client: TestClient) -> None:
+def test_repeated_node_names_are_answered_once(client: ListenerClient) -> None:
     pod = make_pod("plain", cpu="1", job="solo")
     reply = post(client, "filter", filter_args(pod, ["node-0", "node-1", "node-0", "node-1"]))
     assert reply["NodeNames"] == ["node-0", "node-1"]
@@ -170,7 +170,7 @@ def test_repeated_node_names_are_answered_once(client: TestClient) -> None:
     assert [entry["Host"] for entry in scores] == ["node-2", "node-0"]
 
 
-def test_a_request_never_changes_the_model(client: TestClient, state: ClusterState) -> None:
+def test_a_request_never_changes_the_model(client: ListenerClient, state: ClusterState) -> None:
     before = state.snapshot()
     invented = make_pod("invented", node="node-0", phase="Running", cpu="4", group="mnist")
     reply = post(client, "filter", filter_args(invented))
@@ -185,7 +185,7 @@ def test_a_request_never_changes_the_model(client: TestClient, state: ClusterSta
 
 
 def test_a_gang_member_seen_first_by_kube_scheduler_is_planned_once_its_watch_event_arrives(
-    client: TestClient, state: ClusterState
+    client: ListenerClient, state: ClusterState
 ) -> None:
     late = tfjob_pods("mnist", ps=1, workers=5, cpu="1", memory="2Gi")[-1]
     threading.Timer(0.03, state.apply, (Kind.POD, "ADDED", late)).start()
@@ -193,17 +193,18 @@ def test_a_gang_member_seen_first_by_kube_scheduler_is_planned_once_its_watch_ev
     assert len(reply["NodeNames"]) == 1, reply
 
 
-def test_a_body_over_the_cap_is_refused_with_an_error(client: TestClient) -> None:
+def test_a_body_over_the_cap_is_refused_with_an_error(client: ListenerClient) -> None:
     names = [f"node-{i:06d}" for i in range(30_000)]
     reply = post(client, "filter", filter_args(worker(), names))
     assert "exceeds the limit" in reply["Error"]
 
 
 def test_verbs_answer_cache_not_synced_before_the_model_has_synced() -> None:
-    with TestClient(create_app(make_service(Settings(), ClusterState(), lambda: 1.0))) as client:
+    with client_of(make_service(Settings(), ClusterState(), lambda: 1.0)) as client:
         reply = post(client, "filter", filter_args(worker()))
         assert reply["Error"] == "tfjob-extender filter: cache not synced"
         assert client.get("/readyz").status_code == 503
+        assert client.verbs.get("/readyz").status_code == 503, "the verb listener's probe says the same"
 
 
 def test_percent_signs_in_errors_are_escaped_for_go() -> None:
@@ -212,7 +213,7 @@ def test_percent_signs_in_errors_are_escaped_for_go() -> None:
     assert orjson.loads(encode_error("50% used"))["Error"] == "50%% used"
 
 
-def test_pods_of_other_schedulers_pass_through(client: TestClient) -> None:
+def test_pods_of_other_schedulers_pass_through(client: ListenerClient) -> None:
     pod = make_pod("other", scheduler="default-scheduler", cpu="100")
     reply = post(client, "filter", filter_args(pod))
     assert reply["NodeNames"] == NODES
@@ -235,7 +236,7 @@ def test_a_member_recreated_under_the_same_name_waits_for_its_own_watch_event() 
         make_podgroup("mnist", min_member=5),
         make_tfjob("mnist", workers=4),
     )
-    with TestClient(create_app(make_service(Settings(model_catch_up_s=0.1), state, lambda: 0.0))) as client:
+    with client_of(make_service(Settings(model_catch_up_s=0.1), state, lambda: 0.0)) as client:
         reply = post(client, "filter", filter_args(worker("mnist-worker-0")))
     assert reply["NodeNames"] == [], reply
     assert "not in the extender's model yet" in str(reply["FailedNodes"])

@@ -105,8 +105,11 @@ def gangs_of_every_dialect_started_whole(plane: LocalControlPlane, scene: Scene)
         pods = wait_bound(plane, namespace, selector, size)
         placements[gang] = placement(pods)
         if gang != "koord":
-            why = (gang, placement(pods), filter_summaries(plane, namespace, pods))
-            assert len(set(placement(pods).values())) == 1, why
+            assert len(set(placement(pods).values())) == 1, (
+                gang,
+                placement(pods),
+                filter_summaries(plane, namespace, pods),
+            )
     assert len(placements["koord"]) == 3
     return placements
 

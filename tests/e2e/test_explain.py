@@ -21,8 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def explain(plane: LocalControlPlane, target: str) -> subprocess.CompletedProcess[str]:
-    url = f"http://127.0.0.1:{plane.extender_port}"
-    command = [sys.executable, "-m", "extender", "explain", target, "--url", url]
+    command = [sys.executable, "-m", "extender", "explain", target, "--url", plane.observe_url]
     return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
 
 

@@ -181,13 +181,13 @@ def start_containers(
         plane.spawn(name, command, installed_form.environment(container))
         (ports[name],) = {probe.port for probe in installed_form.probes([container])}
         if "serve" in command:
-            plane.extender_port = verb_port(container)
+            plane.extender_port, plane.observe_port = verb_port(container), ports[name]
     return started, ports
 
 
 def verb_port(container: Container) -> int:
-    """The port of `serve`'s verb listener (its `--port`), which kube-scheduler calls and the shared helpers
-    read `/debug` from, open on the loopback address."""
+    """The port of `serve`'s verb listener (its `--port`), which kube-scheduler calls, open on the loopback
+    address; its `/debug` is on the observe port, behind the viewer's token."""
     args = container.spec["args"]
     return int(args[args.index("--port") + 1])
 

@@ -137,7 +137,7 @@ def webhooks_answer(plane: LocalControlPlane, job: dict[str, Any]) -> None:
 
 
 def debug_jobs(plane: LocalControlPlane) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{plane.extender_port}/debug/jobs", timeout=5) as response:
+    with urllib.request.urlopen(f"{plane.observe_url}/debug/jobs", timeout=5) as response:
         body: dict[str, Any] = json.loads(response.read())
     return body
 
@@ -224,7 +224,7 @@ def test_kueue_admits_the_extender_places_and_the_loops_leave_the_job_to_kueue(p
     standing = rows[f"{NAMESPACE}/queued"]["standing"]
     assert (standing["admittedBy"], standing["loops"]) == ("Kueue", KUEUE_LEFT_ALONE), standing
     assert "loops" not in rows[f"{NAMESPACE}/fresh"]["standing"]
-    answer = explain(f"{NAMESPACE}/queued", f"http://127.0.0.1:{plane.extender_port}")
+    answer = explain(f"{NAMESPACE}/queued", plane.observe_url)
     assert KUEUE_LEFT_ALONE in answer.text, answer.text
 
     wait_until("the Kueue job completed", lambda: succeeded(plane, "queued"), 90)

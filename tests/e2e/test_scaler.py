@@ -72,11 +72,11 @@ def lease_holder(plane: LocalControlPlane) -> str:
 def test_a_job_grows_as_capacity_frees_then_the_cluster_stays_quiet(plane: LocalControlPlane, scene: Scene) -> None:
     ns = scene.namespace
     ps, grown = grow_an_elastic_job_as_capacity_frees(plane, scene)
-    scaler = debug_scaler(plane.extender_port)
+    scaler = debug_scaler(plane.observe_port)
     assert scaler["leading"] and [a["kind"] for a in scaler["actions"]].count("scale-out") >= 2
     actions_before = len(scaler["actions"])
     stays("the elastic job at 7 workers", lambda: workers(plane, ns, "elastic") == 7, QUIET_S, interval_s=2)
-    assert len(debug_scaler(plane.extender_port)["actions"]) == actions_before, "a steady cluster stays quiet"
+    assert len(debug_scaler(plane.observe_port)["actions"]) == actions_before, "a steady cluster stays quiet"
     assert job_events(plane, ns, "elastic", "ScaledOut") == grown
     assert ps_uid(plane, ns, "elastic") == ps, "the PS is never touched"
     assert not_failed(tfjob_object(plane, ns, "elastic"))

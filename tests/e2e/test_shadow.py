@@ -42,7 +42,7 @@ def shadow_extender(plane: LocalControlPlane) -> Iterator[None]:
 
 
 def read(plane: LocalControlPlane, path: str, port: int | None = None) -> bytes:
-    url = f"http://127.0.0.1:{port or plane.extender_port}{path}"
+    url = f"http://127.0.0.1:{port or plane.observe_port}{path}"
     with urllib.request.urlopen(url, timeout=5) as response:
         body: bytes = response.read()
         return body

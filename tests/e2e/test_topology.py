@@ -61,7 +61,7 @@ def submit_gang(plane: LocalControlPlane, scene: Scene, name: str, size: int, ga
 
 
 def debug_topology(plane: LocalControlPlane, **query: str) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{plane.extender_port}/debug/topology?{urllib.parse.urlencode(query)}"
+    url = f"{plane.observe_url}/debug/topology?{urllib.parse.urlencode(query)}"
     with urllib.request.urlopen(url, timeout=5) as response:
         result: dict[str, Any] = json.load(response)
         return result

@@ -8,6 +8,7 @@ window (through `tests.e2e.waits`)."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from collections import Counter
 from typing import Any
@@ -286,20 +287,25 @@ def never_bound(plane: LocalControlPlane, namespace: str, selector: str, seconds
 
 def debug_gang(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
     """The extender's /debug/gangs view of one gang: its status and why it waits."""
-    url = f"http://127.0.0.1:{plane.extender_port}/debug/gangs/{namespace}/{name}"
+    url = f"{plane.observe_url}/debug/gangs/{namespace}/{name}"
     with urllib.request.urlopen(url, timeout=5) as response:
         result: Obj = json.load(response)
         return result
 
 
 def filter_summaries(plane: LocalControlPlane, namespace: str, pods: list[Obj]) -> dict[str, list[str]]:
-    """Pod name → the summaries of the extender's recent filter decisions on it (for failure messages)."""
+    """Pod name → the summaries of the extender's recent filter decisions on it (for failure messages; an
+    observe listener that wants a token says so instead)."""
     summaries = {}
     for item in pods:
         name = item["metadata"]["name"]
-        url = f"http://127.0.0.1:{plane.extender_port}/debug/decisions?pod={namespace}/{name}"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            decisions = json.load(response)["decisions"]
+        url = f"{plane.observe_url}/debug/decisions?pod={namespace}/{name}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                decisions = json.load(response)["decisions"]
+        except urllib.error.HTTPError as error:
+            summaries[name] = [f"/debug/decisions: HTTP {error.code}"]
+            continue
         summaries[name] = [d.get("summary", "") for d in decisions if d.get("verb") == "filter"]
     return summaries
 

@@ -1,6 +1,7 @@
-"""Fuzzing every verb and debug route in process: no internal error, no 5xx, and nothing a request does
-changes the known-good answers or what `/debug/state` round-trips. `benchmarks/fuzz.py` runs the same
-payloads over HTTP at length."""
+"""Fuzzing every verb and debug route: no internal error, no 5xx, and nothing a request does changes the
+known-good answers or what `/debug/state` round-trips. The verbs are answered in process and through the
+verb listener, the debug routes through the observe listener (and the verb listener answers them with a
+JSON 404). `benchmarks/fuzz.py` runs the same payloads over HTTP at length."""
 
 from __future__ import annotations
 
@@ -11,42 +12,53 @@ from typing import Any
 
 import orjson
 import pytest
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.api.app import create_app, make_service
+from extender.api.app import make_service
 from extender.api.verbs import Service, answer
 from extender.config import Settings
 from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 from tests.builders import cluster
+from tests.contract.listeners import ListenerClient, client_of
 from tests.fuzz.payloads import Request, comparable, fuzz_cluster, known_good, payload, warm_up
 
 VERB_CASES = 2000
-"""Payloads answered in process (`verbs.answer`, what the HTTP gateway calls) per run of the suite."""
+"""Payloads answered in process (`verbs.answer`, what the verb listener calls) per run of the suite."""
 HTTP_CASES = 500
-"""Payloads of every kind sent through the whole app (verbs and debug routes) per run of the suite;
-`benchmarks/fuzz.py --requests N` sends N over real HTTP."""
+"""Payloads of every kind sent through the listeners (verbs and debug routes) per run of the suite;
+`benchmarks/fuzz.py --requests N` sends N over HTTP at length."""
 VERBS = ("filter", "prioritize", "preempt")
+PROBES = ("/healthz", "/readyz")
 
 
 class Fuzzed:
-    def __init__(self) -> None:
-        self.state = cluster(*fuzz_cluster())
-        self.service = make_service(Settings(), self.state, lambda: 1_800_000_000.0)
-        self.client = TestClient(create_app(self.service))
+    def __init__(self, client: ListenerClient, service: Service) -> None:
+        self.client = client
+        self.service = service
+        self.state = service.state
 
     def send(self, request: Request) -> tuple[int, bytes]:
-        response = self.client.request(request.method, request.path, content=request.body)
+        """A verb to the verb listener, anything else to the observe listener (and to the verb listener, which
+        must answer it with JSON: a probe, or a 404)."""
+        if request.verb is not None:
+            response = self.client.verbs.request(request.method, request.path, content=request.body)
+            return response.status_code, response.content
+        elsewhere = self.client.verbs.request(request.method, request.path, content=request.body)
+        assert elsewhere.status_code < 500 and elsewhere.headers["content-type"] == "application/json", request
+        if request.path.split("?", 1)[0] not in PROBES:
+            assert elsewhere.status_code == 404, (request, elsewhere.content[:300])
+        response = self.client.observe.request(request.method, request.path, content=request.body)
         return response.status_code, response.content
 
 
 @pytest.fixture(scope="module")
 def fuzzed() -> Iterator[tuple[Fuzzed, list[tuple[Request, bytes]]]]:
-    target = Fuzzed()
-    with target.client:
+    service = make_service(Settings(), cluster(*fuzz_cluster()), lambda: 1_800_000_000.0)
+    with client_of(service) as client:
+        target = Fuzzed(client, service)
         for request in warm_up():
             target.send(request)
         answers = [(request, comparable(request, target.send(request)[1])) for request in known_good()]

@@ -3,7 +3,8 @@ changed) and run the only way this kind of machine allows: `buildah run --isolat
 container, on the host's network, as the user and entrypoint the image's own config names.
 
 It checks the config (entrypoint, non-root user, OCI labels), runs the entrypoint, serves the example
-snapshot as uid 65532 and asks it `/readyz` and a `POST /filter` on 127.0.0.1, and checks a serve run
+snapshot as uid 65532 and asks it `/readyz` and a `POST /filter` on 127.0.0.1 (and `/ui` on its observe
+listener), and checks a serve run
 writes nothing to the root filesystem. buildah 1.28 cannot mount a container's root read-only, so that last
 check runs as root with bytecode writing switched on and lists every file the run created or changed: none
 may appear but the files buildah itself writes for each run. Without buildah, podman, mmdebstrap or root the
@@ -120,39 +121,58 @@ def test_entrypoint_runs_as_the_image_user(container: Container) -> None:
 
 
 def test_serves_the_example_snapshot_as_uid_65532(container: Container) -> None:
-    with serving(container, user=IMAGE_USER) as (url, port):
-        assert_answers_verbs(url)
-        uids = serving_process_uids(port)
-    assert uids and set(uids) == {65532}, f"processes serving port {port} run as {uids}"
+    with serving(container, user=IMAGE_USER) as served:
+        assert_answers_verbs(served.url)
+        uids = serving_process_uids(served.args)
+    assert uids and set(uids) == {65532}, f"processes serving port {served.port} run as {uids}"
 
 
 def test_serving_writes_nothing_to_the_root_filesystem(container: Container) -> None:
     container.shell(f"touch {RUN_MARKER}")
     # As root, and with bytecode writing switched back on: any file the service needs to write gets written.
-    with serving(container, user="0:0", env=["PYTHONDONTWRITEBYTECODE="]) as (url, _):
-        assert_answers_verbs(url)
-        with urllib.request.urlopen(f"{url}/ui", timeout=REQUEST_TIMEOUT_S) as response:
+    with serving(container, user="0:0", env=["PYTHONDONTWRITEBYTECODE="]) as served:
+        assert_answers_verbs(served.url)
+        with urllib.request.urlopen(f"{served.observe_url}/ui", timeout=REQUEST_TIMEOUT_S) as response:
             assert response.status == 200
     written = container.shell(f"find / -xdev -newer {RUN_MARKER}; find /tmp -newer {RUN_MARKER}").split()
     container.shell(f"rm {RUN_MARKER}")
     assert set(written) <= WRITTEN_BY_BUILDAH, f"a serve run wrote {sorted(set(written) - WRITTEN_BY_BUILDAH)}"
 
 
+@dataclass(frozen=True)
+class Served:
+    """A serve run in the container: its arguments, its verb listener's port and its observe listener's."""
+
+    args: list[str]
+    port: int
+    observe_port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def observe_url(self) -> str:
+        return f"http://127.0.0.1:{self.observe_port}"
+
+
 @contextlib.contextmanager
-def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterator[tuple[str, int]]:
-    """`serve --cluster-snapshot examples/cluster.yaml` in the container, on a free port of 127.0.0.1."""
-    port = free_port()
+def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterator[Served]:
+    """`serve --cluster-snapshot examples/cluster.yaml` in the container, its verb listener and its observe
+    listener (with the debug routes and the page) on free ports of 127.0.0.1."""
+    port, observe_port = free_port(), free_port()
     args = ["serve", "--cluster-snapshot", SNAPSHOT_IN_CONTAINER, "--port", str(port)]
+    args += ["--observe-port", str(observe_port), "--observe-debug"]
+    served = Served(args, port, observe_port)
     command = container.command(args, user=user, env=env, mounts=[f"{REPO / 'examples'}:/examples:ro"])
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready(url):
+        while not (ready(served.url) and ready(served.observe_url)):
             assert process.poll() is None, process.communicate()[0].decode()
             assert time.monotonic() < deadline, "the extender in the image did not become ready"
             time.sleep(POLL_INTERVAL_S)
-        yield url, port
+        yield served
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -160,7 +180,7 @@ def serving(container: Container, user: str, env: Sequence[str] = ()) -> Iterato
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-    assert not ready(url), "the extender in the image still answers after it was stopped"
+    assert not ready(served.url) and not ready(served.observe_url), "the extender in the image still answers"
 
 
 def ready(url: str) -> bool:
@@ -185,10 +205,10 @@ def assert_answers_verbs(url: str) -> None:
     assert answer["NodeNames"] and set(answer["NodeNames"]) <= set(candidates), answer
 
 
-def serving_process_uids(port: int) -> list[int]:
-    """The uids of the host's processes that run the entrypoint serving `port` (the interpreter and buildah's
+def serving_process_uids(args: list[str]) -> list[int]:
+    """The uids of the host's processes that run the entrypoint with `args` (the interpreter and buildah's
     exec wrapper in the container), not the `buildah run` that started them."""
-    wanted = f"serve\0--cluster-snapshot\0{SNAPSHOT_IN_CONTAINER}\0--port\0{port}\0".encode()
+    wanted = "".join(f"{arg}\0" for arg in args).encode()
     uids = []
     for proc in Path("/proc").iterdir():
         with contextlib.suppress(OSError):

@@ -32,9 +32,10 @@ contains the chart's name (release `tfjob-extender` → `tfjob-extender`), cut t
 {{- printf "%s-loops" (include "tfjob-extender.fullname" .) }}
 {{- end }}
 
-{{/* The Lease the loops elect their one active instance by (the process's default --lease-name). */}}
+{{/* The Lease the loops elect their one active instance by: `settings.leader_election.lease_name`, else the
+process's default. */}}
 {{- define "tfjob-extender.loopsLease" -}}
-tfjob-extender-scaler
+{{- (.Values.settings | default dict).leader_election | default dict | dig "lease_name" "tfjob-extender-scaler" }}
 {{- end }}
 
 {{/* Labels every object carries. */}}
@@ -99,16 +100,25 @@ Kubernetes release and kube-scheduler must not be newer than the API server.
 {{- end }}
 
 {{/*
-The policy file's content: `policy` with `scheduler_name` from `schedulerName`, so the extender passes
-through exactly the pods the scheduler profile does not take.
+The config file's content: `settings` (the sections and root settings beyond the policy), with `policy` at
+its top level and `scheduler_name` from `schedulerName`, so the extender passes every other scheduler's
+pods through. Settings the chart sets by flags of its own are refused here: `log_format` (`logFormat`) and
+`leader_election.lease_namespace` (the release namespace).
 */}}
 {{- define "tfjob-extender.policy" -}}
 {{- $policy := deepCopy (.Values.policy | default dict) }}
+{{- $settings := deepCopy (.Values.settings | default dict) }}
 {{- if and (hasKey $policy "scheduler_name") (ne (toString (get $policy "scheduler_name")) .Values.schedulerName) }}
 {{- fail (printf "policy.scheduler_name (%v) differs from schedulerName (%s): set schedulerName only" (get $policy "scheduler_name") .Values.schedulerName) }}
 {{- end }}
+{{- if hasKey $settings "log_format" }}
+{{- fail "settings.log_format: set logFormat instead (the chart passes it as --log-format)" }}
+{{- end }}
+{{- if hasKey (get $settings "leader_election" | default dict) "lease_namespace" }}
+{{- fail "settings.leader_election.lease_namespace: the loops' Lease is in the release namespace (--lease-namespace)" }}
+{{- end }}
 {{- $_ := set $policy "scheduler_name" .Values.schedulerName }}
-{{- toYaml $policy }}
+{{- toYaml (merge $settings $policy) }}
 {{- end }}
 
 {{/* Where both processes read the policy file. */}}

@@ -1,38 +1,78 @@
-"""What each policy setting may be: one rule per field of `PolicySettings`.
+"""The one declaration of a setting: what it takes, what it is for, how it is named; and the one check of it.
 
-A policy file (`--config`) is read through `POLICY_RULES` and the command line's flags are checked against
-it, so a value out of range is refused at start, naming the setting and what it allows, instead of
-misleading the policy. `policy_json_schema` is the same table as the JSON Schema the chart's
-`values.schema.json` holds.
+Every settings class of the program (`PolicySettings` here; `Settings` and its groups in `extender.config`;
+the loops' `PreemptionLoopSettings` and `ScalerLoopSettings`) is a frozen dataclass whose fields are declared
+with `setting(default, RULE, "help")`: the field's type and default are the dataclass's, and the field's
+metadata holds a `Declared` — its rule (the type's range, unit or choices), its one-line help, its flag's
+name where that is not the field's own, whether the config file may give it, and another field it may
+not be given with. Everything else is generated from these declarations by the code that needs it: the
+command-line flags and their help (`extender.cli.flags`), the config file's reader (`extender.config.tree`),
+the chart's JSON Schema and the settings reference, `docs/settings.md` (`extender.config.documents`).
+
+Why stdlib dataclasses and rules of our own rather than pydantic models: the policy is pure (it imports the
+standard library and numpy only), so its declarations must be readable without pydantic, and the policy
+reads a plain frozen dataclass. A pydantic model built from these declarations would hold every constraint
+a second time and answer with its own messages, which would have to be translated back into the
+declaration's words; a rule here checks, describes and prints its JSON Schema in a dozen lines, and the
+same rules serve every settings class, so there is one vocabulary and one check.
+
+`check_declared` is that one check: each settings class calls it from `__post_init__`, so no settings object
+the program holds has a value its declaration refuses. A refusal is a `SettingValueError` whose message is
+one line naming the field and what it takes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Protocol
 
-from extender.policy.core.settings import STARVING_HOLDS, PolicySettings
 from extender.policy.core.views import NetworkLayer
+
+DECLARED = "tfjob-extender.setting"
+"""The key of a field's `Declared` in its metadata."""
 
 
 class SettingValueError(ValueError):
     """A value a setting does not take; the message says what it takes."""
 
 
+class Rule(Protocol):
+    """What a setting takes: `parse` checks a value (from a file or a built object) and returns it typed,
+    `from_text` reads a flag's text, `describe` and `json_schema` say what it takes to a person and to Helm,
+    `metavar` names a flag's value in `--help`."""
+
+    @property
+    def metavar(self) -> str: ...
+
+    def describe(self) -> str: ...
+
+    def json_schema(self) -> dict[str, Any]: ...
+
+    def parse(self, value: object) -> Any: ...
+
+    def from_text(self, text: str) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Numbers:
     """A number from `low` to `high` (None: unbounded; `low_open`: `low` itself excluded), an integer when
-    `integer`; always finite."""
+    `integer`; always finite. `unit` names what it counts (seconds, bytes, a share of 0..1, ...)."""
 
     low: float | None = None
     high: float | None = None
     integer: bool = False
     low_open: bool = False
+    unit: str = ""
+
+    @property
+    def metavar(self) -> str:
+        return (self.unit or ("N" if self.integer else "NUMBER")).upper().replace(" ", "_")
 
     def describe(self) -> str:
-        return f"an integer, {self.span()}" if self.integer else self.span()
+        span = f"an integer, {self.span()}" if self.integer else self.span()
+        return f"{self.unit}, {span}" if self.unit else span
 
     def span(self) -> str:
         if self.low is not None and self.high is not None and not self.low_open:
@@ -57,6 +97,12 @@ class Numbers:
             raise SettingValueError(f"{value!r} is out of range ({self.span()})")
         return value if self.integer else float(value)
 
+    def from_text(self, text: str) -> int | float:
+        try:
+            return int(text) if self.integer else float(text)
+        except ValueError:
+            raise SettingValueError(f"{text!r} is not {'an integer' if self.integer else 'a number'}") from None
+
     def _within(self, value: float) -> bool:
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
@@ -69,6 +115,10 @@ class Choices:
 
     values: tuple[str, ...]
 
+    @property
+    def metavar(self) -> str:
+        return "{" + ",".join(self.values) + "}"
+
     def describe(self) -> str:
         return "one of " + ", ".join(self.values)
 
@@ -80,10 +130,15 @@ class Choices:
             raise SettingValueError(f"{value!r} is not {self.describe()}")
         return value
 
+    def from_text(self, text: str) -> str:
+        return text
+
 
 @dataclass(frozen=True, slots=True)
 class Switch:
-    """true or false."""
+    """true or false; on the command line a flag that turns it on and one that turns it off."""
+
+    metavar = ""
 
     def describe(self) -> str:
         return "true or false"
@@ -96,10 +151,15 @@ class Switch:
             raise SettingValueError(f"{value!r} is not {self.describe()}")
         return value
 
+    def from_text(self, text: str) -> bool:
+        raise SettingValueError(f"{text!r}: a switch takes no value")
+
 
 @dataclass(frozen=True, slots=True)
 class Name:
     """A non-empty string without spaces (a Kubernetes name)."""
+
+    metavar = "NAME"
 
     def describe(self) -> str:
         return "a non-empty name without spaces"
@@ -112,11 +172,17 @@ class Name:
             raise SettingValueError(f"{value!r} is not {self.describe()}")
         return value
 
+    def from_text(self, text: str) -> str:
+        return text
+
 
 @dataclass(frozen=True, slots=True)
 class Layers:
     """Network layers, top first: a list of `{name: LAYER, labels: [LABEL, ...]}` with distinct names
-    (an empty list: none). In `PolicySettings` they are `NetworkLayer`s."""
+    (an empty list: none). In `PolicySettings` they are `NetworkLayer`s. On the command line
+    `LAYER=LABEL,...` (one label a layer; an empty string: none)."""
+
+    metavar = "LAYER=LABEL,..."
 
     def describe(self) -> str:
         return "a list of {name: LAYER, labels: [LABEL, ...]} with distinct names, top first ([] for none)"
@@ -140,6 +206,15 @@ class Layers:
             raise SettingValueError(f"layer names {names} repeat (expected {self.describe()})")
         return layers
 
+    def from_text(self, text: str) -> tuple[NetworkLayer, ...]:
+        layers = []
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, _, label = item.partition("=")
+            if not name or not label:
+                raise SettingValueError(f"{item!r} is not LAYER=LABEL")
+            layers.append(NetworkLayer(name, (label,)))
+        return tuple(layers)
+
     def _layer(self, index: int, item: object) -> NetworkLayer:
         if isinstance(item, NetworkLayer):
             item = {"name": item.name, "labels": list(item.label_keys)}
@@ -157,82 +232,64 @@ class Layers:
         return NetworkLayer(name, tuple(labels))
 
 
-Rule = Numbers | Choices | Switch | Name | Layers
-
-SHARE = Numbers(0.0, 1.0)
+SHARE = Numbers(0.0, 1.0, unit="share")
 """A fraction, 0 to 1."""
-SECONDS = Numbers(0.0)
+SECONDS = Numbers(0.0, unit="seconds")
 """A duration in seconds, 0 or more."""
-COUNT = Numbers(0, integer=True)
+POSITIVE_SECONDS = Numbers(0.0, low_open=True, unit="seconds")
+"""A duration in seconds, above 0."""
+COUNT = Numbers(0, integer=True, unit="count")
 """A count, 0 or more."""
 
-POLICY_RULES: dict[str, Rule] = {
-    "scheduler_name": Name(),
-    "default_plan_timeout_s": Numbers(0.0, low_open=True),
-    "max_score": Numbers(1, 10, integer=True),
-    "colocation_weight": SHARE,
-    "idleness_weight": SHARE,
-    "colocation_ps_bonus": SHARE,
-    "colocation_same_job": SHARE,
-    "weight_scale": Numbers(0.0, low_open=True),
-    "weight_offset": Numbers(),
-    "weight_min_share": Numbers(0.0, 2.0, low_open=True),
-    "default_weight": SHARE,
-    "starvation_limit_s": SECONDS,
-    "aging_rate_per_s": Numbers(0.0),
-    "aging_max_weight": SHARE,
-    "starving_backfill": Switch(),
-    "starving_reservations": COUNT,
-    "starving_hold": Choices(STARVING_HOLDS),
-    "size_class_ratio": Numbers(0.0),
-    "rank_gangs_checked": COUNT,
-    "suspension_min_history": COUNT,
-    "suspension_newcomer_s": SECONDS,
-    "min_run_before_preemption_s": SECONDS,
-    "max_suspensions_per_hour": COUNT,
-    "suspension_history_jobs": Numbers(1, integer=True),
-    "scale_out_step": COUNT,
-    "scale_out_by_gain": Switch(),
-    "scale_in_step": COUNT,
-    "scale_cooldown_s": SECONDS,
-    "consolidation_enabled": Switch(),
-    "consolidation_budget": COUNT,
-    "consolidation_interval_s": SECONDS,
-    "defer_to_scheduler_gang_barrier": Switch(),
-    "network_topology": Layers(),
-}
-"""What every field of `PolicySettings` takes (the keys are exactly its fields)."""
 
-assert set(POLICY_RULES) == {f.name for f in fields(PolicySettings)}, "every setting has exactly one rule"
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """A field's declaration, in its metadata under `DECLARED` (see the module's docstring)."""
+
+    rule: Rule
+    help: str
+    """One line: what the setting does, for `--help`, the chart's schema and the settings reference."""
+    flag: str = ""
+    """The flag's name without `--` and its group's prefix; "": the field's name in kebab case."""
+    off_flag: str = ""
+    """A switch's flag that turns it off; "": `no-` and `flag`."""
+    in_file: bool = True
+    """False: a setting of one process (an address, a credential, a mode), given by a flag only, never by
+    the config file two processes share."""
+    commands: tuple[str, ...] = ()
+    """The commands whose flags set it; (): every command that takes its group."""
+    command_defaults: tuple[tuple[str, Any], ...] = ()
+    """(command, default) where a command's default differs from the field's."""
+    excludes: str = ""
+    """A field of the same object that may not be given (not None) together with this one."""
 
 
-def policy_json_schema() -> dict[str, Any]:
-    """`POLICY_RULES` as the JSON Schema of a policy file's settings, in the fields' order (what the chart's
-    `values.schema.json` holds for its `policy:` block, so Helm refuses what the processes would)."""
-    return {f.name: POLICY_RULES[f.name].json_schema() for f in fields(PolicySettings)}
+def setting(default: Any, rule: Rule, help: str, **declared: Any) -> Any:
+    """A dataclass field with `default` and its declaration (the keywords are `Declared`'s)."""
+    return field(default=default, metadata={DECLARED: Declared(rule, help, **declared)})
 
 
-def policy_from_mapping(values: Mapping[str, object], base: PolicySettings | None = None) -> PolicySettings:
-    """`base` (the defaults when None) with the settings `values` names, each checked by its rule; an unknown
-    name or a value its rule refuses raises `SettingValueError` naming the setting and what it takes."""
-    unknown = sorted(str(key) for key in values if key not in POLICY_RULES)
-    if unknown:
-        raise SettingValueError(f"unknown key {unknown[0]!r} (allowed: {', '.join(POLICY_RULES)})")
-    parsed: dict[str, Any] = {}
-    for key, value in values.items():
+def declared(item: Field[Any]) -> Declared | None:
+    """The declaration of a dataclass field; None when it has none (a group of settings, or no setting)."""
+    found = item.metadata.get(DECLARED)
+    return found if isinstance(found, Declared) else None
+
+
+def declarations(settings: Any) -> Iterator[tuple[str, Declared]]:
+    """(field name, declaration) of every declared field of a settings class or object, in field order."""
+    for item in fields(settings):
+        if (declaration := declared(item)) is not None:
+            yield item.name, declaration
+
+
+def check_declared(settings: object) -> None:
+    """Raise `SettingValueError` ("FIELD: what it takes") for the first field of `settings` whose value its
+    declaration refuses: by its rule, or given together with its `excludes`."""
+    for name, declaration in declarations(settings):
+        value = getattr(settings, name)
         try:
-            parsed[key] = POLICY_RULES[key].parse(value)
+            declaration.rule.parse(value)
         except SettingValueError as error:
-            raise SettingValueError(f"{key}: {error}") from None
-    return replace(base or PolicySettings(), **parsed)
-
-
-def policy_problems(settings: PolicySettings) -> dict[str, str]:
-    """Setting → what is wrong with its value, for every setting its rule refuses (empty: all good)."""
-    problems: dict[str, str] = {}
-    for key, rule in POLICY_RULES.items():
-        try:
-            rule.parse(getattr(settings, key))
-        except SettingValueError as error:
-            problems[key] = str(error)
-    return problems
+            raise SettingValueError(f"{name}: {error}") from None
+        if declaration.excludes and value is not None and getattr(settings, declaration.excludes) is not None:
+            raise SettingValueError(f"{name}: not together with {declaration.excludes} (give one of them)")

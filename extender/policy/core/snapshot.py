@@ -1,18 +1,19 @@
 """The cluster snapshot: one immutable, generation-stamped view of the whole model.
 
 `ClusterSnapshot` holds the views (`views`) by key, each node's state with what is free on it, the plans
-reserved (`Reservation`), the plans that failed and on which generations (`FailedPlan`), the preemptions
-carried out (`PreemptionRecord`), and the dense capacity table. The cluster model (`extender.state`)
-builds a new one per change; the policy only reads it.
+reserved (`Reservation`), the plans that failed, on which generations and from which candidate nodes
+(`FailedPlan`, `Offered`), the preemptions carried out (`PreemptionRecord`), and the dense capacity table.
+The cluster model (`extender.state`) builds a new one per change; the policy only reads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.policy.core.capacity import EMPTY_TABLE, CapacityTable
 from extender.policy.core.frozenmap import empty_frozen_map
+from extender.policy.core.memo import by_identity
 from extender.policy.core.resources import EMPTY, Resources
 from extender.policy.core.views import GroupView, JobView, NetworkLayer, NodeView, PodView, PreemptionRecord
 
@@ -67,9 +68,43 @@ class Reservation:
     expires_at: float
 
 
+OFFERED_TUPLES_MEMO = 2
+"""Candidate tuples whose `Offered.include` answer is remembered before that memo starts afresh (two: a
+gang's PS and workers may be offered different lists). Each entry holds its tuple, names included (about
+0.3 MB at 5000 candidates), so a failed plan holds at most three with `Offered.as_sent`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """The candidate nodes kube-scheduler offered the member a gang plan was made for (`filter` pins that
+    member to them).
+
+    Whether a later call offers none but these nodes costs a lookup per name (~0.05 ms at 5000), so it is
+    answered by tuple identity where it can: the wire layer hands back the same tuple object for a list
+    whose bytes repeat, but only from the list's second sighting on, so besides the tuple the plan was made
+    from (`as_sent`) the answers for the last two tuples are remembered (`known`, a memo of a pure
+    function: it never changes an answer)."""
+
+    pod: str
+    nodes: frozenset[str]
+    """As a set: kube-scheduler sends the same nodes in a new order on every call."""
+    as_sent: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    """The candidate tuple the plan was made from, when the call had one."""
+    known: dict[int, tuple[tuple[object, ...], bool]] = field(default_factory=dict, compare=False, repr=False)
+    """Memo of `include`'s answers by candidate tuple identity (`memo.by_identity`)."""
+
+    def include(self, candidates: Sequence[str]) -> bool:
+        """Whether every one of `candidates` was offered."""
+        if candidates is self.as_sent:
+            return True
+        if not isinstance(candidates, tuple):
+            return self.nodes.issuperset(candidates)
+        return by_identity(self.known, candidates, OFFERED_TUPLES_MEMO, lambda: self.nodes.issuperset(candidates))
+
+
 @dataclass(frozen=True, slots=True)
 class FailedPlan:
-    """Why a gang could not be planned, and the model state it was tried on."""
+    """Why a gang could not be planned, and the model state and candidate nodes it was tried on."""
 
     gang: str
     reason: str
@@ -78,6 +113,22 @@ class FailedPlan:
     at: float
     placed: int
     needed: int
+    offered: Offered | None = None
+    """The nodes the asking member was pinned to (a `filter` call's candidates); None: every node."""
+
+    def covers(self, candidates: Sequence[str]) -> bool:
+        """Whether a plan pinning a member to `candidates` would fail as this one did (on the same model):
+        they are the nodes it was tried on, in any order, or some of them. A plan tried on every node
+        covers any candidates."""
+        return self.offered is None or self.offered.include(candidates)
+
+    @property
+    def tried_on(self) -> str:
+        """Where the plan was tried, for a person."""
+        if self.offered is None:
+            return "on every node"
+        count = len(self.offered.nodes)
+        return f"with {self.offered.pod} on the {count} node{'' if count == 1 else 's'} kube-scheduler offered it"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ A gang is the set of PodGroups that must start together: one PodGroup, or every 
 GangGroup annotation. Planning runs on the snapshot's free capacity (bound pods and other gangs'
 reservations count as used) and succeeds only when every group reaches its `minMember` with members
 that are bound, already reserved, or placed by this plan. The result is either a set of reservations to
-commit or a `FailedPlan` that records the model generations it was tried on: until capacity grows or
-membership changes, the same gang is answered from that record without planning again.
+commit or a `FailedPlan` that records the model generations it was tried on (and `filter` adds the
+candidate nodes it pinned its member to): until capacity grows or membership changes, and for `filter`
+while no other node is offered, the same gang is answered from that record without planning again
+(`state.standing_failed_plan`).
 A gang whose PodGroups carry network-topology gather rules is placed inside one network domain (see
 `topology`); any other gang is placed on the whole cluster, as before. The capacity and the placement units
 a plan works on are built in `gang_capacity`.

@@ -4,6 +4,17 @@ A gang is the set of PodGroups that must start together: one PodGroup, or every 
 GangGroup annotation. `gang_state` gathers its PodGroups and the members that count (unfinished, not
 deleting, past every scheduling gate) and says whether the extender leaves it alone (`left_alone`); the
 planner (`planner`), ranking and preemption all start from this one view.
+
+`standing_failed_plan` is the failed-plan memo's one rule. A failed plan is reused while neither capacity
+has grown nor the gang's membership changed; `filter` pins the member it asks about to kube-scheduler's
+candidates, so for a `filter` call it is reused only when the call offers no node outside the ones it was
+tried on (the same nodes in any order, or fewer): a call offering another node plans again. The readers
+that plan the gang on the whole cluster and have no candidates at hand — whether a higher-ranked gang fits
+now (`admission`, `backfill`) and what a gang waits for (`standing`, the queue and `explain`) — take the
+last failure as it is while the generations hold, and the views show where it was tried
+(`FailedPlan.tried_on`): kube-scheduler's candidates are the nodes its own filters let that member onto,
+so a whole-cluster plan would mostly fail the same way, and the next `filter` call for a member, on the
+nodes it is really offered, replaces the record or admits the gang.
 """
 
 from __future__ import annotations
@@ -88,14 +99,20 @@ def membership_generation(snapshot: ClusterSnapshot, state: GangState) -> int:
     return max((snapshot.group_generations.get(key, 0) for key in state.members), default=0)
 
 
-def standing_failed_plan(snapshot: ClusterSnapshot, state: GangState) -> FailedPlan | None:
+def standing_failed_plan(
+    snapshot: ClusterSnapshot, state: GangState, offered: Sequence[str] | None = None
+) -> FailedPlan | None:
     """The gang's remembered failed plan while it still holds: neither capacity has grown nor membership
-    changed since it was tried, so planning again would fail the same way."""
+    changed since it was tried, so planning again would fail the same way. With `offered` (a `filter`
+    call's candidate nodes, which the asking member is pinned to), only while none of them is a node the
+    plan was not tried on; without, the last failure on whichever nodes it was tried (see the module's
+    docstring)."""
     failed = snapshot.failed_plans.get(state.key)
     if (
         failed is not None
         and failed.capacity_generation == snapshot.capacity_generation
         and failed.membership_generation == membership_generation(snapshot, state)
+        and (offered is None or failed.covers(offered))
     ):
         return failed
     return None

@@ -24,7 +24,8 @@ The gather (Koordinator's topology gather, made exact for gangs whose pods diffe
    walk in index order so consecutive indices share the lowest possible domain.
 4. If no candidate holds the gang up to its MustGather layer, the gang is not admitted; the outcome names
    the roomiest domain of that layer and what it offers.
-Pure: builds its values from its arguments; no I/O, no clock.
+Pure: builds its values from its arguments; no I/O, no clock. The tree and the offers can also be
+computed in steps (`tree_in_steps`, `offer_slots_in_steps`; `extender.policy.core.stepwise`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 
 from extender.policy.core.resources import CPU, GPU, MEMORY, Resources
 from extender.policy.core.snapshot import ClusterSnapshot, NodeState
+from extender.policy.core.stepwise import Steps, run_whole
 from extender.policy.core.views import CLUSTER_LAYER, NODE_LAYER, Gather, GatherRule, NetworkLayer, PodView
 from extender.policy.gang.placement import Placement
 
@@ -42,6 +44,9 @@ Offer = tuple[int, ...]
 """A domain's offer: total slots first, then the slots each shape would get on its own."""
 Trial = Callable[[Sequence[str]], tuple[Placement, bool]]
 """Places the gang on the given nodes (in visiting order); the placement, and whether the gang is whole."""
+ITEMS_PER_STEP = 128
+"""Nodes or domains handled between two pauses of the `..._in_steps` forms (a fraction of a millisecond),
+for a reader that builds the tree or the offers in steps."""
 
 
 @dataclass(eq=False, slots=True)
@@ -107,22 +112,32 @@ class GatherOutcome:
 
 def tree_of(snapshot: ClusterSnapshot, layers: tuple[NetworkLayer, ...]) -> TopologyTree:
     """The domain tree of the snapshot's nodes under `layers`, built once per node-labels epoch."""
+    return run_whole(tree_in_steps(snapshot, layers))
+
+
+def tree_in_steps(snapshot: ClusterSnapshot, layers: tuple[NetworkLayer, ...]) -> Steps[TopologyTree]:
+    """`tree_of`, pausing every `ITEMS_PER_STEP` nodes while the tree is built."""
     memo = snapshot.node_labels_epoch.derived
     key = ("network-topology-tree", layers)
     tree = memo.get(key)
     if not isinstance(tree, TopologyTree):
-        tree = memo[key] = build_tree(snapshot.nodes, layers)
+        tree = memo[key] = yield from build_tree_in_steps(snapshot.nodes, layers)
     return tree
 
 
 def build_tree(nodes: Mapping[str, NodeState], layers: Sequence[NetworkLayer]) -> TopologyTree:
     """The domain tree of `nodes` under `layers` (top first)."""
+    return run_whole(build_tree_in_steps(nodes, layers))
+
+
+def build_tree_in_steps(nodes: Mapping[str, NodeState], layers: Sequence[NetworkLayer]) -> Steps[TopologyTree]:
+    """`build_tree`, pausing every `ITEMS_PER_STEP` nodes."""
     root = Domain(CLUSTER_LAYER, "", 0, None)
     levels: list[list[Domain]] = [[root], *([] for _ in layers), []]
     leaves: dict[str, Domain] = {}
     node_depth = len(layers) + 1
     keyed = [(depth, layer.name, layer.label_keys) for depth, layer in enumerate(layers, 1)]
-    for name, state in nodes.items():
+    for count, (name, state) in enumerate(nodes.items(), start=1):
         labels = state.node.labels
         parent = root
         for depth, layer, keys in keyed:
@@ -139,6 +154,8 @@ def build_tree(nodes: Mapping[str, NodeState], layers: Sequence[NetworkLayer]) -
             parent = domain
         leaf = parent.children[name] = leaves[name] = Domain(NODE_LAYER, name, node_depth, parent)
         levels[node_depth].append(leaf)
+        if count % ITEMS_PER_STEP == 0:
+            yield
     names = (CLUSTER_LAYER, *(layer.name for layer in layers), NODE_LAYER)
     return TopologyTree(names, tuple(tuple(level) for level in levels), leaves)
 
@@ -168,26 +185,52 @@ def shapes_of(pods: Sequence[PodView], allowed: Mapping[str, frozenset[str]]) ->
 def offer_slots(tree: TopologyTree, free: Mapping[str, Resources], shapes: Sequence[Shape]) -> dict[Domain, Offer]:
     """Every domain's offer for the gang of `shapes`, computed bottom-up. Nodes with the same free amounts
     (and the same shapes allowed on them) offer the same, so each such offer is computed once."""
+    return run_whole(offer_slots_in_steps(tree, free, shapes))
+
+
+def offer_slots_in_steps(
+    tree: TopologyTree, free: Mapping[str, Resources], shapes: Sequence[Shape]
+) -> Steps[dict[Domain, Offer]]:
+    """`offer_slots`, pausing every `ITEMS_PER_STEP` nodes or domains (or children of one wide domain)."""
     offers: dict[Domain, Offer] = {}
     memo: dict[tuple[tuple[tuple[str, int], ...], tuple[bool, ...]], Offer] = {}
     restricted = any(shape.allowed is not None for shape in shapes)
     nothing: Offer = (0,) * (len(shapes) + 1)
-    for name, leaf in tree.leaves.items():
-        available = free.get(name)
-        if available is None:
-            offers[leaf] = nothing
-            continue
-        mask = tuple(s.allowed is None or name in s.allowed for s in shapes) if restricted else ()
-        key = (tuple(available.amounts.items()), mask)
-        offer = memo.get(key)
-        if offer is None:
-            offer = memo[key] = _node_offer(available, shapes, mask)
-        offers[leaf] = offer
+    step = ITEMS_PER_STEP
+    leaves = list(tree.leaves.items())
+    for start in range(0, len(leaves), step):
+        yield
+        for name, leaf in leaves[start : start + step]:
+            available = free.get(name)
+            if available is None:
+                offers[leaf] = nothing
+                continue
+            mask = tuple(s.allowed is None or name in s.allowed for s in shapes) if restricted else ()
+            key = (tuple(available.amounts.items()), mask)
+            offer = memo.get(key)
+            if offer is None:
+                offer = memo[key] = _node_offer(available, shapes, mask)
+            offers[leaf] = offer
     for level in reversed(tree.levels[:-1]):
-        for domain in level:
-            children = (offers[child] for child in domain.children.values())
-            offers[domain] = tuple(map(sum, zip(nothing, *children, strict=True)))
+        for start in range(0, len(level), step):
+            for domain in level[start : start + step]:
+                if len(domain.children) <= step:
+                    children = (offers[child] for child in domain.children.values())
+                    offers[domain] = tuple(map(sum, zip(nothing, *children, strict=True)))
+                else:
+                    offers[domain] = yield from _wide_offer(domain, offers, nothing)
+            yield
     return offers
+
+
+def _wide_offer(domain: Domain, offers: Mapping[Domain, Offer], nothing: Offer) -> Steps[Offer]:
+    """The sum of the offers of a domain's many children, `ITEMS_PER_STEP` children at a time."""
+    children = [offers[child] for child in domain.children.values()]
+    offer = nothing
+    for start in range(0, len(children), ITEMS_PER_STEP):
+        yield
+        offer = tuple(map(sum, zip(offer, *children[start : start + ITEMS_PER_STEP], strict=True)))
+    return offer
 
 
 def _node_offer(available: Resources, shapes: Sequence[Shape], mask: tuple[bool, ...]) -> Offer:

@@ -49,10 +49,11 @@ def job_states(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) 
 def each_job_state(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> Iterator[JobStatus]:
     """`job_states` one job at a time (for a reader that pauses between jobs)."""
     for key in sorted(snapshot.jobs):
-        yield _status(snapshot, key, now, settings)
+        yield job_state(snapshot, key, now, settings)
 
 
-def _status(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySettings) -> JobStatus:
+def job_state(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicySettings) -> JobStatus:
+    """The state of the TFJob `key` (for a reader that orders the jobs itself)."""
     pods = [pod for k in snapshot.job_members.get(key, frozenset()) if (pod := snapshot.pods.get(k)) is not None]
     bound = sum(1 for pod in pods if pod.holds_node)
     if pods and all(pod.phase == "Succeeded" for pod in pods):
@@ -135,7 +136,7 @@ class JobStateTracker:
             if inputs is not None and known is not None and _same(known[0], inputs):
                 status = known[1]
             else:
-                status = _status(snapshot, key, now, settings)
+                status = job_state(snapshot, key, now, settings)
             if inputs is not None:
                 fresh[key] = (inputs, status)
             statuses.append(status)

@@ -9,7 +9,11 @@ admission rule (`admission.held_back_by`) and explains, per gang, in words and w
   a plan reserved and members being bound, room held by a higher-ranked gang's reservation, a higher-ranked
   gang that must go first, or room that does not exist (with the best plan found and its shortfall).
 Planning a gang costs a placement, so `explain_queue` explains at most `limit` gangs, highest rank first,
-and reuses a failed plan while it still holds (the same rule admission uses). Pure: `now` is a parameter.
+and reuses a failed plan while it still holds (the same rule admission uses). A view has no candidate nodes
+at hand, so it takes the last failure whatever nodes `filter` tried it on, and says where
+(`Wait.tried_on`: the member and the number of nodes kube-scheduler offered it, or every node for a plan
+made here); `filter` itself reuses it only for those nodes (`gang.state.standing_failed_plan`). Pure:
+`now` is a parameter.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ class Wait:
     """With `NO_ROOM`: pods the best plan found could place."""
     needed: int = 0
     """With `NO_ROOM`: pods it has to place."""
+    tried_on: str = ""
+    """With `NO_ROOM`: where that best plan was tried (`FailedPlan.tried_on`)."""
     remedy: str = ""
     """What would let it start, for a person."""
 
@@ -238,6 +244,7 @@ def _no_room(
             )
     failed = verdict.failed_plan
     placed, needed = (failed.placed, failed.needed) if failed is not None else (0, summary.pending)
+    tried_on = failed.tried_on if failed is not None else ""
     pending = [pod for members in state.members.values() for pod in members if pod.pending]
     free = free_capacity(snapshot)
     freeable = queue.freeable_below(summary.priority)
@@ -246,7 +253,7 @@ def _no_room(
         f"the cluster has {describe(free)} free in all; lower-ranked work holds {describe(freeable)} "
         "that a preemption could free; or nodes joining"
     )
-    return Wait(WaitKind.NO_ROOM, verdict.reason, placed=placed, needed=needed, remedy=remedy)
+    return Wait(WaitKind.NO_ROOM, verdict.reason, placed=placed, needed=needed, tried_on=tried_on, remedy=remedy)
 
 
 def _reservations_of_others(snapshot: ClusterSnapshot, state: GangState) -> list[tuple[str, str, Resources]]:

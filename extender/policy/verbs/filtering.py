@@ -12,9 +12,13 @@ For a gang member:
    scale-out pods join a running gang without a barrier), inside the domain its members run in when the
    gang must gather in one network domain.
 3. Otherwise plan the whole gang, around the room held for starving gangs that go before it (see
-   `backfill`). A failed plan is reused while neither capacity nor membership changed. A plan that would
-   delay a higher-ranked waiting gang, or fits only in room held for a starving one, is not reserved:
-   the gang yields (see `admission`).
+   `backfill`), with this pod pinned to the candidates. A failed plan remembers the candidates it was
+   planned from, as a set (kube-scheduler sends the same nodes in a new order on every call), and is
+   reused while neither capacity nor membership changed and the call offers none but those nodes (any
+   order, or fewer; a candidate tuple seen before, which the wire layer hands back as the same object,
+   is recognised by identity, without looking up its names); a call offering another node plans again.
+   A plan that would delay a higher-ranked waiting gang, or fits only in room held for a starving one, is
+   not reserved: the gang yields (see `admission`).
 A pod with resource claims, or a member of a gang with such a pod, passes through untouched: it is left to
 kube-scheduler's DRA plugin (`left_alone`). A pending member of a leftover gang (its TFJob succeeded,
 failed, is suspended or gone) is turned away, and any plan its gang still holds is released.
@@ -29,6 +33,7 @@ Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import compress
 
 import numpy as np
@@ -38,7 +43,7 @@ from extender.policy.core.decisions import FilterDecision, FilterOutcome
 from extender.policy.core.memo import by_identity, by_value
 from extender.policy.core.resources import describe
 from extender.policy.core.settings import PolicySettings
-from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.snapshot import ClusterSnapshot, Offered
 from extender.policy.core.views import PodView
 from extender.policy.gang.left_alone import LEFT_TO_DRA
 from extender.policy.gang.planner import GangVerdict, must_gather_domain
@@ -211,11 +216,13 @@ def _admit(
     replanning: bool,
 ) -> FilterDecision:
     state = gang_state(snapshot, pod.group)
-    remembered = None if replanning else standing_failed_plan(snapshot, state)
+    remembered = None if replanning else standing_failed_plan(snapshot, state, candidates)
     if remembered is not None:
         decision = _reject(candidates, "unplannable", remembered.reason, resolvable=True)
         return _barrier(snapshot, pod, candidates, state, settings, decision)
-    verdict, precedence = plan_in_rank(snapshot, state, settings, now, pinned={pod.key: frozenset(candidates)})
+    offered = frozenset(candidates)
+    verdict, precedence = plan_in_rank(snapshot, state, settings, now, pinned={pod.key: offered})
+    verdict = _offered_to(verdict, pod, candidates, offered)
     release = tuple(state.members) if replanning or _holds_reservations(snapshot, state) else ()
     if not verdict.admitted:
         decision = _reject(
@@ -237,6 +244,15 @@ def _admit(
     del others[node]
     decision = FilterDecision("planned", reason, (node,), unresolvable=others)
     return _with_plan_changes(decision, verdict, release)
+
+
+def _offered_to(verdict: GangVerdict, pod: PodView, candidates: Sequence[str], offered: frozenset[str]) -> GangVerdict:
+    """The verdict, its failed plan (if any) marked with the candidates `pod` was pinned to."""
+    if verdict.failed_plan is None:
+        return verdict
+    as_sent = candidates if isinstance(candidates, tuple) else None
+    failed = replace(verdict.failed_plan, offered=Offered(pod.key, offered, as_sent))
+    return replace(verdict, failed_plan=failed)
 
 
 def _fit_after_plan(

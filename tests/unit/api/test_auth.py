@@ -1,4 +1,5 @@
-"""Who may call the port: bearer tokens from a file or a TokenReview, TLS options, exposure warnings."""
+"""Who may call a port: bearer tokens from a file or a TokenReview (remembered, and asked at a bounded rate),
+the TLS context, and what stops or warns about an exposed listener."""
 
 from __future__ import annotations
 
@@ -8,14 +9,26 @@ import ssl
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from extender.api.app import create_app, make_service
-from extender.api.auth import TokenFile, TokenReviews, exposure_warnings, guarded, uvicorn_tls_options
+from extender.api.auth import (
+    OBSERVE_OPEN_PATHS,
+    OPEN_PATHS,
+    TOKEN_REVIEW_CACHE_S,
+    TOKEN_REVIEW_REFUSED_CACHE_S,
+    TOKEN_REVIEWS_PER_S,
+    TokenFile,
+    TokenReviews,
+    bearer_token,
+    tls_context,
+    token_checks,
+    verb_findings,
+)
 from extender.cli.args import parse_args, settings_from
 from extender.cli.exposure import exposure_checked
-from extender.config import AuthSettings, Settings
-from tests.builders import cluster, make_node
+from extender.config import AuthSettings
+from tests.certificates import self_signed_certificate
+
+PROMETHEUS = "system:serviceaccount:monitoring:prometheus"
 
 
 class Clock:
@@ -26,36 +39,45 @@ class Clock:
         return self.now
 
 
-def client_for(auth: AuthSettings, reviewer: object = None) -> TestClient:
-    service = make_service(Settings(), cluster(make_node("node-0")), lambda: 0.0)
-    return TestClient(guarded(create_app(service), auth, reviewer))  # type: ignore[arg-type]
+class Reviewer:
+    """A TokenReview that counts what it is asked: `good` authenticates as `user`, any other token fails."""
+
+    def __init__(self, good: str = "good", user: str = PROMETHEUS) -> None:
+        self.good = good
+        self.user = user
+        self.asked: list[str] = []
+
+    def __call__(self, token: str, audiences: tuple[str, ...]) -> tuple[bool, str]:
+        self.asked.append(token)
+        return token == self.good, self.user if token == self.good else ""
 
 
-def test_a_token_from_the_file_opens_every_route_and_probes_need_none(tmp_path: Path) -> None:
+def test_a_token_from_the_file_passes_and_only_bearer_tokens_are_read(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
-    tokens.write_text("# readers\nsecret-1\n\nsecret-2\n")
-    client = client_for(AuthSettings(token_file=tokens))
-    assert client.get("/healthz").status_code == 200
-    assert client.get("/readyz").status_code == 200
-    refused = client.get("/debug/gangs")
-    assert refused.status_code == 401 and refused.json()["error"].startswith("a bearer token")
-    assert client.get("/debug/gangs", headers={"Authorization": "Bearer secret-2"}).status_code == 200
-    assert client.get("/debug/gangs", headers={"Authorization": "Bearer secret-3"}).status_code == 401
-    assert client.get("/debug/gangs", headers={"Authorization": "Basic secret-2"}).status_code == 401
-    assert client.post("/filter", content=b"{}").status_code == 401
-    reply = client.post("/filter", content=b"{}", headers={"Authorization": "bearer secret-1"})
-    assert reply.status_code == 200 and "Pod is missing" in reply.json()["Error"]
+    tokens.write_text("# readers\nsecret-1\n\n  secret-2  \n  #comment\n\t# another\n")
+    checks = token_checks(AuthSettings(token_file=tokens), None)
+    assert checks is not None
+    assert checks.known("secret-1") is True and checks.known("secret-2") is True
+    assert checks.known("secret-3") is False, "a file alone answers every token at once"
+    for comment in ("#comment", "  #comment", "# readers", "# another", ""):
+        assert not checks.known(comment), f"{comment!r} is not a token"
+    assert bearer_token(b"Bearer secret-2") == "secret-2"
+    assert bearer_token(b"bearer secret-1") == "secret-1", "the scheme in any case"
+    assert bearer_token(b"Basic secret-2") is None and bearer_token(b"Bearer   ") is None
+    assert bearer_token(b"Bearer " + b"x" * 10_000) is None, "an oversized header is refused unread"
+    assert bearer_token(None) is None
+
+
+def test_the_probes_are_open_and_on_the_observe_listener_the_metrics_too() -> None:
+    assert {b"/healthz", b"/readyz"} == OPEN_PATHS
+    assert {b"/healthz", b"/readyz", b"/metrics"} == OBSERVE_OPEN_PATHS
 
 
 def test_the_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
     path = tmp_path / "tokens"
     path.write_text("old\n")
     clock = Clock()
-    tokens = TokenFile(path, clock)
-
-    def accepts(token: str) -> bool:
-        return asyncio.run(tokens(token))
-
+    accepts = TokenFile(path, clock)
     assert accepts("old")
     path.write_text("new\n")
     os.utime(path, ns=(1, 10**18))
@@ -67,62 +89,113 @@ def test_the_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
     assert not accepts("new"), "no file, no token"
 
 
-def test_reviewed_tokens_are_cached_and_checked_against_the_allowed_users() -> None:
+def test_reviewed_tokens_are_remembered_and_checked_against_the_allowed_users() -> None:
     calls: list[tuple[str, tuple[str, ...]]] = []
 
     def review(token: str, audiences: tuple[str, ...]) -> tuple[bool, str]:
         calls.append((token, audiences))
-        return token != "bad", {"prom": "system:serviceaccount:monitoring:prometheus"}.get(token, "someone")
+        return token != "bad", {"prom": PROMETHEUS}.get(token, "someone")
 
     clock = Clock()
-    reviews = TokenReviews(review, ("tfjob-extender",), ("system:serviceaccount:monitoring:prometheus",), clock)
+    reviews = TokenReviews(review, ("tfjob-extender",), (PROMETHEUS,), clock)
 
     def accepts(token: str) -> bool:
-        return asyncio.run(reviews(token))
+        return asyncio.run(reviews.accepts(token))
 
+    assert reviews.known("prom") is None, "never asked yet"
     assert accepts("prom") and accepts("prom")
-    assert calls == [("prom", ("tfjob-extender",))], "the second answer came from the cache"
+    assert calls == [("prom", ("tfjob-extender",))], "the second answer came from memory"
+    assert reviews.known("prom") is True
     assert not accepts("bad") and not accepts("other"), "unauthenticated, or not an allowed user"
-    clock.now = 61.0
+    clock.now = TOKEN_REVIEW_CACHE_S + 1
+    assert reviews.known("prom") is None
     assert accepts("prom") and len(calls) == 4
 
 
+def test_a_refused_answer_is_remembered_briefly() -> None:
+    reviewer, clock = Reviewer(), Clock()
+    reviews = TokenReviews(reviewer, clock=clock)
+    assert not asyncio.run(reviews.accepts("bad"))
+    clock.now = TOKEN_REVIEW_REFUSED_CACHE_S - 1
+    assert reviews.known("bad") is False
+    assert not asyncio.run(reviews.accepts("bad"))
+    assert reviewer.asked == ["bad"], "asked once within the refusal's memory"
+    clock.now = TOKEN_REVIEW_REFUSED_CACHE_S + 1
+    assert reviews.known("bad") is None, "forgotten soon: a token may become valid"
+    assert not asyncio.run(reviews.accepts("bad"))
+    assert reviewer.asked == ["bad", "bad"]
+
+
+def test_a_flood_of_bad_tokens_is_reviewed_at_a_bounded_rate_and_never_evicts_an_accepted_answer() -> None:
+    reviewer, clock = Reviewer(), Clock()
+    reviews = TokenReviews(reviewer, clock=clock)
+
+    async def flood(tokens: list[str], step_s: float) -> list[bool]:
+        answers = []
+        for token in tokens:
+            answers.append(await reviews.accepts(token))
+            clock.now += step_s
+        return answers
+
+    assert asyncio.run(reviews.accepts("good"))
+    at_once = asyncio.run(flood([f"burst-{index}" for index in range(2000)], 0.0))
+    assert not any(at_once)
+    assert len(reviewer.asked) - 1 <= TOKEN_REVIEWS_PER_S, "a burst at one instant: one second's worth at most"
+    asked_before = len(reviewer.asked)
+    started = clock.now
+    spread = asyncio.run(flood([f"bad-{index}" for index in range(2000)], 0.02))
+    elapsed = clock.now - started
+    assert not any(spread)
+    reviewed = len(reviewer.asked) - asked_before
+    assert 0 < reviewed <= TOKEN_REVIEWS_PER_S * (elapsed + 1), (reviewed, elapsed)
+    assert elapsed < TOKEN_REVIEW_CACHE_S
+    assert reviews.known("good") is True, "the accepted answer outlived the flood"
+    assert asyncio.run(reviews.accepts("good")) and reviewer.asked.count("good") == 1
+
+
 def test_token_review_is_refused_without_an_api_server() -> None:
-    with pytest.raises(ValueError, match="needs an API server"):
-        client_for(AuthSettings(token_review=True))
+    with pytest.raises(ValueError, match="--auth-token-review needs an API server"):
+        token_checks(AuthSettings(token_review=True), None)
+    with pytest.raises(ValueError, match="--observe-auth-token-review needs an API server"):
+        token_checks(AuthSettings(token_review=True), None, flags="--observe-")
+    assert token_checks(AuthSettings(), None) is None, "no token source, no check"
 
 
-def test_tls_options_require_client_certificates_from_the_ca() -> None:
-    auth = AuthSettings(tls_cert_file=Path("c.pem"), tls_key_file=Path("k.pem"), tls_client_ca_file=Path("ca.pem"))
-    assert uvicorn_tls_options(auth) == {
-        "ssl_certfile": "c.pem",
-        "ssl_keyfile": "k.pem",
-        "ssl_ca_certs": "ca.pem",
-        "ssl_cert_reqs": ssl.CERT_REQUIRED,
-    }
-    assert uvicorn_tls_options(AuthSettings()) == {}
+def test_the_tls_context_requires_client_certificates_from_the_ca(tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    served = tls_context(AuthSettings(tls_cert_file=cert, tls_key_file=key))
+    assert served is not None and served.verify_mode == ssl.CERT_NONE
+    checked = tls_context(AuthSettings(tls_cert_file=cert, tls_key_file=key, tls_client_ca_file=cert))
+    assert checked is not None and checked.verify_mode == ssl.CERT_REQUIRED
+    assert tls_context(AuthSettings()) is None
 
 
 @pytest.mark.parametrize(
-    ("argv", "warnings"),
+    ("argv", "accepted", "warnings"),
     [
-        pytest.param([], 0, id="loopback needs nothing"),
-        pytest.param(["--host", "0.0.0.0"], 2, id="all interfaces, no authentication, no TLS"),
-        pytest.param(["--host", "::", "--auth-token-file", "t"], 1, id="tokens in clear text"),
+        pytest.param([], True, 0, id="loopback needs nothing"),
+        pytest.param(["--host", "0.0.0.0"], False, 0, id="all interfaces, no authentication: refused"),
+        pytest.param(["--host", "0.0.0.0", "--verbs-insecure"], True, 1, id="all interfaces, --verbs-insecure"),
+        pytest.param(["--host", "::", "--auth-token-file", "t"], True, 1, id="tokens in clear text"),
         pytest.param(
             ["--host", "10.0.0.1", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-client-ca-file", "ca"],
+            True,
             0,
             id="client certificates over TLS",
         ),
     ],
 )
-def test_serving_off_loopback_without_protection_warns(
-    argv: list[str], warnings: int, capsys: pytest.CaptureFixture[str]
+def test_serving_the_verbs_off_loopback_needs_authentication_or_verbs_insecure(
+    argv: list[str], accepted: bool, warnings: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = settings_from(parse_args(["serve", *argv]))
-    assert len(exposure_warnings(settings.host, settings.auth)) == warnings
-    assert exposure_checked(settings)
-    assert capsys.readouterr().err.count("warning:") == warnings
+    problems, said = verb_findings(settings.host, settings.auth, insecure=settings.verbs_insecure)
+    assert (not problems, len(said)) == (accepted, warnings)
+    assert exposure_checked(settings) is accepted
+    err = capsys.readouterr().err
+    assert err.count("warning:") == warnings
+    if not accepted:
+        assert "--verbs-insecure" in err and "--auth-token-file" in err
 
 
 def test_impossible_tls_settings_stop_the_start(capsys: pytest.CaptureFixture[str]) -> None:

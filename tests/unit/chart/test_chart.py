@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import extender
-from extender.policy.core.setting_rules import policy_json_schema
+from extender.config.documents import chart_policy_schema, chart_settings_schema
 from extender.policy.core.settings import PolicySettings
 from tests.helm import (
     CHART,
@@ -162,10 +162,43 @@ def test_the_policy_takes_only_the_policys_settings() -> None:
 
 
 def test_the_values_schema_takes_what_the_processes_take() -> None:
-    """The `policy:` block's schema is the policy's own rules (`policy_json_schema`), so `helm install` refuses
-    a key or a value out of range that the processes would refuse at start. After a change of the rules:
-    `python -c 'from extender.policy.core.setting_rules import policy_json_schema as s; print(s())'`."""
-    assert SCHEMA["properties"]["policy"]["properties"] == policy_json_schema()
+    """The `policy:` and `settings:` blocks' schemas are made from the settings' declarations, so `helm
+    install` refuses a key or a value out of range that the processes would refuse at start. After a change
+    of a declaration: `.venv/bin/python hack/generate_settings.py`."""
+    assert SCHEMA["properties"]["policy"] == chart_policy_schema()
+    assert SCHEMA["properties"]["settings"] == chart_settings_schema()
+
+
+def test_settings_reach_both_processes_beside_the_policy() -> None:
+    values = {
+        "policy": {"starvation_limit_s": 120.0},
+        "settings": {"model_catch_up_s": 1.0, "preemption_loop": {"interval_s": 5.0}},
+    }
+    config_map = named(render(values), "ConfigMap", f"{RELEASE}-policy")
+    assert yaml.safe_load(config_map["data"]["policy.yaml"]) == {
+        "starvation_limit_s": 120.0,
+        "scheduler_name": "tfjob-scheduler",
+        "model_catch_up_s": 1.0,
+        "preemption_loop": {"interval_s": 5.0},
+    }
+
+
+def test_settings_the_chart_sets_itself_are_refused() -> None:
+    with pytest.raises(RenderRefused, match="logFormat"):
+        render({"settings": {"log_format": "text"}})
+    with pytest.raises(RenderRefused, match="release namespace"):
+        render({"settings": {"leader_election": {"lease_namespace": "elsewhere"}}})
+    with pytest.raises(RenderRefused, match="interval_s"):
+        render({"settings": {"preemption_loop": {"interval_s": 0}}})
+    with pytest.raises(RenderRefused, match="identity"):
+        render({"settings": {"leader_election": {"identity": "one"}}})
+
+
+def test_the_loops_lease_rights_follow_its_name() -> None:
+    docs = render({"settings": {"leader_election": {"lease_name": "team-a-loops"}}})
+    role = named(docs, "Role", f"{RELEASE}-loops-lease")
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["team-a-loops"],
+            "verbs": ["get", "update"]} in role["rules"]  # fmt: skip
 
 
 def test_a_policy_value_out_of_range_is_refused_by_helm() -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import logging.config
 import sys
 
 import pytest
 
-from extender.cli.logs import UVICORN_LOG_CONFIG, JsonFormatter, RepeatLimiter, TextFormatter, configure_logging
+from extender.cli.logs import JsonFormatter, RepeatLimiter, TextFormatter, configure_logging
 
 
 class Clock:
@@ -69,13 +68,19 @@ def test_info_lines_and_other_loggers_are_never_held_back() -> None:
     assert limiter.filter(record("%s failed", "x", name="a", level=logging.ERROR)), "another level"
 
 
-def test_uvicorn_loggers_write_through_the_root_handler(caplog: pytest.LogCaptureFixture) -> None:
-    logging.config.dictConfig(UVICORN_LOG_CONFIG)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        assert logging.getLogger(name).handlers == [] and logging.getLogger(name).propagate
-    with caplog.at_level(logging.INFO):
-        logging.getLogger("uvicorn.error").info("Started server process")
-    assert [r.name for r in caplog.records] == ["uvicorn.error"]
+def test_the_listeners_access_lines_write_through_the_one_root_handler(capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    saved, level = root.handlers[:], root.level
+    root.handlers = []
+    access = logging.getLogger("extender.api.edge.connection")
+    try:
+        configure_logging("debug", "json")
+        access.debug("%s %s %d", "POST", "/filter", 200)
+    finally:
+        root.handlers, root.level = saved, level
+    assert access.handlers == [] and access.propagate, "no handler of its own"
+    line = json.loads(capsys.readouterr().err.splitlines()[-1])
+    assert (line["level"], line["logger"], line["msg"]) == ("debug", "extender.api.edge.connection", "POST /filter 200")
 
 
 def test_configure_logging_leaves_someone_elses_handlers_alone() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from extender.loops.actuator import RecordingActuator
+from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.loops.waitevents import WaitEventReporter
 from extender.policy.core.settings import PolicySettings
 from extender.state.kinds import Kind
@@ -25,7 +26,7 @@ def wide_gang(workers: int) -> ClusterState:
 def test_each_pending_member_gets_the_reason_once_until_it_changes() -> None:
     state = wide_gang(5)
     actuator = RecordingActuator()
-    reporter = WaitEventReporter(actuator, PolicySettings(), repeat_after_s=300.0)
+    reporter = WaitEventReporter(actuator, PolicySettings(), PreemptionLoopSettings(wait_event_repeat_after_s=300.0))
     reporter.report(state.snapshot(), NOW)
     assert {(kind, reason) for kind, _, reason, _ in actuator.events} == {("Pod", "GangWaitingForRoom")}
     assert sorted(key for _, key, _, _ in actuator.events) == [
@@ -44,7 +45,9 @@ def test_each_pending_member_gets_the_reason_once_until_it_changes() -> None:
 def test_a_changed_message_of_the_same_kind_waits_for_the_repeat_interval() -> None:
     state = wide_gang(9)
     actuator = RecordingActuator()
-    reporter = WaitEventReporter(actuator, PolicySettings(), pods_per_gang=2, repeat_after_s=300.0)
+    reporter = WaitEventReporter(
+        actuator, PolicySettings(), PreemptionLoopSettings(wait_event_pods_per_gang=2, wait_event_repeat_after_s=300.0)
+    )
     reporter.report(state.snapshot(), NOW)
     assert len(actuator.events) == 2, "at most pods_per_gang members get it"
     state.apply(Kind.NODE, "ADDED", make_node("node-1", cpu="2", memory="16Gi"))

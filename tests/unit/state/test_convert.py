@@ -15,6 +15,10 @@ from tests.builders import cluster, make_node, make_pod, make_podgroup, make_tfj
 
 Obj = dict[str, Any]
 
+REFUSED_WITHIN_S = 0.5
+"""A bad field is refused without working on it (a huge exponent is never expanded): far under this,
+whatever else the machine does; the cost itself is measured by benchmarks/fuzz.py."""
+
 
 def changed(obj: Obj, path: str, value: object) -> Obj:
     """A copy of `obj` with the dotted `path` set to `value` (missing parents created)."""
@@ -123,7 +127,7 @@ def test_a_bad_field_is_refused_naming_it(obj: Any, message: str) -> None:
     with pytest.raises(convert.ConversionError) as raised:
         view(obj)
     assert message in str(raised.value)
-    assert time.perf_counter() - started < 0.01
+    assert time.perf_counter() - started < REFUSED_WITHIN_S
 
 
 def test_a_refused_watch_object_leaves_the_model_and_its_readers_intact() -> None:

@@ -185,9 +185,9 @@ capacities = st.builds(
 )
 policies = st.builds(
     PolicySettings,
-    weight_scale=st.floats(0, 1e6),
+    weight_scale=st.floats(0, 1e6, exclude_min=True),
     weight_offset=st.floats(-1e6, 1e6),
-    weight_min_share=st.floats(0, 1),
+    weight_min_share=st.floats(0, 1, exclude_min=True),
 )
 
 

@@ -1,5 +1,6 @@
-"""The policy file (`--config`): every `PolicySettings` field by its name, checked by `POLICY_RULES`; the
-flags given explicitly on top; `serve`, `loops` and `scaler` reading the same file alike."""
+"""The config file (`--config`): every `PolicySettings` field by its name at the top level, as policy files
+have always been written, checked by its declared rule; the flags given explicitly on top; `serve`, `loops`
+and `scaler` reading the same file alike. The other groups' sections: `test_config_sections.py`."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import yaml
 
 from extender.__main__ import main
 from extender.cli.args import parse_args, settings_from
-from extender.config import SettingsError, load_policy_file
-from extender.policy.core.setting_rules import POLICY_RULES, SettingValueError, policy_from_mapping
+from extender.config import Settings, SettingsError, load_config_file
+from extender.config.tree import build, values_from_file
+from extender.policy.core.setting_rules import SettingValueError, declarations
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.views import NetworkLayer
 
@@ -63,17 +65,25 @@ def policy_file(tmp_path: Path, values: object, name: str = "policy.yaml") -> Pa
     return path
 
 
+def load_policy_file(path: Path) -> PolicySettings:
+    return build(load_config_file(path)).policy
+
+
+def policy_from_mapping(values: dict[str, object]) -> PolicySettings:
+    return build(values_from_file(values)).policy
+
+
 def refusal(path: Path) -> str:
     with pytest.raises(SettingsError) as refused:
-        load_policy_file(path)
+        load_config_file(path)
     message = str(refused.value)
-    assert message.startswith(f"policy file {path}: ") and "\n" not in message
+    assert message.startswith(f"config file {path}: ") and "\n" not in message
     return message
 
 
-def test_every_setting_has_a_rule_and_the_test_changes_every_one() -> None:
+def test_every_setting_is_declared_and_the_test_changes_every_one() -> None:
     names = {field.name for field in fields(PolicySettings)}
-    assert set(POLICY_RULES) == names
+    assert {name for name, _ in declarations(PolicySettings)} == names
     assert set(EVERY_FIELD_CHANGED) == names
 
 
@@ -132,7 +142,7 @@ def test_an_empty_file_gives_the_defaults(tmp_path: Path) -> None:
             id="repeated layer",
         ),
         pytest.param(
-            {"starvation_limt_s": 5}, "unknown key 'starvation_limt_s' (allowed: scheduler_name, ", id="unknown key"
+            {"starvation_limt_s": 5}, "unknown key 'starvation_limt_s' (allowed: decision_history, ", id="unknown key"
         ),
         pytest.param(["starvation_limit_s"], "expected a mapping of setting names to values", id="not a mapping"),
     ],
@@ -151,6 +161,12 @@ def test_a_missing_or_unparsable_file_is_refused(tmp_path: Path) -> None:
 def test_each_rule_refuses_by_itself() -> None:
     with pytest.raises(SettingValueError, match=r"^suspension_history_jobs: 0 is out of range \(>= 1\)$"):
         policy_from_mapping({"suspension_history_jobs": 0})
+
+
+def test_a_policy_built_directly_is_checked_by_the_same_rules() -> None:
+    with pytest.raises(SettingValueError, match=r"^colocation_weight: 1.5 is out of range \(0 to 1\)$"):
+        PolicySettings(colocation_weight=1.5)
+    assert Settings().policy == PolicySettings()
 
 
 def test_flags_given_override_the_file_and_flags_left_out_do_not(tmp_path: Path) -> None:
@@ -215,4 +231,4 @@ def test_a_bad_policy_file_stops_the_start_with_exit_code_2(
     path = policy_file(tmp_path, {"starvation_limit_s": -1})
     assert main([command, "--config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err == f"tfjob-extender: policy file {path}: starvation_limit_s: -1 is out of range (>= 0)\n"
+    assert err == f"tfjob-extender: config file {path}: starvation_limit_s: -1 is out of range (>= 0)\n"

@@ -1,9 +1,8 @@
-"""The one rule for reading a request body: at most `Settings.max_body_bytes`, whole within `Settings.body_timeout_s`.
+"""The one rule for reading a request body: at most `ListenerLimits.max_body_bytes`, whole within
+`ListenerLimits.body_timeout_s` of the request's first byte.
 
-The verb listener's HTTP server (`extender.api.edge`) applies it to every request it reads, and the ASGI
-entry of the verbs (`extender.api.verbs.VerbGateway`, what in-process test clients and other ASGI servers
-call) applies the same limits through the same object, so the caps, the checks and the messages a caller
-reads are written once.
+A connection of the HTTP edge (`extender.api.edge.connection`) applies it to every request it reads; the
+caps, the checks and the messages a caller reads are written once, here.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api import wire
-from extender.config import Settings
+from extender.config import ListenerLimits
 
 
 class BodyTooLarge(wire.WireError):
@@ -26,8 +25,8 @@ class BodyLimits:
     """Seconds the whole request may take to arrive."""
 
     @classmethod
-    def of(cls, settings: Settings) -> BodyLimits:
-        return cls(settings.max_body_bytes, settings.body_timeout_s)
+    def of(cls, limits: ListenerLimits) -> BodyLimits:
+        return cls(limits.max_body_bytes, limits.body_timeout_s)
 
     def check_declared(self, content_length: bytes | None) -> None:
         """Refuse a body whose declared length is over the cap before reading any of it."""
@@ -41,6 +40,5 @@ class BodyLimits:
         if size > self.max_bytes:
             raise BodyTooLarge(f"request body exceeds the limit of {self.max_bytes} bytes")
 
-    def timeout_message(self, *, headers_complete: bool = True) -> str:
-        what = "request body" if headers_complete else "request"
-        return f"{what} not received within {self.timeout_s:g} s"
+    def timeout_message(self) -> str:
+        return f"request body not received within {self.timeout_s:g} s"

@@ -1,4 +1,4 @@
-"""Hostile and broken input at the edge: each gets a precise error in milliseconds, and nothing sticks."""
+"""Hostile and broken request bodies: each gets a precise error in milliseconds, and nothing sticks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 import pytest
-from fastapi.testclient import TestClient
 
 from extender.api import wire
 from extender.api.history import DecisionHistory, Record
@@ -17,10 +16,11 @@ from extender.state.manifests import dump_state
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
 from tests.builders import make_pod, tfjob_pods
+from tests.contract.listeners import ListenerClient
 from tests.contract.support import NODES, filter_args, post, worker
 
 
-def timed_post(client: TestClient, verb: str, payload: Any) -> tuple[Any, float]:
+def timed_post(client: ListenerClient, verb: str, payload: Any) -> tuple[Any, float]:
     started = time.perf_counter()
     reply = post(client, verb, payload)
     return reply, time.perf_counter() - started
@@ -30,7 +30,7 @@ def with_phase(pod: dict[str, Any], phase: Any) -> dict[str, Any]:
     return {**pod, "status": {"phase": phase}}
 
 
-def test_a_pod_with_a_list_for_a_phase_is_refused_and_gang_scheduling_goes_on(client: TestClient) -> None:
+def test_a_pod_with_a_list_for_a_phase_is_refused_and_gang_scheduling_goes_on(client: ListenerClient) -> None:
     stranger = with_phase(make_pod("stranger", group="mnist"), [1])
     reply = post(client, "filter", filter_args(stranger))
     assert reply["Error"].startswith("tfjob-extender filter: Pod default/stranger: status.phase=a list [1] is not")
@@ -75,7 +75,9 @@ def test_a_pod_with_a_list_for_a_phase_is_refused_and_gang_scheduling_goes_on(cl
         pytest.param({"Pod": [1]}, "Pod must be an object or null", id="a pod that is a list"),
     ],
 )
-def test_bad_input_is_refused_in_milliseconds_naming_the_field(client: TestClient, payload: Any, message: str) -> None:
+def test_bad_input_is_refused_in_milliseconds_naming_the_field(
+    client: ListenerClient, payload: Any, message: str
+) -> None:
     reply, seconds = timed_post(client, "filter", payload)
     assert message in reply["Error"]
     assert "internal error" not in reply["Error"]
@@ -99,13 +101,13 @@ def test_a_body_of_empty_objects_is_refused_before_it_is_decoded() -> None:
     ],
 )
 def test_bad_preemption_arguments_are_refused_naming_the_field(
-    client: TestClient, victims: dict[str, Any], message: str
+    client: ListenerClient, victims: dict[str, Any], message: str
 ) -> None:
     reply = post(client, "preempt", {"Pod": make_pod("p"), "NodeNameToMetaVictims": victims})
     assert message in reply["Error"]
 
 
-def test_the_topology_view_refuses_a_huge_quantity_at_once(client: TestClient) -> None:
+def test_the_topology_view_refuses_a_huge_quantity_at_once(client: ListenerClient) -> None:
     started = time.perf_counter()
     response = client.get("/debug/topology", params={"memory": "1e999999"})
     assert time.perf_counter() - started < 0.5
@@ -124,14 +126,14 @@ def test_the_topology_view_refuses_a_huge_quantity_at_once(client: TestClient) -
     ],
 )
 def test_debug_queries_are_validated_with_a_400(
-    client: TestClient, route: str, params: dict[str, str], message: str
+    client: ListenerClient, route: str, params: dict[str, str], message: str
 ) -> None:
     response = client.get(route, params=params)
     assert response.status_code == 400
     assert message in response.json()["error"]
 
 
-def test_a_state_dump_holding_a_delete_character_loads_back(client: TestClient, tmp_path: Path) -> None:
+def test_a_state_dump_holding_a_delete_character_loads_back(client: ListenerClient, tmp_path: Path) -> None:
     dump = client.get("/debug/state").json()
     dump["items"][0]["metadata"].setdefault("annotations", {})["note"] = "tab\x7fdel"
     path = tmp_path / "state.json"
@@ -151,7 +153,7 @@ def test_the_decision_history_keeps_a_bounded_number_of_node_entries() -> None:
     assert [r["pod"] for r in history.render(limit=100)] == ["default/q", "default/p", "default/p"]
 
 
-def test_a_gang_member_is_still_steered_after_a_flood_of_junk(client: TestClient, state: ClusterState) -> None:
+def test_a_gang_member_is_still_steered_after_a_flood_of_junk(client: ListenerClient, state: ClusterState) -> None:
     planned = post(client, "filter", filter_args(worker()))["NodeNames"]
     for junk in ([1], {"a": 1}, "Sleeping", None, 7):
         post(client, "filter", filter_args(with_phase(worker("mnist-worker-1"), junk)))
