@@ -27,6 +27,7 @@ from extender.state.gang_annotations import GANG_GROUPS_ANNOTATION as GANG_GROUP
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION as GANG_PLAN_ANNOTATION
 from extender.state.gang_annotations import MAX_WORKERS_ANNOTATION as MAX_WORKERS_ANNOTATION
 from extender.state.gang_annotations import MIN_WORKERS_ANNOTATION as MIN_WORKERS_ANNOTATION
+from extender.state.gang_annotations import NATIVE_GANG_ANNOTATION as NATIVE_GANG_ANNOTATION
 from extender.state.gang_annotations import NETWORK_TOPOLOGY_SPEC_ANNOTATION as NETWORK_TOPOLOGY_SPEC_ANNOTATION
 from extender.state.gang_annotations import PREEMPTION_ANNOTATION as PREEMPTION_ANNOTATION
 from extender.state.gang_annotations import SCALED_AT_ANNOTATION as SCALED_AT_ANNOTATION
