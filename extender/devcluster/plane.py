@@ -17,6 +17,11 @@ binaries are (see `WORKLOAD_API`); a release missing from that table is refused.
 flags to kube-apiserver's command (an audit log, say). `service_account_kubeconfig` writes a kubeconfig
 holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
 rather than as the administrator.
+
+With `native_gangs=True` (which implies `workload_api`) the extender gives every TFJob naming the scheduler
+Kubernetes' own gang (`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`,
+registered by URL with the CA the extender made (`webhook.py`); with `webhook=False` the listener is not
+started and the registration points at a port nobody serves, as when the webhook is down.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from kubernetes import config
 
 from extender.devcluster.access import PlaneAccess
 from extender.devcluster.kueue import build_kueue, start_kueue
-from extender.devcluster.objects import KWOK_NODE_ANNOTATION
+from extender.devcluster.objects import KWOK_NODE_ANNOTATION, SCHEDULER_NAME
 from extender.devcluster.operator import start_operator
 from extender.devcluster.processes import (
     UNVERIFIED_TLS,
@@ -45,6 +50,7 @@ from extender.devcluster.processes import (
     wait_until,
 )
 from extender.devcluster.resources import KWOK_STAGES, Source, source
+from extender.devcluster.webhook import WEBHOOK_NAMESPACE, register_webhook, wait_for_ca_bundle
 
 LEASE_NAMESPACE = "tfjob-system"
 """Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
@@ -77,6 +83,8 @@ class LocalControlPlane(PlaneAccess):
         with_scheduler: bool = True,
         workload_api: bool = False,
         apiserver_args: tuple[str, ...] = (),
+        native_gangs: bool = False,
+        webhook: bool = True,
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
@@ -88,7 +96,9 @@ class LocalControlPlane(PlaneAccess):
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
-        self.workload_api = workload_api
+        self.workload_api = workload_api or native_gangs
+        self.native_gangs = native_gangs
+        self.webhook = webhook
         self.apiserver_args = apiserver_args
         self.workload_api_version = ""
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
@@ -102,6 +112,8 @@ class LocalControlPlane(PlaneAccess):
         self.observe_port = free_port()
         """The extender's observe listener, on 127.0.0.1 with its debug routes: `/debug`, `/ui`, explain,
         `/metrics` (and the probes)."""
+        self.webhook_port = free_port()
+        """With `native_gangs`: the extender's admission webhook listener (TLS), on 127.0.0.1."""
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -126,6 +138,8 @@ class LocalControlPlane(PlaneAccess):
         self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
+        if self.native_gangs:
+            register_webhook(self, self.webhook_port, SCHEDULER_NAME)
         if self.with_extender:
             self.start_extender()
         if self.with_scheduler:
@@ -178,6 +192,7 @@ class LocalControlPlane(PlaneAccess):
                 "--observe-debug",
                 "--kubeconfig",
                 str(self.kubeconfig),
+                *self.native_gang_args,
                 *self.extender_args,
             ],
             env={"PYTHONPATH": str(self.source.root)},
@@ -187,6 +202,19 @@ class LocalControlPlane(PlaneAccess):
             lambda: self.probe(f"http://127.0.0.1:{self.extender_port}/readyz"),
             60,
             interval_s=0.1,
+        )
+        if self.native_gangs and self.webhook:
+            wait_for_ca_bundle(self)
+
+    @property
+    def native_gang_args(self) -> tuple[str, ...]:
+        """The extender's flags for native gangs: its webhook on 127.0.0.1 (none without `webhook`)."""
+        if not self.native_gangs:
+            return ()
+        port = self.webhook_port if self.webhook else 0
+        return (
+            *("--native-gangs", "on", "--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
+            *("--webhook-cert-host", "127.0.0.1", "--webhook-namespace", WEBHOOK_NAMESPACE),
         )
 
     @property
