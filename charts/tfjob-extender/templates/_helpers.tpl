@@ -102,8 +102,9 @@ Kubernetes release and kube-scheduler must not be newer than the API server.
 {{/*
 The config file's content: `settings` (the sections and root settings beyond the policy), with `policy` at
 its top level and `scheduler_name` from `schedulerName`, so the extender passes every other scheduler's
-pods through. Settings the chart sets by flags of its own are refused here: `log_format` (`logFormat`) and
-`leader_election.lease_namespace` (the release namespace).
+pods through, and `native_gangs` from `nativeGangs`. Settings the chart sets by values or flags of its own are
+refused here: `log_format` (`logFormat`), `native_gangs` (`nativeGangs`) and `leader_election.lease_namespace`
+(the release namespace).
 */}}
 {{- define "tfjob-extender.policy" -}}
 {{- $policy := deepCopy (.Values.policy | default dict) }}
@@ -116,6 +117,12 @@ pods through. Settings the chart sets by flags of its own are refused here: `log
 {{- end }}
 {{- if hasKey (get $settings "leader_election" | default dict) "lease_namespace" }}
 {{- fail "settings.leader_election.lease_namespace: the loops' Lease is in the release namespace (--lease-namespace)" }}
+{{- end }}
+{{- if hasKey $settings "native_gangs" }}
+{{- fail "settings.native_gangs: set nativeGangs instead (it also renders the webhook)" }}
+{{- end }}
+{{- if include "tfjob-extender.nativeGangs" . }}
+{{- $_ := set $settings "native_gangs" .Values.nativeGangs }}
 {{- end }}
 {{- $_ := set $policy "scheduler_name" .Values.schedulerName }}
 {{- toYaml (merge $settings $policy) }}
@@ -244,5 +251,53 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- with .values.podAnnotations }}
 {{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Whether native gangs are on (nativeGangs `on` or `auto`): the webhook, its Service and rights render. */}}
+{{- define "tfjob-extender.nativeGangs" -}}
+{{- if ne (toString .Values.nativeGangs) "off" }}true{{- end }}
+{{- end }}
+
+{{/* The webhook's Service, the MutatingWebhookConfiguration and the Secret holding its certificate. */}}
+{{- define "tfjob-extender.webhookService" -}}
+{{- printf "%s-webhook" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{- define "tfjob-extender.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{/* Where the loops pod mounts cert-manager's certificate (webhook.certManager.enabled). */}}
+{{- define "tfjob-extender.webhookCertDir" -}}
+/etc/tfjob-extender-webhook
+{{- end }}
+
+{{/*
+The loops process's webhook flags: its listener on every address of the pod, and where its certificate
+comes from: cert-manager's mounted Secret, or the extender's own (the Service, the Secret it keeps them in,
+the configuration whose caBundle it writes).
+*/}}
+{{- define "tfjob-extender.webhookArgs" -}}
+{{- if include "tfjob-extender.nativeGangs" . }}
+- --webhook-host
+- 0.0.0.0
+- --webhook-port
+- {{ .Values.webhook.port | quote }}
+{{- if .Values.webhook.certManager.enabled }}
+- --webhook-tls-cert-file
+- {{ include "tfjob-extender.webhookCertDir" . }}/tls.crt
+- --webhook-tls-key-file
+- {{ include "tfjob-extender.webhookCertDir" . }}/tls.key
+{{- else }}
+- --webhook-service
+- {{ include "tfjob-extender.webhookService" . }}
+- --webhook-namespace
+- {{ .Release.Namespace }}
+- --webhook-configuration
+- {{ include "tfjob-extender.fullname" . }}
+- --webhook-secret
+- {{ include "tfjob-extender.webhookSecret" . }}
+{{- end }}
 {{- end }}
 {{- end }}
