@@ -32,6 +32,7 @@ class NativeGangParts:
     listener: EdgeServer | None = None
 
     def start(self) -> None:
+        self.loop.mode.refresh()
         self.loop.start()
         if self.certificates is not None:
             self.certificates.start()

@@ -82,7 +82,7 @@ class DiscoveredNativeMode:
         self._asked_at = now
         try:
             served, why = native_api(self._fetch)
-        except (ApiCallError, OSError) as error:
+        except Exception as error:  # the API server unreachable or refusing: the last answer stands
             served, why = self._status.active, f"{self._status.why} (discovery failed: {error})"
         status = NativeModeStatus(self._setting, served, why)
         if (status.active, status.why) != (self._status.active, self._status.why):

@@ -175,7 +175,7 @@ class WebhookCertificates:
                 self.keep()
                 self.error = ""
                 wait = RECHECK_S
-            except (ApiCallError, OSError, ValueError, ssl.SSLError) as error:
+            except Exception as error:  # the API server unreachable, a refusal, a bad file: try again soon
                 self.error = str(error)[:300]
                 log.warning("webhook certificates: %s; trying again in %gs", self.error, RETRY_S)
                 wait = RETRY_S
