@@ -2,8 +2,10 @@
 
 `run_drains` makes each count of drain nodes, then per seed and scheduler runs the chosen phases (plain pods,
 gangs of 8, one 64-pod gang) through `PeerBench`, the throughput benchmark's `Bench` pointed at the scheduler
-that runs now. Around each phase `drain_costs` reads the running totals of kube-scheduler's and the extender's
-Prometheus metrics (`metric_sums`), so a `DrainRow` holds the phase's result and its costs per pod bound.
+that runs now; for a scheduler with Kubernetes' own gangs each gang is a `scheduling.k8s.io` PodGroup of all
+its pods instead of scheduler-plugins' one, its members joined to it (plain pods stay plain). Around each
+phase `drain_costs` reads the running totals of kube-scheduler's and the extender's Prometheus metrics
+(`metric_sums`), so a `DrainRow` holds the phase's result and its costs per pod bound.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 from benchmarks.peer_lineup import SCHEDULERS, Lineup, Scheduler
-from benchmarks.peer_workloads import set_nodes
+from benchmarks.peer_workloads import join_native_group, native_podgroup, native_podgroups_path, set_nodes
 from benchmarks.scheduler_throughput import Bench, Phase, Result
 from extender.devcluster import UNVERIFIED_TLS, LocalControlPlane, kwok_node
 from tests.e2e.bulk import Api
@@ -37,6 +42,20 @@ class PeerBench(Bench):
 
     def scheduler_name(self, phase: Phase) -> str:
         return self.scheduler.pod_scheduler
+
+    def create_group(self, namespace: str, job: str, size: int) -> None:
+        if not self.scheduler.native_gangs:
+            super().create_group(namespace, job, size)
+            return
+        version = self.plane.workload_api_version
+        self.api.call(
+            "POST", native_podgroups_path(version, namespace), orjson.dumps(native_podgroup(version, job, size))
+        )
+
+    def member(self, pod: dict[str, Any], job: str) -> dict[str, Any]:
+        if self.scheduler.native_gangs:
+            join_native_group(pod["spec"], job)
+        return pod
 
     def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
         extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.key == "ours" else {}

@@ -123,15 +123,18 @@ def list_all(api: Api, path: str) -> list[dict[str, Any]]:
             return items
 
 
-def clear_namespace(api: Api, namespace: str, threads: int, timeout_s: float) -> None:
+def clear_namespace(api: Api, namespace: str, threads: int, timeout_s: float, native_podgroups: str = "") -> None:
     """Delete what a run left in `namespace`: its TFJobs first (so training-operator recreates no pod), then
-    its pods one by one from `threads` connections (`delete_all`), then its PodGroups; returns once no pod
-    is left, and raises RuntimeError when pods are still there after `timeout_s` seconds."""
+    its pods one by one from `threads` connections (`delete_all`), then its PodGroups — scheduler-plugins'
+    and, given the `apiVersion` Kubernetes' own are served in (`native_podgroups`), those; returns once no
+    pod is left, and raises RuntimeError when pods are still there after `timeout_s` seconds."""
     api.call("DELETE", f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs")
     base = f"/api/v1/namespaces/{namespace}/pods"
     names = [pod["metadata"]["name"] for pod in list_all(api, base)]
     delete_all(api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], threads)
     api.call("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups")
+    if native_podgroups:
+        api.call("DELETE", f"/apis/{native_podgroups}/namespaces/{namespace}/podgroups")
     deadline = time.monotonic() + timeout_s
     while api.call("GET", f"{base}?limit=1")["items"]:
         if time.monotonic() > deadline:
