@@ -315,5 +315,6 @@ def run_contended(
                 )
                 runs.append(summary)
     finally:
+        api.close()
         if key == "kod2":
             plane.stop_process("training-operator")

@@ -129,32 +129,39 @@ def run_drains(
     """Every drain of the line-up, appended to `rows` as it ends (an interrupted run still reports them)."""
     api = Api(plane.api_port, plane.token)
     bench = PeerBench(plane, args)
-    for count in args.drain_nodes:
-        nodes = [
-            kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
-            for i in range(count)
-        ]
-        set_nodes(api, nodes, args.threads)
-        time.sleep(args.settle_s)
-        for seed in seeds:
-            for scheduler in schedulers:
-                bench.scheduler = scheduler
-                with lineup.running(scheduler):
-                    time.sleep(args.settle_s)
-                    for phase_key, size in DRAIN_PHASES:
-                        if phase_key not in args.drain_phases:
-                            continue
-                        phase = Phase(
-                            f"{scheduler.key}-{phase_key}", f"{count}n {scheduler.key} {phase_key}", scheduler.key, size
-                        )
-                        before = drain_costs(plane, lineup, scheduler)
-                        result = bench.run(phase, "drain")
-                        after = drain_costs(plane, lineup, scheduler)
-                        costs = {
-                            key: (after[key] - before[key]) / max(1, result.bound) * (1 if "calls" in key else 1000)
-                            for key in after
-                        }
-                        rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
+    try:
+        for count in args.drain_nodes:
+            nodes = [
+                kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
+                for i in range(count)
+            ]
+            set_nodes(api, nodes, args.threads)
+            time.sleep(args.settle_s)
+            for seed in seeds:
+                for scheduler in schedulers:
+                    bench.scheduler = scheduler
+                    with lineup.running(scheduler):
+                        time.sleep(args.settle_s)
+                        for phase_key, size in DRAIN_PHASES:
+                            if phase_key not in args.drain_phases:
+                                continue
+                            phase = Phase(
+                                f"{scheduler.key}-{phase_key}",
+                                f"{count}n {scheduler.key} {phase_key}",
+                                scheduler.key,
+                                size,
+                            )
+                            before = drain_costs(plane, lineup, scheduler)
+                            result = bench.run(phase, "drain")
+                            after = drain_costs(plane, lineup, scheduler)
+                            costs = {
+                                key: (after[key] - before[key]) / max(1, result.bound) * (1 if "calls" in key else 1000)
+                                for key in after
+                            }
+                            rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
+    finally:
+        api.close()
+        bench.api.close()
 
 
 def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) -> dict[str, float]:

@@ -744,6 +744,7 @@ def main() -> None:
             rounds.append(results)
         if args.rounds > 1:
             report_rounds(rounds)
+        bench.api.close()
 
 
 if __name__ == "__main__":
