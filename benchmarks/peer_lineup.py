@@ -1,11 +1,15 @@
 """The peer benchmark's line-up: which schedulers run, and how each is started and stopped.
 
-Each `Scheduler` names the `schedulerName` its pods carry and its kube-scheduler's process in the control plane.
-`Lineup` starts one of them at a time on the shared `LocalControlPlane` — the extender (its verbs on the plane's
-`extender_port`, its `/metrics` on `observe_port`) and kube-scheduler with the repo's profile for `ours`, the
-Coscheduling build with scheduler-plugins' profile for `coscheduling`, the default profile for `default` — all
-from the plane's own scheduler settings, so every scheduler gets the same client rate limit and
-`percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it.
+Each `Scheduler` names the `schedulerName` its pods carry, its kube-scheduler's process in the control plane,
+and whether its gangs are Kubernetes' own (`native_gangs`). `Lineup` starts one of them at a time on the shared
+`LocalControlPlane` — the extender (its verbs on the plane's `extender_port`, its `/metrics` on
+`observe_port`) and kube-scheduler with the repo's profile for `ours`, the Coscheduling build with
+scheduler-plugins' profile for `coscheduling`, the default profile for `default`, and for `native` the default
+profile under a name of its own with the feature gates of the plane's Workload API (`GenericWorkload` in
+1.37, which adds the GangScheduling plugin to the default profile and schedules a PodGroup in one cycle) —
+all from the plane's own scheduler settings, so every scheduler gets the same client rate limit and
+`percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it. Only `native` runs with
+feature gates; the others run without, as they would on a cluster where the Workload API is off.
 """
 
 from __future__ import annotations
@@ -33,12 +37,16 @@ class Scheduler:
     """The `schedulerName` its pods carry."""
     process: str
     """Its kube-scheduler's process name in the control plane."""
+    native_gangs: bool = False
+    """Its gangs are Kubernetes' own: a `scheduling.k8s.io` PodGroup per job, made before the job's pods, which
+    join it by `spec.schedulingGroup.podGroupName`; its kube-scheduler runs with the Workload API's gates."""
 
 
 SCHEDULERS = {
     "ours": Scheduler("ours", "tfjob-scheduler", "kube-scheduler"),
     "coscheduling": Scheduler("coscheduling", "scheduler-plugins-scheduler", "cosched-scheduler"),
     "default": Scheduler("default", "default-scheduler", "default-scheduler"),
+    "native": Scheduler("native", "native-gang-scheduler", "native-scheduler", native_gangs=True),
 }
 COSCHEDULING_PROFILE: dict[str, Any] = {
     "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}},
@@ -65,6 +73,14 @@ class Lineup:
             profile.update(COSCHEDULING_PROFILE)
         return {**{key: value for key, value in settings.items() if key != "extenders"}, "profiles": [profile]}
 
+    def feature_gates(self, scheduler: Scheduler) -> tuple[str, ...]:
+        """The gates the scheduler's kube-scheduler runs with: the Workload API's for native gangs, else none."""
+        if not scheduler.native_gangs:
+            return ()
+        if not self.plane.feature_gates:
+            raise RuntimeError(f"{scheduler.key} needs a control plane serving the Workload API (workload_api=True)")
+        return self.plane.feature_gates
+
     @contextlib.contextmanager
     def running(self, scheduler: Scheduler) -> Iterator[None]:
         binary = self.coscheduling_binary if scheduler.key == "coscheduling" else None
@@ -72,7 +88,11 @@ class Lineup:
             self.plane.start_extender()
         try:
             self.port = self.plane.start_scheduler(
-                scheduler.process, self.settings(scheduler), binary=binary, extra_args=(METRICS_WITHOUT_AUTH,)
+                scheduler.process,
+                self.settings(scheduler),
+                binary=binary,
+                extra_args=(METRICS_WITHOUT_AUTH,),
+                feature_gates=self.feature_gates(scheduler),
             )
             try:
                 yield

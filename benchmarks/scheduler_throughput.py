@@ -363,13 +363,21 @@ class Result:
     extender_rss_mib: tuple[float, float]
     verb_ms: dict[str, tuple[float | None, float | None]]
     gang_partial_s: float | None
-    gangs_complete: str = ""
+    gangs: int = 0
+    """Gangs in the phase (0 for plain pods)."""
+    gangs_whole: int = 0
+    """Of those, the gangs every member of which was bound."""
     watch_restarts: int = 0
     baseline: float = field(default=0.0)
 
     @property
     def rate(self) -> float:
         return self.bound / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def gangs_complete(self) -> str:
+        """`whole/gangs`, or empty for plain pods."""
+        return f"{self.gangs_whole}/{self.gangs}" if self.gangs else ""
 
 
 class Bench:
@@ -439,17 +447,26 @@ class Bench:
                 f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",
                 orjson.dumps(tfjob(job, phase.gang_size - 1)),
             )
-            self.api.call(
-                "POST",
-                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
-                orjson.dumps(podgroup(job, phase.gang_size)),
-            )
+            self.create_group(namespace, job, phase.gang_size)
             uid = created["metadata"]["uid"]
             members = [gang_pod(job, uid, "ps", 0, scheduler)] + [
                 gang_pod(job, uid, "worker", i, scheduler) for i in range(phase.gang_size - 1)
             ]
-            requests += [(pods_path, pod["metadata"]["name"], orjson.dumps(pod)) for pod in members]
+            requests += [(pods_path, pod["metadata"]["name"], orjson.dumps(self.member(pod, job))) for pod in members]
         return requests
+
+    def create_group(self, namespace: str, job: str, size: int) -> None:
+        """A gang's PodGroup, made before its pods: scheduler-plugins' `scheduling.x-k8s.io` one, as
+        training-operator makes it."""
+        self.api.call(
+            "POST",
+            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
+            orjson.dumps(podgroup(job, size)),
+        )
+
+    def member(self, pod: dict[str, Any], job: str) -> dict[str, Any]:
+        """A member of gang `job` as it is created (as `gang_pod` made it)."""
+        return pod
 
     def run(self, phase: Phase, mode: str) -> Result:
         self.runs += 1
@@ -468,7 +485,7 @@ class Bench:
             f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
             flush=True,
         )
-        clear_namespace(self.api, namespace, self.args.threads, CLEAR_TIMEOUT_S)
+        clear_namespace(self.api, namespace, self.args.threads, CLEAR_TIMEOUT_S, self.plane.workload_api_version)
         time.sleep(self.args.settle_s)
         return result
 
@@ -524,9 +541,9 @@ class Bench:
             delta = {b: c - before_verbs.get(verb, {}).get(b, 0.0) for b, c in (after_verbs.get(verb) or {}).items()}
             p50, p99 = bucket_quantile(delta, 0.5), bucket_quantile(delta, 0.99)
             verbs[verb] = (None if p50 is None else p50 * 1000, None if p99 is None else p99 * 1000)
-        partial, complete_gangs = None, ""
+        partial, gangs_whole, gangs = None, 0, 0
         if phase.gang_size:
-            partial, complete_gangs = gang_partial(bound, requests, phase.gang_size, end_check)
+            partial, gangs_whole, gangs = gang_partial(bound, requests, phase.gang_size, end_check)
         if not complete:
             pods = self.api.call("GET", f"/api/v1/namespaces/{watch.namespace}/pods")["items"]
             listed = sum(1 for pod in pods if pod["spec"].get("nodeName"))
@@ -547,15 +564,17 @@ class Bench:
             extender_rss_mib=(memory["VmRSS"] / 1024, memory["VmHWM"] / 1024),
             verb_ms=verbs,
             gang_partial_s=partial,
-            gangs_complete=complete_gangs,
+            gangs=gangs,
+            gangs_whole=gangs_whole,
             watch_restarts=watch.restarts,
         )
 
 
 def gang_partial(
     bound: dict[str, float], requests: list[tuple[str, str, bytes]], size: int, end: float
-) -> tuple[float, str]:
-    """The longest time a gang had some but not all members bound, and how many gangs completed."""
+) -> tuple[float, int, int]:
+    """The longest time a gang had some but not all members bound, how many gangs completed, and how many
+    there were."""
     longest, complete, total = 0.0, 0, 0
     for start in range(0, len(requests), size):
         times = [bound[name] for _, name, _ in requests[start : start + size] if name in bound]
@@ -567,7 +586,7 @@ def gang_partial(
             longest = max(longest, max(times) - min(times))
         else:
             longest = max(longest, end - min(times))
-    return longest, f"{complete}/{total}"
+    return longest, complete, total
 
 
 # -- report ------------------------------------------------------------------------------------------------
@@ -725,6 +744,7 @@ def main() -> None:
             rounds.append(results)
         if args.rounds > 1:
             report_rounds(rounds)
+        bench.api.close()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ pieces started against it (its directories, kubeconfigs, CRD installation) is `P
 
 With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
 PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
-binaries are (see `WORKLOAD_API`); a release missing from that table is refused. `apiserver_args` adds
+binaries are (see `WORKLOAD_API`); a release missing from that table is refused. A kube-scheduler started
+later runs with those gates unless it is given its own (`start_scheduler(feature_gates=...)`: none, say, for
+a scheduler that should not see Kubernetes' own gangs). `apiserver_args` adds
 flags to kube-apiserver's command (an audit log, say). `service_account_kubeconfig` writes a kubeconfig
 holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
 rather than as the administrator.
@@ -102,7 +104,7 @@ class LocalControlPlane(PlaneAccess):
         self.apiserver_args = apiserver_args
         self.workload_api_version = ""
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
-        self._gates: tuple[str, ...] = ()
+        self._gate_names: tuple[str, ...] = ()
         self._runtime_config: tuple[str, ...] = ()
         self.with_operator = with_operator
         self.with_kueue = with_kueue
@@ -130,8 +132,7 @@ class LocalControlPlane(PlaneAccess):
 
     def start(self) -> None:
         if self.workload_api:
-            self.workload_api_version, gates = self._workload_api_settings()
-            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            self.workload_api_version, self._gate_names = self._workload_api_settings()
             self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
         self._start_etcd()
         self._start_apiserver()
@@ -159,10 +160,16 @@ class LocalControlPlane(PlaneAccess):
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     @property
+    def feature_gates(self) -> tuple[str, ...]:
+        """The feature gates kube-apiserver runs with, and kube-scheduler unless told otherwise (none without
+        `workload_api`), once started."""
+        return self._gate_names
+
+    @property
     def feature_gate_args(self) -> tuple[str, ...]:
         """The `--feature-gates` flag kube-apiserver and kube-scheduler run with (none without
         `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
-        return self._gates
+        return feature_gate_flag(self._gate_names)
 
     def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
         version = self.kubernetes_version()
@@ -285,7 +292,7 @@ class LocalControlPlane(PlaneAccess):
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
-                *self._gates,
+                *self.feature_gate_args,
                 *self._runtime_config,
                 *self.apiserver_args,
             ],
@@ -347,11 +354,14 @@ class LocalControlPlane(PlaneAccess):
         *,
         binary: Path | None = None,
         extra_args: tuple[str, ...] = (),
+        feature_gates: tuple[str, ...] | None = None,
     ) -> int:
         """A kube-scheduler process called `name` with the configuration `settings` (a
         KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers. `binary`: another
         build of kube-scheduler (one with out-of-tree plugins registered) instead of the control plane's;
-        `extra_args`: more command-line flags."""
+        `extra_args`: more command-line flags; `feature_gates`: the gates it runs with, each turned on (by
+        default the control plane's own, `feature_gates`)."""
+        gates = self._gate_names if feature_gates is None else feature_gates
         path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
@@ -364,7 +374,7 @@ class LocalControlPlane(PlaneAccess):
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--v={verbosity}",
-                *self._gates,
+                *feature_gate_flag(gates),
                 *extra_args,
             ],
         )
@@ -380,6 +390,11 @@ class LocalControlPlane(PlaneAccess):
 
     def _start_operator(self) -> None:
         start_operator(self)
+
+
+def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:
+    """The `--feature-gates` flag turning `gates` on; no flag for no gates."""
+    return (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",) if gates else ()
 
 
 @contextlib.contextmanager

@@ -1,0 +1,24 @@
+"""The feature gates a local control plane's processes run with: one `--feature-gates` flag turning each on,
+none at all without gates, and none before a Workload API plane starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from extender.devcluster import LocalControlPlane
+from extender.devcluster.plane import feature_gate_flag
+
+
+def test_each_gate_is_turned_on_in_one_flag() -> None:
+    assert feature_gate_flag(("GenericWorkload", "CompositePodGroup")) == (
+        "--feature-gates=GenericWorkload=true,CompositePodGroup=true",
+    )
+
+
+def test_no_gates_give_no_flag() -> None:
+    assert feature_gate_flag(()) == ()
+
+
+def test_a_plane_has_no_gates_before_it_starts(tmp_path: Path) -> None:
+    plane = LocalControlPlane(tmp_path / "cache", run_dir=tmp_path / "run", workload_api=True)
+    assert (plane.feature_gates, plane.feature_gate_args) == ((), ())
