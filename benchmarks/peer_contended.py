@@ -27,6 +27,7 @@ from benchmarks.peer_workloads import (
     contended,
     job_container,
     join_native_group,
+    named_gang,
     native_podgroup,
     native_podgroups_path,
     node_objects,
@@ -123,9 +124,11 @@ class ContendedRun:
 
     def submit(self, spec: JobSpec) -> None:
         native = self.scheduler.native_gangs
-        body = tfjob_object(spec, self.scheduler.pod_scheduler, native_group=spec.name if native else None)
+        ours_to_make = self.scheduler.gangs_by_extender
+        joined = spec.name if native and not ours_to_make else None
+        body = tfjob_object(spec, self.scheduler.pod_scheduler, native_group=joined)
         submitted = time.monotonic()
-        if native:
+        if joined is not None:
             group = native_podgroup(self.plane.workload_api_version, spec.name, spec.ps + spec.workers)
             path = native_podgroups_path(self.plane.workload_api_version, self.namespace)
             self.api.call("POST", path, orjson.dumps(group))
@@ -133,8 +136,11 @@ class ContendedRun:
             self.plane.create_tfjob(self.namespace, body)
         else:
             base = f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs"
-            uid = self.api.call("POST", base, orjson.dumps(body))["metadata"]["uid"]
-            if not native:
+            created = self.api.call("POST", base, orjson.dumps(body))
+            uid = created["metadata"]["uid"]
+            if ours_to_make:
+                joined = named_gang(created)
+            if joined is None:
                 self.api.call(
                     "POST",
                     f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups",
@@ -145,8 +151,8 @@ class ContendedRun:
                 index = int(name.rsplit("-", 1)[1])
                 pod = gang_pod(spec.name, uid, role.name.lower(), index, self.scheduler.pod_scheduler)
                 pod["spec"]["containers"] = [job_container(spec, role)]
-                if native:
-                    join_native_group(pod["spec"], spec.name)
+                if joined is not None:
+                    join_native_group(pod["spec"], joined)
                 pods.append((f"/api/v1/namespaces/{self.namespace}/pods", name, orjson.dumps(pod)))
             create_all(self.api, pods, min(4, self.args.threads), None)
         with self.lock:

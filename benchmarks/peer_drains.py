@@ -33,6 +33,8 @@ DRAIN_NODE_CPU, DRAIN_NODE_MEMORY, DRAIN_NODE_PODS = "32", "128Gi", 250
 
 
 DRAIN_PHASES = (("plain", 0), ("gang8", 8), ("gang64", 64))
+EXTENDER_GANGS_TIMEOUT_S = 300.0
+"""Longest wait for the extender to make every native gang of a drain before the scheduler is resumed."""
 
 
 class PeerBench(Bench):
@@ -43,7 +45,30 @@ class PeerBench(Bench):
     def scheduler_name(self, phase: Phase) -> str:
         return self.scheduler.pod_scheduler
 
+    def job_object(self, name: str, workers: int, scheduler: str) -> dict[str, Any]:
+        """For gangs the extender makes, the TFJob names the scheduler in its templates, so its webhook names
+        the gang (after the TFJob) and its loops make the Workload and PodGroup."""
+        body = super().job_object(name, workers, scheduler)
+        if self.scheduler.gangs_by_extender:
+            for replica in body["spec"]["tfReplicaSpecs"].values():
+                replica["template"]["spec"]["schedulerName"] = scheduler
+        return body
+
+    def before_release(self, namespace: str, gangs: int) -> None:
+        """For gangs the extender makes: until it has made every one (how long that took is printed)."""
+        if not self.scheduler.gangs_by_extender or not gangs:
+            return
+        started = time.monotonic()
+        path = native_podgroups_path(self.plane.workload_api_version, namespace)
+        while len(self.api.call("GET", path)["items"]) < gangs:
+            if time.monotonic() - started > EXTENDER_GANGS_TIMEOUT_S:
+                raise RuntimeError(f"the extender made too few of {gangs} native gangs in {namespace}")
+            time.sleep(0.2)
+        print(f"# the extender made {gangs} native gangs within {time.monotonic() - started:.1f}s", flush=True)
+
     def create_group(self, namespace: str, job: str, size: int) -> None:
+        if self.scheduler.gangs_by_extender:
+            return
         if not self.scheduler.native_gangs:
             super().create_group(namespace, job, size)
             return
@@ -58,7 +83,7 @@ class PeerBench(Bench):
         return pod
 
     def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
-        extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.key == "ours" else {}
+        extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.with_extender else {}
         return {
             "sched": (self.plane.pid(self.scheduler.process),),
             "bench": (os.getpid(),),
@@ -169,7 +194,7 @@ def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) 
     and schedules nothing)."""
     sums = metric_sums(read_metrics(f"https://127.0.0.1:{lineup.port}/metrics", plane.token), SCHEDULER_SUMS)
     totals = {"sched_algorithm_ms": sums["algorithm"], "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS)}
-    if scheduler.key == "ours":
+    if scheduler.with_extender:
         extender = metric_sums(read_metrics(f"{plane.observe_url}/metrics"), EXTENDER_SUMS)
         totals.update(
             {

@@ -7,9 +7,13 @@ and whether its gangs are Kubernetes' own (`native_gangs`). `Lineup` starts one 
 scheduler-plugins' profile for `coscheduling`, the default profile for `default`, and for `native` the default
 profile under a name of its own with the feature gates of the plane's Workload API (`GenericWorkload` in
 1.37, which adds the GangScheduling plugin to the default profile and schedules a PodGroup in one cycle) —
-all from the plane's own scheduler settings, so every scheduler gets the same client rate limit and
-`percentageOfNodesToScore`, and stops it (and the extender) when the run leaves it. Only `native` runs with
-feature gates; the others run without, as they would on a cluster where the Workload API is off.
+and for `ours-native` the extender in native mode (`--native-gangs on`: its admission webhook, registered
+for the run, names each TFJob's gang in its replica templates, and its loops make the job's Workload and
+PodGroup) beside kube-scheduler with the repo's profile and the Workload API's gates — all from the plane's
+own scheduler settings, so every scheduler gets the same client rate limit and `percentageOfNodesToScore`,
+and stops it (and the extender, and the webhook's registration) when the run leaves it. Only `native` and
+`ours-native` run with feature gates; the others run without, as they would on a cluster where the Workload
+API is off.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from extender.devcluster import LocalControlPlane
+from extender.devcluster.objects import SCHEDULER_NAME
+from extender.devcluster.webhook import CONFIGURATIONS, WEBHOOK_CONFIGURATION, register_webhook
 
 VOLCANO = (
     "Volcano: left out — the Go module proxy answers 403 'This module version is not available' for "
@@ -40,10 +46,19 @@ class Scheduler:
     native_gangs: bool = False
     """Its gangs are Kubernetes' own: a `scheduling.k8s.io` PodGroup per job, made before the job's pods, which
     join it by `spec.schedulingGroup.podGroupName`; its kube-scheduler runs with the Workload API's gates."""
+    with_extender: bool = False
+    """kube-scheduler runs the repo's profile, calling the extender."""
+    gangs_by_extender: bool = False
+    """Its native gangs are the extender's: its webhook names each TFJob's gang as the TFJob is created and its
+    loops make the Workload and PodGroup (the benchmark makes none); otherwise the benchmark makes them, as an
+    integrating controller would."""
 
 
 SCHEDULERS = {
-    "ours": Scheduler("ours", "tfjob-scheduler", "kube-scheduler"),
+    "ours": Scheduler("ours", SCHEDULER_NAME, "kube-scheduler", with_extender=True),
+    "ours-native": Scheduler(
+        "ours-native", SCHEDULER_NAME, "kube-scheduler", native_gangs=True, with_extender=True, gangs_by_extender=True
+    ),
     "coscheduling": Scheduler("coscheduling", "scheduler-plugins-scheduler", "cosched-scheduler"),
     "default": Scheduler("default", "default-scheduler", "default-scheduler"),
     "native": Scheduler("native", "native-gang-scheduler", "native-scheduler", native_gangs=True),
@@ -66,7 +81,7 @@ class Lineup:
 
     def settings(self, scheduler: Scheduler) -> dict[str, Any]:
         settings = self.plane.scheduler_settings()
-        if scheduler.key == "ours":
+        if scheduler.with_extender:
             return settings
         profile = {**settings["profiles"][0], "schedulerName": scheduler.pod_scheduler}
         if scheduler.key == "coscheduling":
@@ -84,8 +99,10 @@ class Lineup:
     @contextlib.contextmanager
     def running(self, scheduler: Scheduler) -> Iterator[None]:
         binary = self.coscheduling_binary if scheduler.key == "coscheduling" else None
-        if scheduler.key == "ours":
-            self.plane.start_extender()
+        if scheduler.gangs_by_extender:
+            register_webhook(self.plane, self.plane.webhook_port, scheduler.pod_scheduler)
+        if scheduler.with_extender:
+            self.plane.start_extender(native_gangs=scheduler.gangs_by_extender)
         try:
             self.port = self.plane.start_scheduler(
                 scheduler.process,
@@ -99,5 +116,7 @@ class Lineup:
             finally:
                 self.plane.stop_process(scheduler.process)
         finally:
-            if scheduler.key == "ours":
+            if scheduler.with_extender:
                 self.plane.stop_extender()
+            if scheduler.gangs_by_extender:
+                self.plane.delete(f"{CONFIGURATIONS}/{WEBHOOK_CONFIGURATION}")

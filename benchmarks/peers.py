@@ -9,7 +9,11 @@ with the Coscheduling plugin (`--coscheduling-binary`, profile `scheduler-plugin
 Helm chart configures it, `permitWaitingTimeSeconds: 10`); `native` is the control plane's kube-scheduler with
 the Workload API's feature gates (`GenericWorkload` in 1.37: the GangScheduling plugin joins the default
 profile and a PodGroup is scheduled in one cycle) and the default profile as `native-gang-scheduler`, each
-job's pods joined to a `scheduling.k8s.io` PodGroup of all of them, made before them; `default` is the
+job's pods joined to a `scheduling.k8s.io` PodGroup of all of them, made before them; `ours-native` is
+`ours` in native mode — the same kube-scheduler with the Workload API's gates, the extender with
+`--native-gangs on`, its webhook registered for the run: the benchmark sends each TFJob naming the scheduler,
+the webhook names its gang, the extender's loops make its Workload and PodGroup, and the pods (made by the
+benchmark as training-operator would, from the templates the API server returned) join it; `default` is the
 control plane's kube-scheduler with the default profile and no gates — submits the workload with that
 `schedulerName`, measures, stops the scheduler and deletes every pod, PodGroup and TFJob before the next run.
 No other scheduler runs meanwhile, so none plans, watches or writes for another's pods. Every scheduler gets
@@ -177,7 +181,7 @@ def parse_list(text: str, allowed: Sequence[str], what: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="drain,cpu-mix,gpu-gangs,kod2")
-    parser.add_argument("--schedulers", default="ours,coscheduling,default,native")
+    parser.add_argument("--schedulers", default="ours,ours-native,native,coscheduling,default")
     parser.add_argument("--coscheduling-binary", type=Path, help="kube-scheduler built with the Coscheduling plugin")
     parser.add_argument("--seed", type=int, default=1, help="the first seed")
     parser.add_argument("--seeds", type=int, default=1, help="how many seeds, from --seed on")

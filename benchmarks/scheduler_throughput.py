@@ -445,7 +445,7 @@ class Bench:
             created = self.api.call(
                 "POST",
                 f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",
-                orjson.dumps(tfjob(job, phase.gang_size - 1)),
+                orjson.dumps(self.job_object(job, phase.gang_size - 1, scheduler)),
             )
             self.create_group(namespace, job, phase.gang_size)
             uid = created["metadata"]["uid"]
@@ -464,6 +464,13 @@ class Bench:
             orjson.dumps(podgroup(job, size)),
         )
 
+    def job_object(self, name: str, workers: int, scheduler: str) -> dict[str, Any]:
+        """A gang's TFJob (training-operator does not run here: the benchmark makes its pods)."""
+        return tfjob(name, workers)
+
+    def before_release(self, namespace: str, gangs: int) -> None:
+        """Called in `drain` once every pod exists, before the scheduler under test is resumed."""
+
     def member(self, pod: dict[str, Any], job: str) -> dict[str, Any]:
         """A member of gang `job` as it is created (as `gang_pod` made it)."""
         return pod
@@ -477,7 +484,7 @@ class Bench:
         watch = BindWatch(self.api, namespace)
         watch.start()
         try:
-            result = self._measure(phase, mode, requests, pids, watch)
+            result = self._measure(phase, mode, namespace, requests, pids, watch)
         finally:
             watch.stop()
         print(
@@ -493,6 +500,7 @@ class Bench:
         self,
         phase: Phase,
         mode: str,
+        namespace: str,
         requests: list[tuple[str, str, bytes]],
         pids: dict[str, tuple[int, ...]],
         watch: BindWatch,
@@ -511,6 +519,7 @@ class Bench:
                 sent = create_all(self.api, requests, self.args.threads, None)
                 created_s = time.monotonic() - first
                 watch.wait(lambda: len(watch.seen) >= count, 30, 120)
+                self.before_release(namespace, count // phase.gang_size if phase.gang_size else 0)
                 time.sleep(1.0)
             finally:
                 resumed = time.monotonic()

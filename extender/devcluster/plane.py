@@ -180,7 +180,10 @@ class LocalControlPlane(PlaneAccess):
             )
         return WORKLOAD_API[minor]
 
-    def start_extender(self) -> None:
+    def start_extender(self, *, native_gangs: bool | None = None) -> None:
+        """The extender (`serve`); `native_gangs`: in native mode or not, instead of as the plane was made
+        (a caller that turns it on registers the webhook first, `register_webhook`)."""
+        native = self.native_gangs if native_gangs is None else native_gangs
         self.spawn(
             "extender",
             [
@@ -199,7 +202,7 @@ class LocalControlPlane(PlaneAccess):
                 "--observe-debug",
                 "--kubeconfig",
                 str(self.kubeconfig),
-                *self.native_gang_args,
+                *self.native_gang_flags(native),
                 *self.extender_args,
             ],
             env={"PYTHONPATH": str(self.source.root)},
@@ -210,13 +213,13 @@ class LocalControlPlane(PlaneAccess):
             60,
             interval_s=0.1,
         )
-        if self.native_gangs and self.webhook:
+        if native and self.webhook:
             wait_for_ca_bundle(self)
 
-    @property
-    def native_gang_args(self) -> tuple[str, ...]:
-        """The extender's flags for native gangs: its webhook on 127.0.0.1 (none without `webhook`)."""
-        if not self.native_gangs:
+    def native_gang_flags(self, native: bool) -> tuple[str, ...]:
+        """The extender's flags for native gangs (`native`): its webhook on 127.0.0.1 (none without
+        `webhook`)."""
+        if not native:
             return ()
         port = self.webhook_port if self.webhook else 0
         return (

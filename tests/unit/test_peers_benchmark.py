@@ -235,6 +235,59 @@ def test_a_native_run_fails_when_a_pod_did_not_join_its_jobs_podgroup(tmp_path: 
         run.check_joined({"vgg-ps-0": "vgg", "vgg-worker-0": None})
 
 
+class WebhookApi(RecordingApi):
+    """A `RecordingApi` whose TFJobs come back as the extender's webhook changes them: every replica template
+    naming the gang after the job."""
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        ok: tuple[int, ...] = (200, 201),
+        content_type: str = "application/json",
+    ) -> Any:
+        answer = super().call(method, path, body, ok, content_type)
+        if method == "POST" and path.endswith("/tfjobs") and body is not None:
+            job = orjson.loads(body)
+            for replica in job["spec"]["tfReplicaSpecs"].values():
+                replica["template"]["spec"]["schedulingGroup"] = {"podGroupName": job["metadata"]["name"]}
+            return {**job, "metadata": {**job["metadata"], "uid": "uid-1"}}
+        return answer
+
+
+def test_ours_native_runs_the_repo_profile_with_the_gates_and_the_extender_makes_the_gangs(tmp_path: Path) -> None:
+    lineup = Lineup(GatedPlane(tmp_path / "cache", run_dir=tmp_path / "run", workload_api=True), None)
+    ours_native = SCHEDULERS["ours-native"]
+    assert lineup.feature_gates(ours_native) == ("GenericWorkload",)
+    assert lineup.settings(ours_native)["extenders"], "kube-scheduler still calls the extender"
+    api = WebhookApi()
+    run = ContendedRun(OperatorPlane(tmp_path, api), api, contended_case(False), ours_native, 1, drain_args())
+    run.submit(run.case.workload.jobs[0])
+    assert not api.posted("/podgroups"), "the extender's loops make the gang, not the benchmark"
+    (job,) = api.posted("/tfjobs")
+    assert {r["template"]["spec"]["schedulerName"] for r in job["spec"]["tfReplicaSpecs"].values()} == {
+        "tfjob-scheduler"
+    }
+    assert not any("schedulingGroup" in r["template"]["spec"] for r in job["spec"]["tfReplicaSpecs"].values())
+    assert {pod["spec"]["schedulingGroup"]["podGroupName"] for pod in api.posted("/pods")} == {"vgg"}
+
+
+def test_an_ours_native_drain_names_the_scheduler_in_its_tfjobs_and_makes_no_podgroup(tmp_path: Path) -> None:
+    api = RecordingApi()
+    bench = PeerBench(OperatorPlane(tmp_path, api), drain_args())
+    bench.api = api
+    bench.scheduler = SCHEDULERS["ours-native"]
+    members = [orjson.loads(b) for _, _, b in bench.workload(Phase("n-gang8", "gang8", "ours-native", 8), "ns")]
+    assert not api.posted("/podgroups")
+    jobs = api.posted("/tfjobs")
+    assert len(jobs) == 2
+    assert {r["template"]["spec"]["schedulerName"] for job in jobs for r in job["spec"]["tfReplicaSpecs"].values()} == {
+        "tfjob-scheduler"
+    }
+    assert {m["spec"]["schedulingGroup"]["podGroupName"] for m in members} == {"job-0000", "job-0001"}
+
+
 # -- the JSON records -------------------------------------------------------------------------------------
 
 
