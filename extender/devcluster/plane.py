@@ -52,7 +52,7 @@ from extender.devcluster.processes import (
     wait_until,
 )
 from extender.devcluster.resources import KWOK_STAGES, Source, source
-from extender.devcluster.webhook import WEBHOOK_NAMESPACE, register_webhook, wait_for_ca_bundle
+from extender.devcluster.webhook import native_gang_flags, register_webhook, wait_for_ca_bundle
 
 LEASE_NAMESPACE = "tfjob-system"
 """Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
@@ -202,7 +202,7 @@ class LocalControlPlane(PlaneAccess):
                 "--observe-debug",
                 "--kubeconfig",
                 str(self.kubeconfig),
-                *self.native_gang_flags(native),
+                *(native_gang_flags(self.webhook_port if self.webhook else 0) if native else ()),
                 *self.extender_args,
             ],
             env={"PYTHONPATH": str(self.source.root)},
@@ -215,17 +215,6 @@ class LocalControlPlane(PlaneAccess):
         )
         if native and self.webhook:
             wait_for_ca_bundle(self)
-
-    def native_gang_flags(self, native: bool) -> tuple[str, ...]:
-        """The extender's flags for native gangs (`native`): its webhook on 127.0.0.1 (none without
-        `webhook`)."""
-        if not native:
-            return ()
-        port = self.webhook_port if self.webhook else 0
-        return (
-            *("--native-gangs", "on", "--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
-            *("--webhook-cert-host", "127.0.0.1", "--webhook-namespace", WEBHOOK_NAMESPACE),
-        )
 
     @property
     def observe_url(self) -> str:

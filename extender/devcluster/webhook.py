@@ -63,6 +63,14 @@ def webhook_configuration(port: int, scheduler_name: str) -> dict[str, Any]:
     }
 
 
+def native_gang_flags(port: int) -> tuple[str, ...]:
+    """The extender's flags for native mode with its webhook listener on 127.0.0.1:`port` (0: no listener)."""
+    return (
+        *("--native-gangs", "on", "--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
+        *("--webhook-cert-host", "127.0.0.1", "--webhook-namespace", WEBHOOK_NAMESPACE),
+    )
+
+
 def register_webhook(plane: PlaneAccess, port: int, scheduler_name: str) -> None:
     """The MutatingWebhookConfiguration pointing at the extender's webhook listener on `port`."""
     plane.post(CONFIGURATIONS, webhook_configuration(port, scheduler_name))
