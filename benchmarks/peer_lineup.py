@@ -26,6 +26,7 @@ from typing import Any
 
 from extender.devcluster import LocalControlPlane
 from extender.devcluster.objects import SCHEDULER_NAME
+from extender.devcluster.processes import free_port
 from extender.devcluster.webhook import CONFIGURATIONS, WEBHOOK_CONFIGURATION, register_webhook
 
 VOLCANO = (
@@ -96,9 +97,16 @@ class Lineup:
             raise RuntimeError(f"{scheduler.key} needs a control plane serving the Workload API (workload_api=True)")
         return self.plane.feature_gates
 
+    def fresh_extender_ports(self) -> None:
+        """New ports for the extender's listeners before each start: a port the last extender let go may have
+        been taken since as the local port of some client's connection, which would refuse the bind."""
+        self.plane.extender_port, self.plane.observe_port, self.plane.webhook_port = (free_port() for _ in range(3))
+
     @contextlib.contextmanager
     def running(self, scheduler: Scheduler) -> Iterator[None]:
         binary = self.coscheduling_binary if scheduler.key == "coscheduling" else None
+        if scheduler.with_extender:
+            self.fresh_extender_ports()
         if scheduler.gangs_by_extender:
             register_webhook(self.plane, self.plane.webhook_port, scheduler.pod_scheduler)
         if scheduler.with_extender:

@@ -185,6 +185,7 @@ def _pod(obj: Json) -> PodView:
         priority=fields.integer(spec, "priority", "spec.priority"),
         preemption_policy=fields.one_of(spec, "preemptionPolicy", "spec.preemptionPolicy", PREEMPTION_POLICIES),
         group=intern(_group_of(namespace, labels, spec)),
+        group_in_spec=bool(fields.mapping(spec, "schedulingGroup", "spec.schedulingGroup").get("podGroupName")),
         job=intern(_job_of(namespace, meta, labels)),
         role=role_of(_label(labels, REPLICA_TYPE_LABEL)),
         index=_integer_label(labels, REPLICA_INDEX_LABEL, f"label {REPLICA_INDEX_LABEL}"),

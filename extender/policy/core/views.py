@@ -125,6 +125,9 @@ class PodView:
     preemption_policy: str = "PreemptLowerPriority"
     group: str = ""
     """`namespace/name` of the PodGroup this pod belongs to, or empty."""
+    group_in_spec: bool = False
+    """Its PodGroup is named in `spec.schedulingGroup` (Kubernetes' own gang API): kube-scheduler asks about
+    it only once that PodGroup exists, so a model without it is behind."""
     job: str = ""
     """`namespace/name` of the TFJob that owns this pod, or empty."""
     role: Role = Role.NONE

@@ -22,6 +22,9 @@ For a gang member:
 A pod with resource claims, or a member of a gang with such a pod, passes through untouched: it is left to
 kube-scheduler's DRA plugin (`left_alone`). A pending member of a leftover gang (its TFJob succeeded,
 failed, is suspended or gone) is turned away, and any plan its gang still holds is released.
+A member naming its PodGroup in `spec.schedulingGroup` whose PodGroup the model lacks is a sign the model is
+behind (kube-scheduler asks about such a pod only once the PodGroup exists): the answer says so
+(`model_behind`), and the verb gives the watch a moment before deciding for good.
 For a gang kube-scheduler gates itself (`GroupView.gated_by_scheduler`, with
 `PolicySettings.defer_to_scheduler_gang_barrier`), the barrier is kube-scheduler's: where the extender
 would turn a member away because its gang is incomplete or does not fit whole, it answers plain fit
@@ -282,7 +285,7 @@ def _barrier(
     gang's barrier, plain fit with the barrier's reason in the summary and the plan changes kept."""
     gated = settings.defer_to_scheduler_gang_barrier and any(group.gated_by_scheduler for group in state.groups)
     if not gated:
-        return decision
+        return replace(decision, model_behind=True) if pod.group_in_spec and state.missing else decision
     fit = fit_filter(snapshot, pod, candidates)
     summary = f"{fit.summary}; kube-scheduler gates gang {state.key} ({decision.summary})"
     return FilterDecision(

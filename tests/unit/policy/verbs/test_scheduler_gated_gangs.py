@@ -87,3 +87,17 @@ def test_a_basic_podgroup_is_a_group_of_one() -> None:
     decision = loop.filter("solo-0")
     assert decision.outcome == "planned"
     assert len(decision.feasible) == 1
+
+
+def test_a_member_whose_podgroup_the_model_lacks_says_the_model_is_behind() -> None:
+    # kube-scheduler asks about a pod naming a PodGroup in spec.schedulingGroup only once that PodGroup exists
+    loop = Loop(
+        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
+        *in_scheduling_group(tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi"), "mnist"),
+        make_tfjob("mnist", workers=4),
+    )
+    decision = loop.filter("mnist-worker-0")
+    assert (decision.outcome, decision.model_behind) == ("waiting", True)
+    assert "waiting for PodGroup default/mnist to be created" in decision.summary
+    labelled = Loop(make_node("node-0", cpu="4", memory="16Gi"), make_pod("solo-0", group="solo"))
+    assert labelled.filter("solo-0").model_behind is False, "a PodGroup label is the extender's own barrier"
