@@ -204,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--run-timeout-s", type=float, default=1800, help="longest contended run")
     parser.add_argument("--settle-s", type=float, default=3, help="idle time after a start or a clean-up")
     parser.add_argument("--json", type=Path, help="write one JSON record per run to this file")
+    parser.add_argument(
+        "--extender-arg", action="append", default=[], help="one more flag for the extender (repeat for more)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     args.drain_nodes = [int(n) for n in args.drain_nodes.split(",") if n]
@@ -226,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         scheduler_qps=args.qps,
         scheduler_burst=args.burst,
         workload_api=True,
+        extender_args=tuple(args.extender_arg),
     )
     with plane:
         print(
