@@ -68,7 +68,10 @@ class Lineup:
         settings = self.plane.scheduler_settings()
         if scheduler.key == "ours":
             return settings
-        profile = {**settings["profiles"][0], "schedulerName": scheduler.pod_scheduler}
+        # The stock profile: ours without the extender nor our plugin settings (a peer keeps kube-scheduler's
+        # own PodGroup preemption, which our profile turns off).
+        stock = {key: value for key, value in settings["profiles"][0].items() if key != "plugins"}
+        profile = {**stock, "schedulerName": scheduler.pod_scheduler}
         if scheduler.key == "coscheduling":
             profile.update(COSCHEDULING_PROFILE)
         return {**{key: value for key, value in settings.items() if key != "extenders"}, "profiles": [profile]}
