@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.devcluster import LocalControlPlane
+from extender.state.convert import timestamp
 from tests.e2e.workloads import JOB
 
 POLL_S = 0.2
@@ -32,6 +33,9 @@ class PodLife:
     name: str
     job: str
     bound_at: float = 0.0
+    """When it was first seen bound."""
+    scheduled_at: float = 0.0
+    """When its `PodScheduled` condition turned True (to the second): when it started running."""
     gone_at: float = 0.0
     disruption: str = ""
     """The reason of the `DisruptionTarget` condition seen on it ("" if none was seen)."""
@@ -51,6 +55,8 @@ class PodWatch:
     _thread: threading.Thread | None = None
 
     def start(self) -> PodWatch:
+        """The first look at once (the pods running before anything that follows), then on the thread."""
+        self.look(self.plane.pods(self.namespace), time.time())
         self._thread = threading.Thread(target=self._run, name=f"watch-{self.namespace}", daemon=True)
         self._thread.start()
         return self
@@ -81,6 +87,8 @@ class PodWatch:
             if pod["metadata"].get("deletionTimestamp") and not life.gone_at:
                 life.gone_at = now
             for condition in (pod.get("status") or {}).get("conditions") or []:
+                if condition["type"] == "PodScheduled" and condition["status"] == "True" and not life.scheduled_at:
+                    life.scheduled_at = timestamp(condition["lastTransitionTime"])
                 if condition["type"] == "DisruptionTarget" and condition["status"] == "True":
                     life.disruption = condition.get("reason", "")
                 message = condition.get("message", "")
@@ -136,7 +144,7 @@ class SceneFigures:
     """Seconds from the preemptor's creation to its last pod bound (-1: it never bound whole)."""
     pods_evicted: int
     work_lost_pod_s: float
-    """Pod-seconds the evicted pods had run."""
+    """Pod-seconds the evicted pods had run (from their binding to their eviction)."""
     victim_gangs_whole: bool
     """Every pod the victim gang ran when the preemptor came went (none left running without its peers)."""
     evicted_by: tuple[str, ...]
@@ -162,7 +170,7 @@ def figures(
         party=party,
         bind_whole_s=bound - created_at if bound else -1.0,
         pods_evicted=len(victims),
-        work_lost_pod_s=sum(life.gone_at - life.bound_at for life in victims),
+        work_lost_pod_s=sum(life.gone_at - (life.scheduled_at or life.bound_at) for life in victims),
         victim_gangs_whole=bool(victims) and not running,
         evicted_by=tuple(sorted(set(who.values()))),
     )
