@@ -92,11 +92,9 @@ def report(*lines: str) -> None:
     sys.stdout.write("".join(f"\n{line}" for line in lines) + "\n")
 
 
-def preempt_for_urgent(
-    plane: LocalControlPlane, scene: Scene, party: str, batch_annotations: dict[str, str] | None = None
-) -> tuple[SceneFigures, list[Obj], dict[str, str]]:
-    """The scene: `batch` fills the nodes, `urgent` arrives; its figures, urgent's pods (none if it never
-    bound whole) and who evicted each victim."""
+def fill_with_batch(plane: LocalControlPlane, scene: Scene, batch_annotations: dict[str, str] | None = None) -> None:
+    """Three 4-CPU nodes, PriorityClasses `<ns>-low` (10) and `<ns>-high` (1000), and the low-priority native
+    gang `batch` bound on all 12 CPU."""
     ns = scene.namespace
     scene.add_nodes(3)
     for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):
@@ -108,6 +106,15 @@ def preempt_for_urgent(
     batch["metadata"]["annotations"].update(batch_annotations or {})
     plane.create_tfjob(ns, batch)
     wait_bound(plane, ns, f"{JOB}=batch", 12)
+
+
+def preempt_for_urgent(
+    plane: LocalControlPlane, scene: Scene, party: str, batch_annotations: dict[str, str] | None = None
+) -> tuple[SceneFigures, list[Obj], dict[str, str]]:
+    """The scene: `batch` fills the nodes, `urgent` arrives; its figures, urgent's pods (none if it never
+    bound whole) and who evicted each victim."""
+    ns = scene.namespace
+    fill_with_batch(plane, scene, batch_annotations)
     watch = PodWatch(plane, ns).start()
     created_at = time.time()
     plane.create_tfjob(
