@@ -71,6 +71,11 @@ COSCHEDULING_PROFILE: dict[str, Any] = {
 """As scheduler-plugins' Helm chart (`as-a-second-scheduler`) configures the plugin."""
 
 
+OURS_ONLY = ("extenders", "podInitialBackoffSeconds", "podMaxBackoffSeconds")
+"""What the repo's configuration sets for ours alone: a peer runs the stock profile (without our plugin
+settings, so it keeps kube-scheduler's own PodGroup preemption) and kube-scheduler's default pod backoff."""
+
+
 class Lineup:
     """Starts one scheduler under test at a time on the control plane, and stops it."""
 
@@ -84,10 +89,11 @@ class Lineup:
         settings = self.plane.scheduler_settings()
         if scheduler.with_extender:
             return settings
-        profile = {**settings["profiles"][0], "schedulerName": scheduler.pod_scheduler}
+        stock = {key: value for key, value in settings["profiles"][0].items() if key != "plugins"}
+        profile = {**stock, "schedulerName": scheduler.pod_scheduler}
         if scheduler.key == "coscheduling":
             profile.update(COSCHEDULING_PROFILE)
-        return {**{key: value for key, value in settings.items() if key != "extenders"}, "profiles": [profile]}
+        return {**{key: value for key, value in settings.items() if key not in OURS_ONLY}, "profiles": [profile]}
 
     def feature_gates(self, scheduler: Scheduler) -> tuple[str, ...]:
         """The gates the scheduler's kube-scheduler runs with: the Workload API's for native gangs, else none."""

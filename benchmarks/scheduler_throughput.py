@@ -729,7 +729,8 @@ def main() -> None:
         settings = plane.scheduler_settings()
         baseline = {key: value for key, value in settings.items() if key != "extenders"}
         baseline["profiles"] = [
-            {**profile, "schedulerName": "default-scheduler"} for profile in settings["profiles"][:1]
+            {**{key: value for key, value in profile.items() if key != "plugins"}, "schedulerName": "default-scheduler"}
+            for profile in settings["profiles"][:1]
         ]
         plane.start_scheduler(SCHEDULER_UNDER_TEST["default"], baseline)
         if "stub" in args.phases.split(","):

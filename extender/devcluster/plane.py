@@ -1,29 +1,27 @@
 """A real, local Kubernetes control plane for the end-to-end tests, the demo and `tfjob-extender dev-cluster`.
 
-`LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
-ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the
-CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
-and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/` (profile
-`tfjob-scheduler` calling the extender), and optionally training-operator with
-`--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
-`hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
-(built once, cached outside the repo; see `resources`). Every process logs into the run directory;
-`stop()` ends exactly the processes it started, in reverse order. What a running control plane offers the
-pieces started against it (its directories, kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
+`LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no ServiceAccount /
+TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the CRDs of `manifests/crds/`
+(both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run and complete on cue), the extender,
+a kube-scheduler with the repo's `scheduler-config/` (profile `tfjob-scheduler` calling the extender), and
+optionally training-operator with `--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs
+(`kueue.py`, built by `hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh` (built once, cached
+outside the repo; see `resources`). Every process logs into the run directory; `stop()` ends exactly the processes
+it started, in reverse order. What a running control plane offers the pieces started against it (its directories,
+kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
 
-With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
-PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
-binaries are (see `WORKLOAD_API`); a release missing from that table is refused. A kube-scheduler started
-later runs with those gates unless it is given its own (`start_scheduler(feature_gates=...)`: none, say, for
-a scheduler that should not see Kubernetes' own gangs). `apiserver_args` adds
-flags to kube-apiserver's command (an audit log, say). `service_account_kubeconfig` writes a kubeconfig
-holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
-rather than as the administrator.
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and PodGroup)
+and kube-scheduler gates gangs itself: the feature gates and API version of the release the binaries are (see
+`WORKLOAD_API`); a release missing from that table is refused. A kube-scheduler started later runs with those gates
+unless it is given its own (`start_scheduler(feature_gates=...)`: none, say, for a scheduler that should not see
+Kubernetes' own gangs). `apiserver_args` adds flags to kube-apiserver's command (an audit log, say).
+`service_account_kubeconfig` writes a kubeconfig holding a ServiceAccount's token from the TokenRequest API, for a
+process that should run as that account rather than as the administrator.
 
 With `native_gangs=True` (which implies `workload_api`) the extender gives every TFJob naming the scheduler
-Kubernetes' own gang (`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`,
-registered by URL with the CA the extender made (`webhook.py`); with `webhook=False` the listener is not
-started and the registration points at a port nobody serves, as when the webhook is down.
+Kubernetes' own gang (`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`, registered by
+URL with the CA the extender made (`webhook.py`); with `webhook=False` the listener is not started and the
+registration points at a port nobody serves, as when the webhook is down.
 """
 
 from __future__ import annotations
@@ -51,7 +49,7 @@ from extender.devcluster.processes import (
     run_build_script,
     wait_until,
 )
-from extender.devcluster.resources import KWOK_STAGES, Source, source
+from extender.devcluster.resources import KWOK_STAGES, Source, scheduler_settings_for, source
 from extender.devcluster.webhook import native_gang_flags, register_webhook, wait_for_ca_bundle
 
 LEASE_NAMESPACE = "tfjob-system"
@@ -146,7 +144,7 @@ class LocalControlPlane(PlaneAccess):
         if self.with_scheduler:
             self._start_scheduler()
         if self.with_operator:
-            self._start_operator()
+            start_operator(self)
         if self.with_kueue:
             start_kueue(self, build_kueue())
 
@@ -326,8 +324,10 @@ class LocalControlPlane(PlaneAccess):
 
     def scheduler_settings(self) -> dict[str, Any]:
         """The repo's kube-scheduler configuration as this control plane runs it: its kubeconfig, no leader
-        election, the extender's URL, and the client rate limit given to the constructor, if any."""
-        settings: dict[str, Any] = yaml.safe_load(self.source.scheduler_config.read_text())
+        election, the extender's URL, the client rate limit given to the constructor, if any, and only the
+        extension points its release has."""
+        loaded = yaml.safe_load(self.source.scheduler_config.read_text())
+        settings = scheduler_settings_for(loaded, self.kubernetes_version())
         settings["clientConnection"]["kubeconfig"] = str(self.kubeconfig)
         if self.scheduler_qps is not None:
             settings["clientConnection"]["qps"] = self.scheduler_qps
@@ -379,9 +379,6 @@ class LocalControlPlane(PlaneAccess):
 
     def _start_scheduler(self) -> None:
         self.start_scheduler("kube-scheduler", self.scheduler_settings())
-
-    def _start_operator(self) -> None:
-        start_operator(self)
 
 
 def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:

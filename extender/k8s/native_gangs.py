@@ -5,7 +5,8 @@ Both objects are named as the webhook named the gang in the TFJob's templates, l
 (`MANAGED_BY_LABEL`, and the TFJob's uid in `JOB_UID_LABEL`, so a TFJob deleted and created again under the same
 name is told apart) and owned by the TFJob (an owner reference, so a cluster's garbage collector deletes them
 with it even when the extender does not run). The Workload has one PodGroup template, `TEMPLATE`; the PodGroup
-refers to it (`spec.workloadRef`) and carries its own copy of the gang policy, as the API asks controllers to.
+refers to it (`spec.workloadRef`) and carries its own copy of the gang policy and of the TFJob's PriorityClass,
+as the API asks controllers to.
 Writes are idempotent: a creation answered 409 counts as made, a deletion answered 404 as done. A resize
 merge-patches the PodGroup's `gang.minCount` (mutable in 1.37), then the Workload's template; a PodGroup not
 there is created. Made by `list_kept`'s label selector, the objects are found again after a restart.
@@ -56,15 +57,20 @@ def _gang(min_count: int) -> dict[str, Any]:
     return {"gang": {"minCount": min_count}}
 
 
+def _priority(action: NativeGangAction) -> dict[str, Any]:
+    """The gang's PriorityClass (immutable on both objects; the API server resolves the priority from it)."""
+    return {"priorityClassName": action.priority_class} if action.priority_class else {}
+
+
 def workload_manifest(action: NativeGangAction) -> dict[str, Any]:
-    """The TFJob's Workload: one PodGroup template holding the gang policy."""
+    """The TFJob's Workload: one PodGroup template holding the gang policy and priority."""
     return {
         "apiVersion": NATIVE_VERSION,
         "kind": "Workload",
         "metadata": _metadata(action),
         "spec": {
             "controllerRef": {"apiGroup": "kubeflow.org", "kind": "TFJob", "name": action.job.split("/", 1)[1]},
-            "podGroupTemplates": [{"name": TEMPLATE, "schedulingPolicy": _gang(action.min_count)}],
+            "podGroupTemplates": [{"name": TEMPLATE, "schedulingPolicy": _gang(action.min_count), **_priority(action)}],
         },
     }
 
@@ -78,6 +84,7 @@ def podgroup_manifest(action: NativeGangAction) -> dict[str, Any]:
         "spec": {
             "workloadRef": {"workloadName": action.name, "templateName": TEMPLATE},
             "schedulingPolicy": _gang(action.min_count),
+            **_priority(action),
         },
     }
 

@@ -15,7 +15,7 @@ given a native gang that could not form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from extender.policy.core.views import JobView
@@ -64,6 +64,10 @@ class NativeGangAction:
     job_uid: str
     min_count: int
     reason: str
+    priority_class: str = ""
+    """The PriorityClass its replica templates name ("" for none): the gang's own priority. kube-scheduler
+    refuses a PodGroup whose priority differs from its pods' (1.37's `validatePodGroup`), and the priority
+    admission resolves a PodGroup's priority from its own `priorityClassName`, not from its pods'."""
 
     @property
     def key(self) -> str:
@@ -129,7 +133,9 @@ def plan_native_gangs(
             continue
         wanted = pods_wanted(job)
         kept_gang = kept.get(key)
-        action = NativeGangAction("create", job.namespace, job.native_gang, job.key, job.uid, wanted, "")
+        action = NativeGangAction(
+            "create", job.namespace, job.native_gang, job.key, job.uid, wanted, "", job.priority_class
+        )
         if kept_gang is None:
             actions.append(_with(action, reason=f"TFJob {job.key} wants a gang of {wanted} pods"))
         elif kept_gang.job_uid != job.uid:
@@ -158,9 +164,7 @@ def _job_key(job: JobView | None, gang: KeptGang) -> str:
 
 
 def _with(action: NativeGangAction, *, kind: ActionKind | None = None, reason: str) -> NativeGangAction:
-    return NativeGangAction(
-        kind or action.kind, action.namespace, action.name, action.job, action.job_uid, action.min_count, reason
-    )
+    return replace(action, kind=kind or action.kind, reason=reason)
 
 
 def barrier_of(job: JobView, scheduler_name: str, mode: NativeModeStatus) -> JobBarrier:

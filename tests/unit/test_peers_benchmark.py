@@ -117,11 +117,14 @@ class OperatorPlane(LocalControlPlane):
 
 
 class GatedPlane(LocalControlPlane):
-    """A control plane never started, with the feature gates 1.37's Workload API runs with."""
+    """A control plane never started, of 1.37 with the feature gates its Workload API runs with."""
 
     @property
     def feature_gates(self) -> tuple[str, ...]:
         return ("GenericWorkload",)
+
+    def kubernetes_version(self) -> str:
+        return "v1.37.1"
 
 
 def test_a_native_podgroup_gangs_every_pod_of_the_job() -> None:

@@ -95,6 +95,20 @@ Kubernetes release and kube-scheduler must not be newer than the API server.
 {{- printf "v%s" (trimPrefix "v" $release) }}
 {{- end }}
 
+{{/*
+Whether kube-scheduler's release has the podGroupPostFilter extension point (1.37 and later): its image's
+tag, or the cluster's version when the tag is empty. A tag with no MAJOR.MINOR.PATCH counts as a current
+release. An older kube-scheduler refuses the field (its configuration is decoded strictly).
+*/}}
+{{- define "tfjob-extender.kubeSchedulerHasPodGroupPostFilter" -}}
+{{- $tag := .Values.kubeScheduler.image.tag | toString }}
+{{- if not $tag }}
+{{- $tag = include "tfjob-extender.kubeSchedulerTag" . }}
+{{- end }}
+{{- $release := regexFind "[0-9]+\\.[0-9]+\\.[0-9]+" $tag }}
+{{- if or (not $release) (semverCompare ">=1.37.0-0" $release) }}true{{ end }}
+{{- end }}
+
 {{- define "tfjob-extender.kubeSchedulerImage" -}}
 {{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerTag" .)) }}
 {{- end }}

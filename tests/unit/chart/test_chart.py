@@ -110,6 +110,27 @@ def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None
     assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
 
 
+UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "values", "plugins"),
+    [
+        ("v1.37.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
+        ("v1.38.0-gke.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
+        ("v1.36.4", {}, None),
+        ("v1.37.1", {"kubeScheduler": {"image": {"tag": "v1.36.4"}}}, None),
+        ("v1.36.4", {"kubeScheduler": {"image": {"tag": "custom-build"}}}, UPSTREAM_GANG_PREEMPTION_OFF),
+    ],
+)
+def test_kube_scheduler_never_preempts_for_gangs_where_its_release_has_the_extension_point(
+    kube_version: str, values: dict[str, Any], plugins: dict[str, Any] | None
+) -> None:
+    config_map = named(render(values, kube_version=kube_version), "ConfigMap", f"{RELEASE}-scheduler-config")
+    (profile,) = yaml.safe_load(config_map["data"]["kube-scheduler-config.yaml"])["profiles"]
+    assert profile.get("plugins") == plugins
+
+
 def test_crds_are_kept_on_uninstall_or_left_out() -> None:
     crds = of_kind(render(), "CustomResourceDefinition")
     assert {crd["metadata"]["name"] for crd in crds} == {

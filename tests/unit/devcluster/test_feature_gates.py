@@ -1,5 +1,6 @@
 """The feature gates a local control plane's processes run with: one `--feature-gates` flag turning each on,
-none at all without gates, and none before a Workload API plane starts."""
+none at all without gates, and none before a Workload API plane starts; and the scheduler configuration fitted
+to the release of kube-scheduler."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from extender.devcluster import LocalControlPlane
 from extender.devcluster.plane import feature_gate_flag
+from extender.devcluster.resources import scheduler_settings_for
 
 
 def test_each_gate_is_turned_on_in_one_flag() -> None:
@@ -22,3 +24,9 @@ def test_no_gates_give_no_flag() -> None:
 def test_a_plane_has_no_gates_before_it_starts(tmp_path: Path) -> None:
     plane = LocalControlPlane(tmp_path / "cache", run_dir=tmp_path / "run", workload_api=True)
     assert (plane.feature_gates, plane.feature_gate_args) == ((), ())
+
+
+def test_a_kube_scheduler_older_than_1_37_is_not_given_the_podgroup_post_filter_point() -> None:
+    profile = {"schedulerName": "s", "plugins": {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}
+    assert scheduler_settings_for({"profiles": [dict(profile)]}, "v1.37.1") == {"profiles": [profile]}
+    assert scheduler_settings_for({"profiles": [dict(profile)]}, "v1.36.4") == {"profiles": [{"schedulerName": "s"}]}

@@ -40,6 +40,13 @@ def test_the_workload_and_podgroup_carry_the_gang_its_template_and_their_owner()
     assert min_count(group) == 5
 
 
+def test_the_workload_and_podgroup_carry_the_tfjobs_priority_class() -> None:
+    action = NativeGangAction("create", "team", "mnist", "team/mnist", "u1", 5, "", "high")
+    workload, group = workload_manifest(action), podgroup_manifest(action)
+    assert workload["spec"]["podGroupTemplates"][0]["priorityClassName"] == "high"
+    assert group["spec"]["priorityClassName"] == "high"
+
+
 def test_a_listed_workload_is_ours_only_with_our_labels() -> None:
     assert kept_gang(workload_manifest(ACTION)) == KeptGang("team", "mnist", "u1", 5)
     foreign = workload_manifest(ACTION)

@@ -54,6 +54,13 @@ def test_a_new_job_gets_its_workload_and_podgroup_with_every_pod_in_the_gang() -
     assert (action.job, action.job_uid) == ("team/mnist", "u1")
 
 
+def test_the_gang_takes_the_priority_class_its_job_names() -> None:
+    (action,) = plan_native_gangs(jobs(job(priority_class="high")), {}, {}, SCHEDULER)
+    assert action.priority_class == "high"
+    (resize,) = plan_native_gangs(jobs(job(priority_class="high")), kept(min_count=3), {"team/mnist": 3}, SCHEDULER)
+    assert (resize.kind, resize.priority_class) == ("resize", "high")
+
+
 def test_a_gang_in_step_with_its_job_needs_nothing() -> None:
     assert plan_native_gangs(jobs(job()), kept(), {"team/mnist": 5}, SCHEDULER) == []
 
