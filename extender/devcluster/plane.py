@@ -20,10 +20,11 @@ flags to kube-apiserver's command (an audit log, say). `service_account_kubeconf
 holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
 rather than as the administrator.
 
-With `native_gangs=True` (which implies `workload_api`) the extender gives every TFJob naming the scheduler
-Kubernetes' own gang (`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`,
-registered by URL with the CA the extender made (`webhook.py`); with `webhook=False` the listener is not
-started and the registration points at a port nobody serves, as when the webhook is down.
+With `native_gangs=True` the extender gives every TFJob naming the scheduler Kubernetes' own gang
+(`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`, registered by URL with the CA
+the extender made (`webhook.py`); with `webhook=False` the listener is not started and the registration points
+at a port nobody serves, as when the webhook is down. `native_gangs` implies `workload_api` unless it is given
+`False`: a 1.37 cluster without the gate, where the extender keeps its own barrier.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class LocalControlPlane(PlaneAccess):
         scheduler_burst: int | None = None,
         with_extender: bool = True,
         with_scheduler: bool = True,
-        workload_api: bool = False,
+        workload_api: bool | None = None,
         apiserver_args: tuple[str, ...] = (),
         native_gangs: bool = False,
         webhook: bool = True,
@@ -91,14 +92,15 @@ class LocalControlPlane(PlaneAccess):
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
         plane starts without the extender / kube-scheduler (a caller may start them later).
-        `apiserver_args`: flags appended to kube-apiserver's command."""
+        `apiserver_args`: flags appended to kube-apiserver's command. `workload_api`: by default as
+        `native_gangs`."""
         self.source: Source = source()
         self.with_extender = with_extender
         self.with_scheduler = with_scheduler
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
-        self.workload_api = workload_api or native_gangs
+        self.workload_api = native_gangs if workload_api is None else workload_api
         self.native_gangs = native_gangs
         self.webhook = webhook
         self.apiserver_args = apiserver_args
@@ -204,12 +206,8 @@ class LocalControlPlane(PlaneAccess):
             ],
             env={"PYTHONPATH": str(self.source.root)},
         )
-        wait_until(
-            "the extender's /readyz",
-            lambda: self.probe(f"http://127.0.0.1:{self.extender_port}/readyz"),
-            60,
-            interval_s=0.1,
-        )
+        readyz = f"http://127.0.0.1:{self.extender_port}/readyz"
+        wait_until("the extender's /readyz", lambda: self.probe(readyz), 60, interval_s=0.1)
         if self.native_gangs and self.webhook:
             wait_for_ca_bundle(self)
 
@@ -267,12 +265,8 @@ class LocalControlPlane(PlaneAccess):
     def _start_apiserver(self) -> None:
         pki = self.run_dir / "pki"
         pki.mkdir()
-        subprocess.run(
-            ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        key_command = ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"]
+        subprocess.run(key_command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         (pki / "tokens.csv").write_text(f"{self.token},e2e-admin,e2e-admin,system:masters\n")
         self.spawn(
             "kube-apiserver",
