@@ -1,10 +1,10 @@
 """A real, local Kubernetes control plane for the end-to-end tests, the demo and `tfjob-extender dev-cluster`.
 
 `LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
-ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the
-CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
-and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/` (profile
-`tfjob-scheduler` calling the extender), and optionally training-operator with
+ServiceAccount / TaintNodesByCondition / PodGroupProtection admission, since no controller-manager runs),
+the TFJob CRD and the CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake
+nodes whose pods run and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/`
+(profile `tfjob-scheduler` calling the extender), and optionally training-operator with
 `--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
 `hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
 (built once, cached outside the repo; see `resources`). Every process logs into the run directory;
@@ -64,6 +64,11 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
+ADMISSION_OFF = ("ServiceAccount", "TaintNodesByCondition")
+"""Admission plugins kube-apiserver runs without: no controller-manager runs to finish what they start."""
+PODGROUP_PROTECTION = {"1.37": "PodGroupProtection"}
+"""Kubernetes minor → its admission plugin putting a finalizer on every PodGroup that only kube-controller-manager
+takes off (its podgroup-protection controller): off with the Workload API, so a deleted PodGroup goes at once."""
 
 
 def build_control_plane() -> Path:
@@ -108,6 +113,7 @@ class LocalControlPlane(PlaneAccess):
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
         self._gate_names: tuple[str, ...] = ()
         self._runtime_config: tuple[str, ...] = ()
+        self._admission_off: tuple[str, ...] = ADMISSION_OFF
         self.with_operator = with_operator
         self.with_kueue = with_kueue
         super().__init__(cache, run_dir)
@@ -134,8 +140,10 @@ class LocalControlPlane(PlaneAccess):
 
     def start(self) -> None:
         if self.workload_api:
-            self.workload_api_version, self._gate_names = self._workload_api_settings()
+            minor = self._workload_api_minor()
+            self.workload_api_version, self._gate_names = WORKLOAD_API[minor]
             self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
+            self._admission_off = (*ADMISSION_OFF, *filter(None, [PODGROUP_PROTECTION.get(minor)]))
         self._start_etcd()
         self._start_apiserver()
         self.create_namespace(LEASE_NAMESPACE)
@@ -146,9 +154,9 @@ class LocalControlPlane(PlaneAccess):
         if self.with_extender:
             self.start_extender()
         if self.with_scheduler:
-            self._start_scheduler()
+            self.start_scheduler("kube-scheduler", self.scheduler_settings())
         if self.with_operator:
-            self._start_operator()
+            start_operator(self)
         if self.with_kueue:
             start_kueue(self, build_kueue())
 
@@ -173,14 +181,12 @@ class LocalControlPlane(PlaneAccess):
         `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
         return feature_gate_flag(self._gate_names)
 
-    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+    def _workload_api_minor(self) -> str:
         version = self.kubernetes_version()
         minor = ".".join(version.lstrip("v").split(".")[:2])
         if minor not in WORKLOAD_API:
-            raise ControlPlaneError(
-                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
-            )
-        return WORKLOAD_API[minor]
+            raise ControlPlaneError(f"no settings for the Workload API of {version} (known: {list(WORKLOAD_API)})")
+        return minor
 
     def start_extender(self) -> None:
         self.spawn(
@@ -282,7 +288,7 @@ class LocalControlPlane(PlaneAccess):
                 f"--service-account-key-file={pki / 'sa.key'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-cluster-ip-range=10.0.0.0/24",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                f"--disable-admission-plugins={','.join(self._admission_off)}",
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
@@ -378,12 +384,6 @@ class LocalControlPlane(PlaneAccess):
             60,
         )
         return port
-
-    def _start_scheduler(self) -> None:
-        self.start_scheduler("kube-scheduler", self.scheduler_settings())
-
-    def _start_operator(self) -> None:
-        start_operator(self)
 
 
 def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:
