@@ -19,6 +19,7 @@ import pytest
 from extender.devcluster import SCHEDULER_NAME, LocalControlPlane
 from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_name
 from tests.e2e.native import (
+    debug_native_gangs,
     gang_min_count,
     made_by_the_extender,
     native_control_plane,
@@ -27,6 +28,7 @@ from tests.e2e.native import (
     wait_min_count,
     wait_native_gone,
 )
+from tests.e2e.scenarios import SUSPENDABLE, suspended_then_resumed_waiting
 from tests.e2e.waits import stays, wait_until
 from tests.e2e.workloads import (
     JOB,
@@ -45,6 +47,7 @@ from tests.e2e.workloads import (
 pytestmark = pytest.mark.e2e
 SCALER_ARGS = (
     *("--with-scaler", "--scaler-interval-s", "1", "--scale-cooldown-s", "5", "--scale-in-step", "3"),
+    *("--suspension-newcomer-s", "120"),
     *("--lease-namespace", "default", "--lease-name", "e2e-native-scaler", "--lease-duration-s", "4"),
 )
 SETTLED_S = 10.0
@@ -148,3 +151,33 @@ def test_a_suspended_tfjob_loses_its_native_gang_and_gets_it_back_when_resumed(
     kinds = [kind for kind, _ in native_writes(plane, f"{ns}/paused")]
     assert kinds == ["create", "delete", "create"], kinds
     assert not_failed(tfjob_object(plane, ns, "paused"))
+
+
+def test_a_job_the_extender_suspends_for_a_starving_gang_gets_its_native_gang_back_and_binds_whole(
+    elastic_plane: LocalControlPlane, elastic_scene: Scene
+) -> None:
+    """As `test_suspension`'s newcomer, every job a native gang: a 9-pod gang waits behind a job that ends at
+    30 s while a smaller suspendable job starts in the room left; when the first job ends the gang starves
+    and still does not fit, so the loop suspends the newcomer (its Workload and PodGroup deleted), the gang
+    starts (for 25 s), and the newcomer is resumed with its native gang back to wait; it binds whole once the
+    gang has finished."""
+    plane, ns = elastic_plane, elastic_scene.namespace
+    elastic_scene.add_nodes(3)
+    plane.create_tfjob(ns, tfjob("blocker", scene=ns, ps=0, workers=4, run_for="30s", scheduler_name=SCHEDULER_NAME))
+    wait_bound(plane, ns, f"{JOB}=blocker", 4)
+    plane.create_tfjob(ns, tfjob("big", scene=ns, workers=8, run_for="25s", scheduler_name=SCHEDULER_NAME))
+    newcomer = tfjob("newcomer", scene=ns, ps=0, workers=4, scheduler_name=SCHEDULER_NAME)
+    newcomer["metadata"]["annotations"][SUSPENDABLE] = "true"
+    plane.create_tfjob(ns, newcomer)
+    wait_bound(plane, ns, f"{JOB}=newcomer", 4)
+    wait_bound(plane, ns, f"{JOB}=big", 9, timeout_s=120)
+
+    suspended_then_resumed_waiting(plane, ns, "newcomer", 4)
+    wait_min_count(plane, ns, "newcomer", 4)
+    writes = [(w["kind"], w["reason"]) for w in debug_native_gangs(plane)["writes"] if w["job"] == f"{ns}/newcomer"]
+    assert [kind for kind, _ in writes] == ["create", "delete", "create"], writes
+    assert writes[1][1] == f"TFJob {ns}/newcomer suspended", writes
+
+    pods = wait_bound(plane, ns, f"{JOB}=newcomer", 4, timeout_s=60)
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {"newcomer"}
+    assert not_failed(tfjob_object(plane, ns, "newcomer"))
