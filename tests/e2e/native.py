@@ -95,5 +95,7 @@ def debug_native_gangs(plane: LocalControlPlane) -> Obj:
 
 
 def native_writes(plane: LocalControlPlane, job: str) -> list[tuple[str, int]]:
-    """(kind, minCount) of each write `/debug/native-gangs` lists for the TFJob `namespace/name`, oldest first."""
-    return [(w["kind"], w["minCount"]) for w in debug_native_gangs(plane)["writes"] if w["job"] == job]
+    """(kind, minCount) of each write carried out that `/debug/native-gangs` lists for the TFJob
+    `namespace/name`, oldest first."""
+    writes = debug_native_gangs(plane)["writes"]
+    return [(w["kind"], w["minCount"]) for w in writes if w["job"] == job and w["outcome"] == "done"]

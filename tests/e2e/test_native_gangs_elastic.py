@@ -174,7 +174,8 @@ def test_a_job_the_extender_suspends_for_a_starving_gang_gets_its_native_gang_ba
 
     suspended_then_resumed_waiting(plane, ns, "newcomer", 4)
     wait_min_count(plane, ns, "newcomer", 4)
-    writes = [(w["kind"], w["reason"]) for w in debug_native_gangs(plane)["writes"] if w["job"] == f"{ns}/newcomer"]
+    job = f"{ns}/newcomer"
+    writes = [(w["kind"], w["reason"]) for w in debug_native_gangs(plane)["writes"] if w["job"] == job]
     assert [kind for kind, _ in writes] == ["create", "delete", "create"], writes
     assert writes[1][1] == f"TFJob {ns}/newcomer suspended", writes
 
