@@ -143,7 +143,7 @@ class LocalControlPlane(PlaneAccess):
             minor = self._workload_api_minor()
             self.workload_api_version, self._gate_names = WORKLOAD_API[minor]
             self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
-            self._admission_off = (*ADMISSION_OFF, *filter(None, [PODGROUP_PROTECTION.get(minor)]))
+            self._admission_off = admission_off(minor)
         self._start_etcd()
         self._start_apiserver()
         self.create_namespace(LEASE_NAMESPACE)
@@ -189,29 +189,10 @@ class LocalControlPlane(PlaneAccess):
         return minor
 
     def start_extender(self) -> None:
-        self.spawn(
-            "extender",
-            [
-                sys.executable,
-                "-m",
-                "extender",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.extender_port),
-                "--observe-port",
-                str(self.observe_port),
-                "--observe-host",
-                "127.0.0.1",
-                "--observe-debug",
-                "--kubeconfig",
-                str(self.kubeconfig),
-                *self.native_gang_args,
-                *self.extender_args,
-            ],
-            env={"PYTHONPATH": str(self.source.root)},
-        )
+        command = [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1", "--port", str(self.extender_port)]
+        command += ["--observe-port", str(self.observe_port), "--observe-host", "127.0.0.1", "--observe-debug"]
+        command += ["--kubeconfig", str(self.kubeconfig), *self.native_gang_args, *self.extender_args]
+        self.spawn("extender", command, env={"PYTHONPATH": str(self.source.root)})
         readyz = f"http://127.0.0.1:{self.extender_port}/readyz"
         wait_until("the extender's /readyz", lambda: self.probe(readyz), 60, interval_s=0.1)
         if self.native_gangs and self.webhook:
@@ -384,6 +365,12 @@ class LocalControlPlane(PlaneAccess):
             60,
         )
         return port
+
+
+def admission_off(workload_api_minor: str) -> tuple[str, ...]:
+    """The admission plugins kube-apiserver runs without when it serves the Workload API of that minor."""
+    protection = PODGROUP_PROTECTION.get(workload_api_minor)
+    return (*ADMISSION_OFF, protection) if protection else ADMISSION_OFF
 
 
 def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:

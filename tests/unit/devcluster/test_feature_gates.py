@@ -1,12 +1,13 @@
 """The feature gates a local control plane's processes run with: one `--feature-gates` flag turning each on,
-none at all without gates, and none before a Workload API plane starts."""
+none at all without gates, and none before a Workload API plane starts; the admission plugins kube-apiserver
+runs without."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from extender.devcluster import LocalControlPlane
-from extender.devcluster.plane import feature_gate_flag
+from extender.devcluster.plane import admission_off, feature_gate_flag
 
 
 def test_each_gate_is_turned_on_in_one_flag() -> None:
@@ -22,3 +23,8 @@ def test_no_gates_give_no_flag() -> None:
 def test_a_plane_has_no_gates_before_it_starts(tmp_path: Path) -> None:
     plane = LocalControlPlane(tmp_path / "cache", run_dir=tmp_path / "run", workload_api=True)
     assert (plane.feature_gates, plane.feature_gate_args) == ((), ())
+
+
+def test_podgroup_protection_is_off_only_where_the_release_has_it() -> None:
+    assert admission_off("1.37") == ("ServiceAccount", "TaintNodesByCondition", "PodGroupProtection")
+    assert admission_off("1.36") == ("ServiceAccount", "TaintNodesByCondition"), "no plugin of that name to name"
