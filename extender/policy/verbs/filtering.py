@@ -288,7 +288,8 @@ def _barrier(
     holders = _holding_room_among(snapshot, state, candidates) if not decision.feasible else ()
     if holders:
         held = f"room on these nodes is held for gang {', '.join(holders[:3])}, which kube-scheduler cannot see"
-        return replace(decision, summary=f"{decision.summary}; not left to kube-scheduler's barrier: {held}")
+        summary = f"{decision.summary}; not left to kube-scheduler's barrier: {held}"
+        return replace(decision, summary=summary, model_behind=waiting_reason(state) is not None)
     fit = fit_filter(snapshot, pod, candidates)
     summary = f"{fit.summary}; kube-scheduler gates gang {state.key} ({decision.summary})"
     return FilterDecision(

@@ -119,3 +119,12 @@ def test_without_room_reserved_for_another_the_same_gang_gets_plain_fit() -> Non
     busy = [make_pod(f"busy-{node}", node=node, cpu="3") for node in NODES]
     decision = mnist(*busy).filter("mnist-worker-0")
     assert (decision.outcome, decision.feasible) == ("fit", tuple(NODES))
+
+
+def test_an_incomplete_gated_gang_beside_room_reserved_for_another_waits_for_the_model() -> None:
+    held = [make_pod(f"held-{i}", group="held", priority=10) for i in range(2)]
+    loop = mnist(*held, make_podgroup("held", min_member=2), workers=2, min_count=5)
+    assert loop.filter("held-0").outcome == "planned"
+    decision = loop.filter("mnist-worker-0")
+    assert (decision.outcome, decision.feasible, decision.model_behind) == ("waiting", (), True)
+    assert "room on these nodes is held for gang default/held" in decision.summary
