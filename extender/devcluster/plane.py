@@ -1,14 +1,15 @@
 """A real, local Kubernetes control plane for the end-to-end tests, the demo and `tfjob-extender dev-cluster`.
 
-`LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no ServiceAccount /
-TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the CRDs of `manifests/crds/`
-(both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run and complete on cue), the extender,
-a kube-scheduler with the repo's `scheduler-config/` (profile `tfjob-scheduler` calling the extender), and
-optionally training-operator with `--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs
-(`kueue.py`, built by `hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh` (built once, cached
-outside the repo; see `resources`). Every process logs into the run directory; `stop()` ends exactly the processes
-it started, in reverse order. What a running control plane offers the pieces started against it (its directories,
-kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
+`LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
+ServiceAccount / TaintNodesByCondition / PodGroupProtection admission, since no controller-manager runs),
+the TFJob CRD and the CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake
+nodes whose pods run and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/`
+(profile `tfjob-scheduler` calling the extender), and optionally training-operator with
+`--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
+`hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
+(built once, cached outside the repo; see `resources`). Every process logs into the run directory;
+`stop()` ends exactly the processes it started, in reverse order. What a running control plane offers the
+pieces started against it (its directories, kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
 
 With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and PodGroup)
 and kube-scheduler gates gangs itself: the feature gates and API version of the release the binaries are (see
@@ -18,10 +19,11 @@ Kubernetes' own gangs). `apiserver_args` adds flags to kube-apiserver's command 
 `service_account_kubeconfig` writes a kubeconfig holding a ServiceAccount's token from the TokenRequest API, for a
 process that should run as that account rather than as the administrator.
 
-With `native_gangs=True` (which implies `workload_api`) the extender gives every TFJob naming the scheduler
-Kubernetes' own gang (`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`, registered by
-URL with the CA the extender made (`webhook.py`); with `webhook=False` the listener is not started and the
-registration points at a port nobody serves, as when the webhook is down.
+With `native_gangs=True` the extender gives every TFJob naming the scheduler Kubernetes' own gang
+(`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`, registered by URL with the CA
+the extender made (`webhook.py`); with `webhook=False` the listener is not started and the registration points
+at a port nobody serves, as when the webhook is down. `native_gangs` implies `workload_api` unless it is given
+`False`: a 1.37 cluster without the gate, where the extender keeps its own barrier.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
+ADMISSION_OFF = ("ServiceAccount", "TaintNodesByCondition")
+"""Admission plugins kube-apiserver runs without: no controller-manager runs to finish what they start."""
+PODGROUP_PROTECTION = {"1.37": "PodGroupProtection"}
+"""Kubernetes minor → its admission plugin putting a finalizer on every PodGroup that only kube-controller-manager
+takes off (its podgroup-protection controller): off with the Workload API, so a deleted PodGroup goes at once."""
 
 
 def build_control_plane() -> Path:
@@ -81,7 +88,7 @@ class LocalControlPlane(PlaneAccess):
         scheduler_burst: int | None = None,
         with_extender: bool = True,
         with_scheduler: bool = True,
-        workload_api: bool = False,
+        workload_api: bool | None = None,
         apiserver_args: tuple[str, ...] = (),
         native_gangs: bool = False,
         webhook: bool = True,
@@ -89,14 +96,15 @@ class LocalControlPlane(PlaneAccess):
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
         plane starts without the extender / kube-scheduler (a caller may start them later).
-        `apiserver_args`: flags appended to kube-apiserver's command."""
+        `apiserver_args`: flags appended to kube-apiserver's command. `workload_api`: by default as
+        `native_gangs`."""
         self.source: Source = source()
         self.with_extender = with_extender
         self.with_scheduler = with_scheduler
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
-        self.workload_api = workload_api or native_gangs
+        self.workload_api = native_gangs if workload_api is None else workload_api
         self.native_gangs = native_gangs
         self.webhook = webhook
         self.apiserver_args = apiserver_args
@@ -104,6 +112,7 @@ class LocalControlPlane(PlaneAccess):
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
         self._gate_names: tuple[str, ...] = ()
         self._runtime_config: tuple[str, ...] = ()
+        self._admission_off: tuple[str, ...] = ADMISSION_OFF
         self.with_operator = with_operator
         self.with_kueue = with_kueue
         super().__init__(cache, run_dir)
@@ -130,8 +139,10 @@ class LocalControlPlane(PlaneAccess):
 
     def start(self) -> None:
         if self.workload_api:
-            self.workload_api_version, self._gate_names = self._workload_api_settings()
+            minor = self._workload_api_minor()
+            self.workload_api_version, self._gate_names = WORKLOAD_API[minor]
             self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
+            self._admission_off = admission_off(minor)
         self._start_etcd()
         self._start_apiserver()
         self.create_namespace(LEASE_NAMESPACE)
@@ -142,7 +153,7 @@ class LocalControlPlane(PlaneAccess):
         if self.with_extender:
             self.start_extender()
         if self.with_scheduler:
-            self._start_scheduler()
+            self.start_scheduler("kube-scheduler", self.scheduler_settings())
         if self.with_operator:
             start_operator(self)
         if self.with_kueue:
@@ -169,48 +180,24 @@ class LocalControlPlane(PlaneAccess):
         `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
         return feature_gate_flag(self._gate_names)
 
-    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+    def _workload_api_minor(self) -> str:
         version = self.kubernetes_version()
         minor = ".".join(version.lstrip("v").split(".")[:2])
         if minor not in WORKLOAD_API:
-            raise ControlPlaneError(
-                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
-            )
-        return WORKLOAD_API[minor]
+            raise ControlPlaneError(f"no settings for the Workload API of {version} (known: {list(WORKLOAD_API)})")
+        return minor
 
     def start_extender(self, *, native_gangs: bool | None = None) -> None:
         """The extender (`serve`); `native_gangs`: in native mode or not, instead of as the plane was made
         (a caller that turns it on registers the webhook first, `register_webhook`)."""
         native = self.native_gangs if native_gangs is None else native_gangs
-        self.spawn(
-            "extender",
-            [
-                sys.executable,
-                "-m",
-                "extender",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.extender_port),
-                "--observe-port",
-                str(self.observe_port),
-                "--observe-host",
-                "127.0.0.1",
-                "--observe-debug",
-                "--kubeconfig",
-                str(self.kubeconfig),
-                *(native_gang_flags(self.webhook_port if self.webhook else 0) if native else ()),
-                *self.extender_args,
-            ],
-            env={"PYTHONPATH": str(self.source.root)},
-        )
-        wait_until(
-            "the extender's /readyz",
-            lambda: self.probe(f"http://127.0.0.1:{self.extender_port}/readyz"),
-            60,
-            interval_s=0.1,
-        )
+        flags = native_gang_flags(self.webhook_port if self.webhook else 0) if native else ()
+        command = [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1", "--port", str(self.extender_port)]
+        command += ["--observe-port", str(self.observe_port), "--observe-host", "127.0.0.1", "--observe-debug"]
+        command += ["--kubeconfig", str(self.kubeconfig), *flags, *self.extender_args]
+        self.spawn("extender", command, env={"PYTHONPATH": str(self.source.root)})
+        readyz = f"http://127.0.0.1:{self.extender_port}/readyz"
+        wait_until("the extender's /readyz", lambda: self.probe(readyz), 60, interval_s=0.1)
         if native and self.webhook:
             wait_for_ca_bundle(self)
 
@@ -257,12 +244,8 @@ class LocalControlPlane(PlaneAccess):
     def _start_apiserver(self) -> None:
         pki = self.run_dir / "pki"
         pki.mkdir()
-        subprocess.run(
-            ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        key_command = ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"]
+        subprocess.run(key_command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         (pki / "tokens.csv").write_text(f"{self.token},e2e-admin,e2e-admin,system:masters\n")
         self.spawn(
             "kube-apiserver",
@@ -278,7 +261,7 @@ class LocalControlPlane(PlaneAccess):
                 f"--service-account-key-file={pki / 'sa.key'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-cluster-ip-range=10.0.0.0/24",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                f"--disable-admission-plugins={','.join(self._admission_off)}",
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
@@ -377,8 +360,11 @@ class LocalControlPlane(PlaneAccess):
         )
         return port
 
-    def _start_scheduler(self) -> None:
-        self.start_scheduler("kube-scheduler", self.scheduler_settings())
+
+def admission_off(workload_api_minor: str) -> tuple[str, ...]:
+    """The admission plugins kube-apiserver runs without when it serves the Workload API of that minor."""
+    protection = PODGROUP_PROTECTION.get(workload_api_minor)
+    return (*ADMISSION_OFF, protection) if protection else ADMISSION_OFF
 
 
 def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:

@@ -5,39 +5,44 @@ served, the extender started with `--native-gangs on` and its admission webhook 
 made). A TFJob whose replica templates name the scheduler goes through training-operator as any user's
 would: the webhook names its native gang in the templates, the extender makes its Workload and PodGroup
 (owned by the TFJob), the pods carry `spec.schedulingGroup.podGroupName`, kube-scheduler binds the gang whole
-with the extender's plan (PS beside its workers), and both objects are deleted when the job finishes or is
-deleted (no garbage collector runs here).
+with the extender's plan (PS beside its workers), and both objects are deleted when the job succeeds, fails
+(past its `activeDeadlineSeconds`) or is deleted (no garbage collector runs here): none of the extender's is
+left in the namespace. Scaling and suspension are in `test_native_gangs_elastic.py`.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from extender.devcluster import SCHEDULER_NAME, ApiError, LocalControlPlane, build_control_plane
-from extender.devcluster.plane import WORKLOAD_API
+from extender.devcluster import SCHEDULER_NAME, LocalControlPlane
 from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.native import (
+    debug_native_gangs,
+    made_by_the_extender,
+    native_control_plane,
+    native_objects,
+    wait_native_gone,
+)
 from tests.e2e.waits import wait_until
-from tests.e2e.workloads import JOB, placement, ps_and_workers_by_node, tfjob, tfjob_object, wait_bound
+from tests.e2e.workloads import (
+    JOB,
+    crash,
+    not_failed,
+    placement,
+    ps_and_workers_by_node,
+    tfjob,
+    tfjob_object,
+    wait_bound,
+)
 
 pytestmark = pytest.mark.e2e
-
-Obj = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
 def native_plane() -> Iterator[LocalControlPlane]:
-    control_plane = LocalControlPlane(
-        build_control_plane(), extender_args=("--starvation-limit-s", str(STARVATION_LIMIT_S)), native_gangs=True
-    )
-    version = control_plane.kubernetes_version()
-    if ".".join(version.lstrip("v").split(".")[:2]) != "1.37" or "1.37" not in WORKLOAD_API:
-        pytest.skip(f"native gangs need Kubernetes 1.37 (scheduling.k8s.io/v1beta1); the control plane is {version}")
-    with control_plane:
+    with native_control_plane(("--starvation-limit-s", str(STARVATION_LIMIT_S))) as control_plane:
         yield control_plane
 
 
@@ -48,25 +53,6 @@ def native_scene(native_plane: LocalControlPlane, request: pytest.FixtureRequest
         yield current
     finally:
         current.cleanup()
-
-
-def native_objects(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Obj | None]:
-    """The Workload and PodGroup `name` (None for each that does not exist)."""
-    found: dict[str, Obj | None] = {}
-    for plural in ("workloads", "podgroups"):
-        try:
-            found[plural] = plane.get(f"/apis/{plane.workload_api_version}/namespaces/{namespace}/{plural}/{name}")
-        except ApiError as error:
-            if error.status != 404:
-                raise
-            found[plural] = None
-    return found
-
-
-def debug_native_gangs(plane: LocalControlPlane) -> Obj:
-    with urllib.request.urlopen(f"{plane.observe_url}/debug/native-gangs", timeout=5) as response:
-        view: Obj = json.load(response)
-    return view
 
 
 def test_a_tfjob_gets_its_native_gang_binds_whole_and_loses_it_when_it_finishes(
@@ -106,11 +92,8 @@ def test_a_tfjob_gets_its_native_gang_binds_whole_and_loses_it_when_it_finishes(
     (entry,) = [entry for entry in view["jobs"] if entry["job"] == f"{namespace}/mnist"]
     assert (entry["barrier"], entry["podGroup"]) == ("kube-scheduler", "mnist")
 
-    wait_until(
-        "mnist's Workload and PodGroup deleted once it succeeded",
-        lambda: native_objects(native_plane, namespace, "mnist") == {"workloads": None, "podgroups": None},
-        60,
-    )
+    wait_native_gone(native_plane, namespace, "mnist", "it succeeded", 60)
+    assert made_by_the_extender(native_plane, namespace) == []
 
 
 def test_a_deleted_tfjob_loses_its_native_gang(native_plane: LocalControlPlane, native_scene: Scene) -> None:
@@ -120,11 +103,26 @@ def test_a_deleted_tfjob_loses_its_native_gang(native_plane: LocalControlPlane, 
     wait_until("bert's PodGroup", lambda: native_objects(native_plane, namespace, "bert")["podgroups"], 30)
     wait_bound(native_plane, namespace, f"{JOB}=bert", 3)
     native_plane.delete_tfjob(namespace, "bert")
-    wait_until(
-        "bert's Workload and PodGroup deleted with it",
-        lambda: native_objects(native_plane, namespace, "bert") == {"workloads": None, "podgroups": None},
-        30,
+    wait_native_gone(native_plane, namespace, "bert", "its TFJob was deleted")
+    assert made_by_the_extender(native_plane, namespace) == []
+
+
+def test_a_failed_tfjob_loses_its_native_gang(native_plane: LocalControlPlane, native_scene: Scene) -> None:
+    """A worker's container exits 1 (restartPolicy Never): training-operator fails the TFJob."""
+    namespace = native_scene.namespace
+    native_scene.add_nodes(1)
+    native_plane.create_tfjob(
+        namespace, tfjob("doomed", scene=namespace, ps=1, workers=2, scheduler_name=SCHEDULER_NAME)
     )
+    wait_until("doomed's PodGroup", lambda: native_objects(native_plane, namespace, "doomed")["podgroups"], 30)
+    wait_bound(native_plane, namespace, f"{JOB}=doomed", 3)
+    crash(native_plane, namespace, "doomed-worker-1")
+    wait_until("doomed failed", lambda: not not_failed(tfjob_object(native_plane, namespace, "doomed")), 30)
+    wait_native_gone(native_plane, namespace, "doomed", "it failed")
+    assert made_by_the_extender(native_plane, namespace) == []
+    job = f"{namespace}/doomed"
+    writes = [(w["kind"], w["reason"]) for w in debug_native_gangs(native_plane)["writes"] if w["job"] == job]
+    assert writes[-1] == ("delete", f"TFJob {job} failed"), writes
 
 
 def test_a_tfjob_of_another_scheduler_is_left_as_it_was_sent(

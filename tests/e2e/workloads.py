@@ -185,6 +185,14 @@ def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
     return result
 
 
+def crash(plane: LocalControlPlane, namespace: str, pod_name: str) -> None:
+    """The pod's container exits 1, as a crashing trainer's would (its status written as a kubelet would)."""
+    terminated = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    container = {"name": "tensorflow", "ready": False, "restartCount": 0, "image": "", "imageID": ""}
+    status = {"phase": "Failed", "containerStatuses": [{**container, "state": terminated}]}
+    plane.merge_patch(f"/api/v1/namespaces/{namespace}/pods/{pod_name}/status", {"status": status})
+
+
 def not_failed(job: Obj) -> bool:
     """Whether the TFJob has no `Failed` condition that is True."""
     conditions = (job.get("status") or {}).get("conditions") or []
