@@ -269,7 +269,7 @@ def test_the_exact_command_lines() -> None:
     ]  # fmt: skip
     assert args_of(docs, "tfjob-extender-loops") == [
         "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
-        "--lease-namespace", NAMESPACE, "--log-format", "json",
+        "--lease-namespace", NAMESPACE, "--log-format", "json", "--native-gangs", "off",
     ]  # fmt: skip
     assert args_of(docs, "kube-scheduler") == [
         "kube-scheduler",
@@ -277,7 +277,7 @@ def test_the_exact_command_lines() -> None:
     ]
     text = render({"logFormat": "text", "loops": {"dryRun": True}})
     assert args_of(text, "tfjob-extender")[-2:] == ["--log-format", "text"]
-    assert args_of(text, "tfjob-extender-loops")[-3:] == ["--log-format", "text", "--dry-run"]
+    assert args_of(text, "tfjob-extender-loops")[-5:] == ["--log-format", "text", "--native-gangs", "off", "--dry-run"]
 
 
 def test_extra_args_come_last() -> None:
