@@ -122,7 +122,7 @@ no MAJOR.MINOR.PATCH counts as a current release.
 {{- end }}
 
 {{- define "tfjob-extender.kubeSchedulerImage" -}}
-{{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerTag" .)) }}
+{{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerVersion" .)) }}
 {{- end }}
 
 {{/*

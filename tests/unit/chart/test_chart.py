@@ -110,6 +110,13 @@ def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None
     assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
 
 
+def test_a_cluster_version_without_a_patch_needs_a_tag_and_a_tag_is_enough() -> None:
+    with pytest.raises(RenderRefused, match=r"set kubeScheduler\.image\.tag"):
+        render(kube_version="v1.37")
+    docs = render({"kubeScheduler": {"image": {"tag": "v1.37.1"}}}, kube_version="v1.37")
+    assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.37.1"
+
+
 UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
 
 
