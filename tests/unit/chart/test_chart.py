@@ -110,6 +110,13 @@ def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None
     assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
 
 
+def test_a_cluster_version_without_a_patch_needs_a_tag_and_a_tag_is_enough() -> None:
+    with pytest.raises(RenderRefused, match=r"set kubeScheduler\.image\.tag"):
+        render(kube_version="v1.37")
+    docs = render({"kubeScheduler": {"image": {"tag": "v1.37.1"}}}, kube_version="v1.37")
+    assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.37.1"
+
+
 UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
 
 
@@ -269,7 +276,7 @@ def test_the_exact_command_lines() -> None:
     ]  # fmt: skip
     assert args_of(docs, "tfjob-extender-loops") == [
         "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
-        "--lease-namespace", NAMESPACE, "--log-format", "json",
+        "--lease-namespace", NAMESPACE, "--log-format", "json", "--native-gangs", "off",
     ]  # fmt: skip
     assert args_of(docs, "kube-scheduler") == [
         "kube-scheduler",
@@ -277,7 +284,7 @@ def test_the_exact_command_lines() -> None:
     ]
     text = render({"logFormat": "text", "loops": {"dryRun": True}})
     assert args_of(text, "tfjob-extender")[-2:] == ["--log-format", "text"]
-    assert args_of(text, "tfjob-extender-loops")[-3:] == ["--log-format", "text", "--dry-run"]
+    assert args_of(text, "tfjob-extender-loops")[-5:] == ["--log-format", "text", "--native-gangs", "off", "--dry-run"]
 
 
 def test_extra_args_come_last() -> None:
