@@ -101,6 +101,15 @@ class Scene:
                     raise
 
 
+def scene_on(plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
+    """The body of a scene fixture: a namespace of its own on `plane` for the test, cleaned up after it."""
+    current = Scene(plane, scene_name(request))
+    try:
+        yield current
+    finally:
+        current.cleanup()
+
+
 def scene_name(request: pytest.FixtureRequest) -> str:
     """The test's name as a namespace name."""
     return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50].rstrip("-")
@@ -108,8 +117,4 @@ def scene_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def scene(plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(plane, request)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from extender.devcluster import SCHEDULER_NAME, LocalControlPlane
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.native import (
     debug_native_gangs,
     made_by_the_extender,
@@ -48,11 +48,7 @@ def native_plane() -> Iterator[LocalControlPlane]:
 
 @pytest.fixture
 def native_scene(native_plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(native_plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(native_plane, request)
 
 
 def test_a_tfjob_gets_its_native_gang_binds_whole_and_loses_it_when_it_finishes(

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from extender.devcluster import SCHEDULER_NAME, LocalControlPlane
-from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.native import (
     debug_native_gangs,
     gang_min_count,
@@ -63,11 +63,7 @@ def elastic_plane() -> Iterator[LocalControlPlane]:
 
 @pytest.fixture
 def elastic_scene(elastic_plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(elastic_plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(elastic_plane, request)
 
 
 def pending(plane: LocalControlPlane, namespace: str) -> list[str]:

@@ -21,7 +21,7 @@ import pytest
 
 from extender.devcluster import SCHEDULER_NAME, LocalControlPlane, build_control_plane
 from extender.devcluster.plane import WORKLOAD_API
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.waits import wait_until
 from tests.e2e.workloads import JOB, debug_gang, placement, ps_and_workers_by_node, tfjob, tfjob_object, wait_bound
 
@@ -56,11 +56,7 @@ def plane_without_the_gate() -> Iterator[LocalControlPlane]:
 def scene_without_the_gate(
     plane_without_the_gate: LocalControlPlane, request: pytest.FixtureRequest
 ) -> Iterator[Scene]:
-    current = Scene(plane_without_the_gate, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(plane_without_the_gate, request)
 
 
 def read_json(url: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from extender.devcluster import SCHEDULER_NAME, ApiError, LocalControlPlane, build_control_plane
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.workloads import JOB, debug_gang, tfjob, tfjob_object, wait_bound
 
 pytestmark = pytest.mark.e2e
@@ -40,11 +40,7 @@ def plane_without_webhook() -> Iterator[LocalControlPlane]:
 
 @pytest.fixture
 def scene_without_webhook(plane_without_webhook: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(plane_without_webhook, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(plane_without_webhook, request)
 
 
 def test_a_tfjob_created_while_the_webhook_is_down_binds_under_the_extenders_own_barrier(

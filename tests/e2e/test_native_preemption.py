@@ -20,7 +20,7 @@ import pytest
 
 from extender.devcluster import SCHEDULER_NAME, ApiError, LocalControlPlane, build_control_plane
 from extender.devcluster.plane import WORKLOAD_API
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.preemption_parties import BY_LOOP, PodWatch, SceneFigures, figures, parties
 from tests.e2e.waits import OBSERVE_S
 from tests.e2e.workloads import JOB, filter_summaries, ps_and_workers_by_node, tfjob, wait_bound
@@ -52,11 +52,7 @@ def gated_plane() -> Iterator[LocalControlPlane]:
 
 @pytest.fixture
 def gated_scene(gated_plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(gated_plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(gated_plane, request)
 
 
 SCHEDULERS = {False: "kube-scheduler", True: "kube-scheduler-upstream-preemption"}
