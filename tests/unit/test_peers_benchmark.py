@@ -158,7 +158,8 @@ def test_native_is_started_with_the_planes_gates_and_the_stock_profile_the_other
     assert lineup.feature_gates(SCHEDULERS["native"]) == ("GenericWorkload",)
     assert [lineup.feature_gates(SCHEDULERS[key]) for key in ("ours", "coscheduling", "default")] == [(), (), ()]
     settings = lineup.settings(SCHEDULERS["native"])
-    assert "extenders" not in settings
+    assert not {"extenders", "podInitialBackoffSeconds", "podMaxBackoffSeconds"} & set(settings), "stock defaults"
+    assert lineup.settings(SCHEDULERS["ours"])["podMaxBackoffSeconds"] == 2, "the repo's configuration"
     (profile,) = settings["profiles"]
     assert profile == {"schedulerName": "native-gang-scheduler", "percentageOfNodesToScore": 100}
 
