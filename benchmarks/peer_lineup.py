@@ -33,8 +33,9 @@ VOLCANO = (
     "Volcano: left out — the Go module proxy answers 403 'This module version is not available' for "
     "volcano.sh/volcano v1.13.0 and v1.12.2, so its cmd/scheduler cannot be built here"
 )
-METRICS_WITHOUT_AUTH = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
-"""kube-scheduler's /metrics answers the benchmark without a token review (it listens on 127.0.0.1 only)."""
+METRICS_WITHOUT_AUTH = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"
+"""kube-scheduler's /metrics and its Go profiles (`/debug/pprof/`) answer the benchmark without a token review
+(it listens on 127.0.0.1 only)."""
 
 
 @dataclass(frozen=True)
