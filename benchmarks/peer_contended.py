@@ -4,6 +4,9 @@
 PodGroup and pods made here), follows placements with a `PlacementWatch`, and once a job's gang is whole writes
 its completion time — the simulator's throughput model's run time for that placement — on its pods for kwok to
 complete them. Under Coscheduling it also writes each PodGroup's status as scheduler-plugins' controller would.
+For a scheduler with Kubernetes' own gangs each job gets a `scheduling.k8s.io` PodGroup of all its pods, made
+before the job (before the TFJob training-operator makes pods from, whose replica templates name the group),
+and the watch checks that every pod joined its job's group.
 A run ends when every job finished, or stalls; `run_contended` runs one workload for every seed and scheduler.
 """
 
@@ -23,6 +26,10 @@ from benchmarks.peer_workloads import (
     Contended,
     contended,
     job_container,
+    join_native_group,
+    named_gang,
+    native_podgroup,
+    native_podgroups_path,
     node_objects,
     pod_roles,
     prefixed,
@@ -44,17 +51,21 @@ CLEAR_TIMEOUT_S = 120.0
 
 
 class PlacementWatch(BindWatch):
-    """The bind watch, also recording each pod's node, its phase, and when it was first seen Succeeded."""
+    """The bind watch, also recording each pod's node, its phase, when it was first seen Succeeded, and the
+    `scheduling.k8s.io` PodGroup it joined, if any."""
 
     def __init__(self, api: Api, namespace: str) -> None:
         super().__init__(api, namespace)
         self.nodes: dict[str, str] = {}
         self.done: dict[str, float] = {}
         self.phases: dict[str, str] = {}
+        self.native_groups: dict[str, str | None] = {}
 
     def observe(self, name: str, pod: dict[str, Any], now: float) -> None:
         with self.changed:
-            node = (pod.get("spec") or {}).get("nodeName")
+            spec = pod.get("spec") or {}
+            self.native_groups[name] = (spec.get("schedulingGroup") or {}).get("podGroupName")
+            node = spec.get("nodeName")
             if node:
                 self.nodes.setdefault(name, node)
             phase = (pod.get("status") or {}).get("phase") or "Pending"
@@ -109,27 +120,39 @@ class ContendedRun:
             delay = started + spec.arrival_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            self._submit(spec)
+            self.submit(spec)
 
-    def _submit(self, spec: JobSpec) -> None:
-        body = tfjob_object(spec, self.scheduler.pod_scheduler)
+    def submit(self, spec: JobSpec) -> None:
+        native = self.scheduler.native_gangs
+        ours_to_make = self.scheduler.gangs_by_extender
+        joined = spec.name if native and not ours_to_make else None
+        body = tfjob_object(spec, self.scheduler.pod_scheduler, native_group=joined)
         submitted = time.monotonic()
+        if joined is not None:
+            group = native_podgroup(self.plane.workload_api_version, spec.name, spec.ps + spec.workers)
+            path = native_podgroups_path(self.plane.workload_api_version, self.namespace)
+            self.api.call("POST", path, orjson.dumps(group))
         if self.case.through_operator:
             self.plane.create_tfjob(self.namespace, body)
         else:
             base = f"/apis/kubeflow.org/v1/namespaces/{self.namespace}/tfjobs"
-            uid = self.api.call("POST", base, orjson.dumps(body))["metadata"]["uid"]
-            group = podgroup(spec.name, spec.ps + spec.workers)
-            self.api.call(
-                "POST",
-                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups",
-                orjson.dumps(group),
-            )
+            created = self.api.call("POST", base, orjson.dumps(body))
+            uid = created["metadata"]["uid"]
+            if ours_to_make:
+                joined = named_gang(created)
+            if joined is None:
+                self.api.call(
+                    "POST",
+                    f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups",
+                    orjson.dumps(podgroup(spec.name, spec.ps + spec.workers)),
+                )
             pods = []
             for name, role in self.roles[spec.name].items():
                 index = int(name.rsplit("-", 1)[1])
                 pod = gang_pod(spec.name, uid, role.name.lower(), index, self.scheduler.pod_scheduler)
                 pod["spec"]["containers"] = [job_container(spec, role)]
+                if joined is not None:
+                    join_native_group(pod["spec"], joined)
                 pods.append((f"/api/v1/namespaces/{self.namespace}/pods", name, orjson.dumps(pod)))
             create_all(self.api, pods, min(4, self.args.threads), None)
         with self.lock:
@@ -175,6 +198,10 @@ class ContendedRun:
             pods = self.roles[outcome.spec.name]
             outcome.bound_at_end = sum(1 for name in pods if name in bound)
             self._count_held(outcome, bound, end)
+        if self.scheduler.native_gangs:
+            with watch.changed:
+                groups = dict(watch.native_groups)
+            self.check_joined(groups)
         return RunSummary(self.case.key, self.scheduler.key, self.seed, list(outcomes.values()), end, stalled)
 
     def _advance(
@@ -189,6 +216,15 @@ class ContendedRun:
             self._start(outcome, {name: nodes[name] for name in pods})
         if outcome.started is not None and outcome.finished is None and all(name in done for name in pods):
             outcome.finished = max(done[name] for name in pods)
+
+    def check_joined(self, groups: dict[str, str | None]) -> None:
+        """Every pod seen must have joined its job's `scheduling.k8s.io` PodGroup (training-operator copies
+        the field from the replica templates): a pod outside it would be scheduled alone, not as a gang."""
+        strays = sorted(
+            name for job, roles in self.roles.items() for name in roles if name in groups and groups[name] != job
+        )
+        if strays:
+            raise RuntimeError(f"{len(strays)} pods did not join their job's PodGroup, e.g. {strays[:3]}")
 
     def _write_group_status(self, spec: JobSpec, phases: dict[str, str]) -> None:
         """Write the PodGroup's status as scheduler-plugins' PodGroup controller, which runs beside the
@@ -250,7 +286,7 @@ class ContendedRun:
         outcome.held = held
 
     def clean(self) -> None:
-        clear_namespace(self.api, self.namespace, self.args.threads, CLEAR_TIMEOUT_S)
+        clear_namespace(self.api, self.namespace, self.args.threads, CLEAR_TIMEOUT_S, self.plane.workload_api_version)
         time.sleep(self.args.settle_s)
 
 
@@ -285,5 +321,6 @@ def run_contended(
                 )
                 runs.append(summary)
     finally:
+        api.close()
         if key == "kod2":
             plane.stop_process("training-operator")

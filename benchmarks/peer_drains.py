@@ -2,8 +2,10 @@
 
 `run_drains` makes each count of drain nodes, then per seed and scheduler runs the chosen phases (plain pods,
 gangs of 8, one 64-pod gang) through `PeerBench`, the throughput benchmark's `Bench` pointed at the scheduler
-that runs now. Around each phase `drain_costs` reads the running totals of kube-scheduler's and the extender's
-Prometheus metrics (`metric_sums`), so a `DrainRow` holds the phase's result and its costs per pod bound.
+that runs now; for a scheduler with Kubernetes' own gangs each gang is a `scheduling.k8s.io` PodGroup of all
+its pods instead of scheduler-plugins' one, its members joined to it (plain pods stay plain). Around each
+phase `drain_costs` reads the running totals of kube-scheduler's and the extender's Prometheus metrics
+(`metric_sums`), so a `DrainRow` holds the phase's result and its costs per pod bound.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 from benchmarks.peer_lineup import SCHEDULERS, Lineup, Scheduler
-from benchmarks.peer_workloads import set_nodes
+from benchmarks.peer_workloads import join_native_group, native_podgroup, native_podgroups_path, set_nodes
 from benchmarks.scheduler_throughput import Bench, Phase, Result
 from extender.devcluster import UNVERIFIED_TLS, LocalControlPlane, kwok_node
 from tests.e2e.bulk import Api
@@ -28,6 +33,8 @@ DRAIN_NODE_CPU, DRAIN_NODE_MEMORY, DRAIN_NODE_PODS = "32", "128Gi", 250
 
 
 DRAIN_PHASES = (("plain", 0), ("gang8", 8), ("gang64", 64))
+EXTENDER_GANGS_TIMEOUT_S = 300.0
+"""Longest wait for the extender to make every native gang of a drain before the scheduler is resumed."""
 
 
 class PeerBench(Bench):
@@ -38,8 +45,45 @@ class PeerBench(Bench):
     def scheduler_name(self, phase: Phase) -> str:
         return self.scheduler.pod_scheduler
 
+    def job_object(self, name: str, workers: int, scheduler: str) -> dict[str, Any]:
+        """For gangs the extender makes, the TFJob names the scheduler in its templates, so its webhook names
+        the gang (after the TFJob) and its loops make the Workload and PodGroup."""
+        body = super().job_object(name, workers, scheduler)
+        if self.scheduler.gangs_by_extender:
+            for replica in body["spec"]["tfReplicaSpecs"].values():
+                replica["template"]["spec"]["schedulerName"] = scheduler
+        return body
+
+    def before_release(self, namespace: str, gangs: int) -> None:
+        """For gangs the extender makes: until it has made every one (how long that took is printed)."""
+        if not self.scheduler.gangs_by_extender or not gangs:
+            return
+        started = time.monotonic()
+        path = native_podgroups_path(self.plane.workload_api_version, namespace)
+        while len(self.api.call("GET", path)["items"]) < gangs:
+            if time.monotonic() - started > EXTENDER_GANGS_TIMEOUT_S:
+                raise RuntimeError(f"the extender made too few of {gangs} native gangs in {namespace}")
+            time.sleep(0.2)
+        print(f"# the extender made {gangs} native gangs within {time.monotonic() - started:.1f}s", flush=True)
+
+    def create_group(self, namespace: str, job: str, size: int) -> None:
+        if self.scheduler.gangs_by_extender:
+            return
+        if not self.scheduler.native_gangs:
+            super().create_group(namespace, job, size)
+            return
+        version = self.plane.workload_api_version
+        self.api.call(
+            "POST", native_podgroups_path(version, namespace), orjson.dumps(native_podgroup(version, job, size))
+        )
+
+    def member(self, pod: dict[str, Any], job: str) -> dict[str, Any]:
+        if self.scheduler.native_gangs:
+            join_native_group(pod["spec"], job)
+        return pod
+
     def pids(self, phase: Phase) -> dict[str, tuple[int, ...]]:
-        extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.key == "ours" else {}
+        extender = {"extender": (self.plane.pid("extender"),)} if self.scheduler.with_extender else {}
         return {
             "sched": (self.plane.pid(self.scheduler.process),),
             "bench": (os.getpid(),),
@@ -110,32 +154,39 @@ def run_drains(
     """Every drain of the line-up, appended to `rows` as it ends (an interrupted run still reports them)."""
     api = Api(plane.api_port, plane.token)
     bench = PeerBench(plane, args)
-    for count in args.drain_nodes:
-        nodes = [
-            kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
-            for i in range(count)
-        ]
-        set_nodes(api, nodes, args.threads)
-        time.sleep(args.settle_s)
-        for seed in seeds:
-            for scheduler in schedulers:
-                bench.scheduler = scheduler
-                with lineup.running(scheduler):
-                    time.sleep(args.settle_s)
-                    for phase_key, size in DRAIN_PHASES:
-                        if phase_key not in args.drain_phases:
-                            continue
-                        phase = Phase(
-                            f"{scheduler.key}-{phase_key}", f"{count}n {scheduler.key} {phase_key}", scheduler.key, size
-                        )
-                        before = drain_costs(plane, lineup, scheduler)
-                        result = bench.run(phase, "drain")
-                        after = drain_costs(plane, lineup, scheduler)
-                        costs = {
-                            key: (after[key] - before[key]) / max(1, result.bound) * (1 if "calls" in key else 1000)
-                            for key in after
-                        }
-                        rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
+    try:
+        for count in args.drain_nodes:
+            nodes = [
+                kwok_node(f"drain-{i:05d}", cpu=DRAIN_NODE_CPU, memory=DRAIN_NODE_MEMORY, pods=DRAIN_NODE_PODS)
+                for i in range(count)
+            ]
+            set_nodes(api, nodes, args.threads)
+            time.sleep(args.settle_s)
+            for seed in seeds:
+                for scheduler in schedulers:
+                    bench.scheduler = scheduler
+                    with lineup.running(scheduler):
+                        time.sleep(args.settle_s)
+                        for phase_key, size in DRAIN_PHASES:
+                            if phase_key not in args.drain_phases:
+                                continue
+                            phase = Phase(
+                                f"{scheduler.key}-{phase_key}",
+                                f"{count}n {scheduler.key} {phase_key}",
+                                scheduler.key,
+                                size,
+                            )
+                            before = drain_costs(plane, lineup, scheduler)
+                            result = bench.run(phase, "drain")
+                            after = drain_costs(plane, lineup, scheduler)
+                            costs = {
+                                key: (after[key] - before[key]) / max(1, result.bound) * (1 if "calls" in key else 1000)
+                                for key in after
+                            }
+                            rows.append(DrainRow(count, scheduler.key, phase_key, seed, result, costs))
+    finally:
+        api.close()
+        bench.api.close()
 
 
 def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) -> dict[str, float]:
@@ -143,7 +194,7 @@ def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) 
     and schedules nothing)."""
     sums = metric_sums(read_metrics(f"https://127.0.0.1:{lineup.port}/metrics", plane.token), SCHEDULER_SUMS)
     totals = {"sched_algorithm_ms": sums["algorithm"], "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS)}
-    if scheduler.key == "ours":
+    if scheduler.with_extender:
         extender = metric_sums(read_metrics(f"{plane.observe_url}/metrics"), EXTENDER_SUMS)
         totals.update(
             {

@@ -5,6 +5,13 @@ gpu-gangs trace at a higher load, or KOD2 — with arrivals and run times scaled
 `set_nodes` makes the cluster's nodes exactly a given set and waits until they are Ready; `node_objects` and
 `prefixed` name a workload's nodes after the workload. `tfjob_object`, `job_container` and `pod_roles` are the
 TFJob, its containers' requests and its pods' names as training-operator would make them.
+
+For a scheduler whose gangs are Kubernetes' own, `native_podgroup` is the `scheduling.k8s.io` PodGroup an
+integrating controller makes for a job before its pods (a gang policy whose `minCount` is every pod of the
+job), and `join_native_group` puts a pod spec in it (`spec.schedulingGroup.podGroupName`, immutable once the
+pod exists, so it is set at creation: on the pods made here, and on the TFJob's replica templates, which
+training-operator copies into the pods it makes). No Workload is made: a PodGroup's `spec.workloadRef` is
+optional and kube-scheduler reads PodGroups and pods only.
 """
 
 from __future__ import annotations
@@ -161,10 +168,47 @@ def job_container(spec: JobSpec, role: Role) -> dict[str, Any]:
     return {"name": "tensorflow", "image": "example.org/tf-train:2.16", "resources": resources_of(spec, role)}
 
 
-def tfjob_object(spec: JobSpec, scheduler: str) -> dict[str, Any]:
+def native_podgroup(api_version: str, name: str, min_count: int) -> dict[str, Any]:
+    """Kubernetes' own PodGroup `name` (`api_version`: the served `scheduling.k8s.io` version) for a gang of
+    `min_count` pods: kube-scheduler binds all of them or none."""
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+
+
+def native_podgroups_path(api_version: str, namespace: str) -> str:
+    return f"/apis/{api_version}/namespaces/{namespace}/podgroups"
+
+
+def join_native_group(pod_spec: dict[str, Any], group: str) -> dict[str, Any]:
+    """`pod_spec` (a pod's or a pod template's `spec`), joined to Kubernetes' own PodGroup `group`."""
+    pod_spec["schedulingGroup"] = {"podGroupName": group}
+    return pod_spec
+
+
+def named_gang(tfjob: dict[str, Any]) -> str | None:
+    """The `scheduling.k8s.io` PodGroup a TFJob's replica templates name, as training-operator copies it into
+    every pod (the extender's webhook names one as the TFJob is created); None when they name none or
+    differ."""
+    names = {
+        ((replica.get("template") or {}).get("spec") or {}).get("schedulingGroup", {}).get("podGroupName")
+        for replica in (tfjob.get("spec") or {}).get("tfReplicaSpecs", {}).values()
+    }
+    return names.pop() if len(names) == 1 else None
+
+
+def tfjob_object(spec: JobSpec, scheduler: str, native_group: str | None = None) -> dict[str, Any]:
+    """The TFJob of `spec` whose pods name `scheduler`; with `native_group`, every replica template joins that
+    `scheduling.k8s.io` PodGroup."""
+
     def replica(count: int, role: Role) -> dict[str, Any]:
-        template = {"spec": {"schedulerName": scheduler, "containers": [job_container(spec, role)]}}
-        return {"replicas": count, "restartPolicy": "Never", "template": template}
+        pod_spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [job_container(spec, role)]}
+        if native_group is not None:
+            join_native_group(pod_spec, native_group)
+        return {"replicas": count, "restartPolicy": "Never", "template": {"spec": pod_spec}}
 
     return {
         "apiVersion": "kubeflow.org/v1",

@@ -1,20 +1,30 @@
 """Gang schedulers side by side on one local control plane: tfjob-extender against what a platform team would
-run instead — scheduler-plugins Coscheduling and the default scheduler — each a real scheduler process.
+run instead — scheduler-plugins Coscheduling, Kubernetes' own gang and the default scheduler — each a real
+scheduler process.
 
-One `LocalControlPlane` (etcd, kube-apiserver, kwok; training-operator only for the KOD2 workload) serves
-every run. A run starts the scheduler under test alone — `ours` is the extender plus kube-scheduler with the
-repo's `tfjob-scheduler` profile; `coscheduling` is kube-scheduler built with the Coscheduling plugin
-(`--coscheduling-binary`, profile `scheduler-plugins-scheduler` as that project's Helm chart configures it,
-`permitWaitingTimeSeconds: 10`); `default` is the control plane's kube-scheduler with the default profile —
-submits the workload with that `schedulerName`, measures, stops the scheduler and deletes every pod, PodGroup
-and TFJob before the next run. No other scheduler runs meanwhile, so none plans, watches or writes for
-another's pods. Every scheduler gets the same client rate limit and `percentageOfNodesToScore`.
+One `LocalControlPlane` (etcd, kube-apiserver serving Kubernetes' own Workload API, kwok; training-operator
+only for the KOD2 workload) serves every run. A run starts the scheduler under test alone — `ours` is the
+extender plus kube-scheduler with the repo's `tfjob-scheduler` profile; `coscheduling` is kube-scheduler built
+with the Coscheduling plugin (`--coscheduling-binary`, profile `scheduler-plugins-scheduler` as that project's
+Helm chart configures it, `permitWaitingTimeSeconds: 10`); `native` is the control plane's kube-scheduler with
+the Workload API's feature gates (`GenericWorkload` in 1.37: the GangScheduling plugin joins the default
+profile and a PodGroup is scheduled in one cycle) and the default profile as `native-gang-scheduler`, each
+job's pods joined to a `scheduling.k8s.io` PodGroup of all of them, made before them; `ours-native` is
+`ours` in native mode — the same kube-scheduler with the Workload API's gates, the extender with
+`--native-gangs on`, its webhook registered for the run: the benchmark sends each TFJob naming the scheduler,
+the webhook names its gang, the extender's loops make its Workload and PodGroup, and the pods (made by the
+benchmark as training-operator would, from the templates the API server returned) join it; `default` is the
+control plane's kube-scheduler with the default profile and no gates — submits the workload with that
+`schedulerName`, measures, stops the scheduler and deletes every pod, PodGroup and TFJob before the next run.
+No other scheduler runs meanwhile, so none plans, watches or writes for another's pods. Every scheduler gets
+the same client rate limit and `percentageOfNodesToScore`.
 Volcano is not in the line-up: the Go module proxy serves no release of `volcano.sh/volcano`
 (see `VOLCANO`).
 
 Workloads (`--workloads`), each from `--seed` on for `--seeds` seeds:
 - `drain` at each of `--drain-nodes` (32 CPU nodes): plain pods, gangs of 8 (TFJob + PodGroup
-  `scheduling.x-k8s.io` with `minMember: 8`, as training-operator makes them) and one 64-pod gang, each
+  `scheduling.x-k8s.io` with `minMember: 8`, as training-operator makes them; for `native` a
+  `scheduling.k8s.io` PodGroup with `minCount: 8`, the pods naming it) and one 64-pod gang, each
   created while the scheduler under test is stopped (SIGSTOP), then released: pods/s from SIGCONT to the last
   bind (`scheduler_throughput.Bench`, which also gives CPU per pod and the extender's verb latencies);
 - `cpu-mix`: 8 nodes × 16 CPU, 24 TFJobs of 1 PS and 1–15 workers (1 or 2 CPU per pod), all submitted at
@@ -24,10 +34,12 @@ Workloads (`--workloads`), each from `--seed` on for `--seeds` seeds:
   (`GPU_GANG_LOAD`), its times scaled by `--gpu-time-scale`;
 - `kod2`: the KOD2 experiment's 3 nodes and 10 TFJobs (`extender/sim/workload.kod2`), times scaled by
   `--kod2-time-scale`, submitted to training-operator, which creates each job's PodGroup and pods. It runs
-  with `--gang-scheduler-name=tfjob-scheduler` once for all three schedulers; the TFJob's pod templates name
+  with `--gang-scheduler-name=tfjob-scheduler` once for all the schedulers; the TFJob's pod templates name
   the scheduler under test, which training-operator keeps (it only fills an empty `schedulerName`), so every
   scheduler gets the same PodGroups (training-operator makes a `scheduling.x-k8s.io` one for any name but
-  `volcano`) from one operator process, not one restart per scheduler.
+  `volcano`) from one operator process, not one restart per scheduler. For `native` the benchmark makes each
+  job's `scheduling.k8s.io` PodGroup before its TFJob, whose replica templates name it in
+  `spec.schedulingGroup` (training-operator copies the template's spec into each pod).
 
 Run times depend on placement: once every pod of a job is bound the benchmark computes its run time from
 where its PS and workers landed with the simulator's throughput model (`extender/sim/throughput.py`: work in
@@ -40,7 +52,8 @@ Per scheduler and seed it prints makespan, average and p95 JCT, average wait to 
 placement, the CPU- and GPU-seconds held by pods of gangs not yet whole, workers beside their PS, nodes per
 job, deadlocked (placed in part at the end) and never-started jobs; then the medians over seeds. A run ends
 when every job finished, or when nothing ran and nothing changed for `--stall-s` (its unfinished jobs are
-censored: they count in JCT with their time up to the end, as in the simulator's report).
+censored: they count in JCT with their time up to the end, as in the simulator's report). With `--json PATH`
+it also writes one JSON record per run there (`peer_records.py`).
 """
 
 import argparse
@@ -60,6 +73,7 @@ from benchmarks.peer_contended import run_contended
 from benchmarks.peer_drains import DRAIN_PHASES, DrainRow, run_drains
 from benchmarks.peer_lineup import SCHEDULERS, VOLCANO, Lineup
 from benchmarks.peer_outcomes import CONTENDED_COLUMNS, RunSummary, fmt
+from benchmarks.peer_records import write_records
 from extender.devcluster import LocalControlPlane, build_control_plane
 
 # -- reports -----------------------------------------------------------------------------------------------
@@ -167,7 +181,7 @@ def parse_list(text: str, allowed: Sequence[str], what: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="drain,cpu-mix,gpu-gangs,kod2")
-    parser.add_argument("--schedulers", default="ours,coscheduling,default")
+    parser.add_argument("--schedulers", default="ours,ours-native,native,coscheduling,default")
     parser.add_argument("--coscheduling-binary", type=Path, help="kube-scheduler built with the Coscheduling plugin")
     parser.add_argument("--seed", type=int, default=1, help="the first seed")
     parser.add_argument("--seeds", type=int, default=1, help="how many seeds, from --seed on")
@@ -189,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--phase-timeout-s", type=float, default=1800, help="longest drain phase")
     parser.add_argument("--run-timeout-s", type=float, default=1800, help="longest contended run")
     parser.add_argument("--settle-s", type=float, default=3, help="idle time after a start or a clean-up")
+    parser.add_argument("--json", type=Path, help="write one JSON record per run to this file")
+    parser.add_argument(
+        "--extender-arg", action="append", default=[], help="one more flag for the extender (repeat for more)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     args.drain_nodes = [int(n) for n in args.drain_nodes.split(",") if n]
@@ -210,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         with_scheduler=False,
         scheduler_qps=args.qps,
         scheduler_burst=args.burst,
+        workload_api=True,
+        extender_args=tuple(args.extender_arg),
     )
     with plane:
         print(
@@ -235,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print_drains(drains)
             if runs:
                 print_contended(runs)
+            if args.json is not None:
+                write_records(args.json, drains, runs)
+                print(f"# {len(drains) + len(runs)} records written to {args.json}", flush=True)
             if loads:
                 mean, peak = statistics.fmean(loads), max(loads)
                 print(f"\n# load average (1 min) during the run: mean {mean:.2f}, max {peak:.2f}")

@@ -363,13 +363,21 @@ class Result:
     extender_rss_mib: tuple[float, float]
     verb_ms: dict[str, tuple[float | None, float | None]]
     gang_partial_s: float | None
-    gangs_complete: str = ""
+    gangs: int = 0
+    """Gangs in the phase (0 for plain pods)."""
+    gangs_whole: int = 0
+    """Of those, the gangs every member of which was bound."""
     watch_restarts: int = 0
     baseline: float = field(default=0.0)
 
     @property
     def rate(self) -> float:
         return self.bound / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def gangs_complete(self) -> str:
+        """`whole/gangs`, or empty for plain pods."""
+        return f"{self.gangs_whole}/{self.gangs}" if self.gangs else ""
 
 
 class Bench:
@@ -437,19 +445,35 @@ class Bench:
             created = self.api.call(
                 "POST",
                 f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs",
-                orjson.dumps(tfjob(job, phase.gang_size - 1)),
+                orjson.dumps(self.job_object(job, phase.gang_size - 1, scheduler)),
             )
-            self.api.call(
-                "POST",
-                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
-                orjson.dumps(podgroup(job, phase.gang_size)),
-            )
+            self.create_group(namespace, job, phase.gang_size)
             uid = created["metadata"]["uid"]
             members = [gang_pod(job, uid, "ps", 0, scheduler)] + [
                 gang_pod(job, uid, "worker", i, scheduler) for i in range(phase.gang_size - 1)
             ]
-            requests += [(pods_path, pod["metadata"]["name"], orjson.dumps(pod)) for pod in members]
+            requests += [(pods_path, pod["metadata"]["name"], orjson.dumps(self.member(pod, job))) for pod in members]
         return requests
+
+    def create_group(self, namespace: str, job: str, size: int) -> None:
+        """A gang's PodGroup, made before its pods: scheduler-plugins' `scheduling.x-k8s.io` one, as
+        training-operator makes it."""
+        self.api.call(
+            "POST",
+            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups",
+            orjson.dumps(podgroup(job, size)),
+        )
+
+    def job_object(self, name: str, workers: int, scheduler: str) -> dict[str, Any]:
+        """A gang's TFJob (training-operator does not run here: the benchmark makes its pods)."""
+        return tfjob(name, workers)
+
+    def before_release(self, namespace: str, gangs: int) -> None:
+        """Called in `drain` once every pod exists, before the scheduler under test is resumed."""
+
+    def member(self, pod: dict[str, Any], job: str) -> dict[str, Any]:
+        """A member of gang `job` as it is created (as `gang_pod` made it)."""
+        return pod
 
     def run(self, phase: Phase, mode: str) -> Result:
         self.runs += 1
@@ -460,7 +484,7 @@ class Bench:
         watch = BindWatch(self.api, namespace)
         watch.start()
         try:
-            result = self._measure(phase, mode, requests, pids, watch)
+            result = self._measure(phase, mode, namespace, requests, pids, watch)
         finally:
             watch.stop()
         print(
@@ -468,7 +492,7 @@ class Bench:
             f"({result.rate:.1f} pods/s; the bind watch was resumed {result.watch_restarts} times)",
             flush=True,
         )
-        clear_namespace(self.api, namespace, self.args.threads, CLEAR_TIMEOUT_S)
+        clear_namespace(self.api, namespace, self.args.threads, CLEAR_TIMEOUT_S, self.plane.workload_api_version)
         time.sleep(self.args.settle_s)
         return result
 
@@ -476,6 +500,7 @@ class Bench:
         self,
         phase: Phase,
         mode: str,
+        namespace: str,
         requests: list[tuple[str, str, bytes]],
         pids: dict[str, tuple[int, ...]],
         watch: BindWatch,
@@ -494,6 +519,7 @@ class Bench:
                 sent = create_all(self.api, requests, self.args.threads, None)
                 created_s = time.monotonic() - first
                 watch.wait(lambda: len(watch.seen) >= count, 30, 120)
+                self.before_release(namespace, count // phase.gang_size if phase.gang_size else 0)
                 time.sleep(1.0)
             finally:
                 resumed = time.monotonic()
@@ -524,9 +550,9 @@ class Bench:
             delta = {b: c - before_verbs.get(verb, {}).get(b, 0.0) for b, c in (after_verbs.get(verb) or {}).items()}
             p50, p99 = bucket_quantile(delta, 0.5), bucket_quantile(delta, 0.99)
             verbs[verb] = (None if p50 is None else p50 * 1000, None if p99 is None else p99 * 1000)
-        partial, complete_gangs = None, ""
+        partial, gangs_whole, gangs = None, 0, 0
         if phase.gang_size:
-            partial, complete_gangs = gang_partial(bound, requests, phase.gang_size, end_check)
+            partial, gangs_whole, gangs = gang_partial(bound, requests, phase.gang_size, end_check)
         if not complete:
             pods = self.api.call("GET", f"/api/v1/namespaces/{watch.namespace}/pods")["items"]
             listed = sum(1 for pod in pods if pod["spec"].get("nodeName"))
@@ -547,15 +573,17 @@ class Bench:
             extender_rss_mib=(memory["VmRSS"] / 1024, memory["VmHWM"] / 1024),
             verb_ms=verbs,
             gang_partial_s=partial,
-            gangs_complete=complete_gangs,
+            gangs=gangs,
+            gangs_whole=gangs_whole,
             watch_restarts=watch.restarts,
         )
 
 
 def gang_partial(
     bound: dict[str, float], requests: list[tuple[str, str, bytes]], size: int, end: float
-) -> tuple[float, str]:
-    """The longest time a gang had some but not all members bound, and how many gangs completed."""
+) -> tuple[float, int, int]:
+    """The longest time a gang had some but not all members bound, how many gangs completed, and how many
+    there were."""
     longest, complete, total = 0.0, 0, 0
     for start in range(0, len(requests), size):
         times = [bound[name] for _, name, _ in requests[start : start + size] if name in bound]
@@ -567,7 +595,7 @@ def gang_partial(
             longest = max(longest, max(times) - min(times))
         else:
             longest = max(longest, end - min(times))
-    return longest, f"{complete}/{total}"
+    return longest, complete, total
 
 
 # -- report ------------------------------------------------------------------------------------------------
@@ -701,7 +729,8 @@ def main() -> None:
         settings = plane.scheduler_settings()
         baseline = {key: value for key, value in settings.items() if key != "extenders"}
         baseline["profiles"] = [
-            {**profile, "schedulerName": "default-scheduler"} for profile in settings["profiles"][:1]
+            {**{key: value for key, value in profile.items() if key != "plugins"}, "schedulerName": "default-scheduler"}
+            for profile in settings["profiles"][:1]
         ]
         plane.start_scheduler(SCHEDULER_UNDER_TEST["default"], baseline)
         if "stub" in args.phases.split(","):
@@ -725,6 +754,7 @@ def main() -> None:
             rounds.append(results)
         if args.rounds > 1:
             report_rounds(rounds)
+        bench.api.close()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.devcluster import ControlPlaneError, LocalControlPlane, build_control_plane
+from extender.devcluster import SCHEDULER_NAME, ControlPlaneError, LocalControlPlane, build_control_plane
 from extender.devcluster.timeline import JobSpan, draw_timeline
 from tests.e2e.workloads import bind_times, bound, job_pods, ps_and_workers_by_node, tfjob
 
@@ -70,7 +70,7 @@ def show(plane: LocalControlPlane, started: float, first_bound: dict[str, float]
     return finished == len(WORKLOAD)
 
 
-def run(plane: LocalControlPlane) -> tuple[list[JobSpan], float]:
+def run(plane: LocalControlPlane, *, native_gangs: bool = False) -> tuple[list[JobSpan], float]:
     plane.create_namespace(NAMESPACE)
     nodes = [f"demo-node-{i}" for i in range(3)]
     for node in nodes:
@@ -89,9 +89,11 @@ def run(plane: LocalControlPlane) -> tuple[list[JobSpan], float]:
     while time.time() - started < DEADLINE_S:
         for name, after, ps, workers, cpu, run_for in WORKLOAD:
             if name not in submitted and time.time() - started >= after:
-                plane.create_tfjob(
-                    NAMESPACE, tfjob(name, scene=NAMESPACE, ps=ps, workers=workers, cpu=cpu, run_for=run_for)
+                scheduler = SCHEDULER_NAME if native_gangs else ""
+                job = tfjob(
+                    name, scene=NAMESPACE, ps=ps, workers=workers, cpu=cpu, run_for=run_for, scheduler_name=scheduler
                 )
+                plane.create_tfjob(NAMESPACE, job)
                 submitted[name] = time.time()
         for name, *_ in WORKLOAD:
             pods = job_pods(plane, NAMESPACE, name)
@@ -137,15 +139,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-wait", action="store_true", help="stop as soon as the run ends")
     parser.add_argument("--timeline", type=Path, default=Path("demo-timeline.png"), help="where the PNG goes")
+    parser.add_argument(
+        "--native-gangs",
+        action="store_true",
+        help="Kubernetes 1.37's own gangs: the extender's webhook gives each TFJob a Workload and PodGroup",
+    )
     args = parser.parse_args(argv)
     try:
         print("building or reusing the local control plane (the first build takes a while) ...", flush=True)
         cache = build_control_plane()
         print("starting etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator ...", flush=True)
-        with LocalControlPlane(cache) as plane:
+        with LocalControlPlane(cache, native_gangs=args.native_gangs) as plane:
             page = f"{plane.observe_url}/ui"
             print(f"the live page: {page}  (kubeconfig: {plane.kubeconfig})", flush=True)
-            job_spans, length = run(plane)
+            job_spans, length = run(plane, native_gangs=args.native_gangs)
+            if args.native_gangs:
+                show_native_gangs(plane)
             written = draw_timeline(job_spans, length, args.timeline, "the demo workload on three 4-CPU nodes")
             print(f"\ntimeline: {written.resolve()}")
             if not args.no_wait:
@@ -155,6 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"demo failed: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def show_native_gangs(plane: LocalControlPlane) -> None:
+    """Who held each job's barrier, as /debug/native-gangs says."""
+    with urllib.request.urlopen(f"{plane.observe_url}/debug/native-gangs", timeout=5) as response:
+        view = json.load(response)
+    print(f"\nnative gangs: {'on' if view['active'] else 'off'} ({view['why']})")
+    for job in view["jobs"]:
+        print(f"{job['job']:>16}: barrier held by {job['barrier']}: {job['why']}")
 
 
 def wait_for_enter() -> None:

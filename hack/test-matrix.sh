@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The end-to-end suite on every supported Kubernetes release, one after the other: each release's control
 # plane is built (or reused from the cache, keyed by version) and tests/e2e runs against it, including
-# the tests of Kubernetes' own gang API with that release's feature gates. CI runs the default release
-# only (hack/test.sh); run this before changing the supported releases or the extender's use of the API.
+# the tests of Kubernetes' own gang API with that release's feature gates and native mode's fallback
+# (test_native_gangs_fallback.py: on 1.35 and 1.36 the extender keeps its own barrier; the other native
+# mode tests skip there). CI runs the default release only (hack/test.sh); run this before changing the
+# supported releases or the extender's use of the API.
 #
 #   bash hack/test-matrix.sh                      # v1.37.1, v1.36.4 and v1.35.4
 #   K8S_VERSIONS=v1.36.4 bash hack/test-matrix.sh -k workload_api

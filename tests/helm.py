@@ -57,7 +57,7 @@ def helm() -> Path:
 
 
 @functools.cache
-def _render(values_json: str, release: str, namespace: str, kube_version: str) -> str:
+def _render(values_json: str, release: str, namespace: str, kube_version: str, api_versions: tuple[str, ...]) -> str:
     command = [
         str(helm()),
         "template",
@@ -67,6 +67,7 @@ def _render(values_json: str, release: str, namespace: str, kube_version: str) -
         namespace,
         "--kube-version",
         kube_version,
+        *[argument for api in api_versions for argument in ("--api-versions", api)],
         "--values",
         "-",
     ]
@@ -82,9 +83,11 @@ def render_text(
     release: str = RELEASE,
     namespace: str = NAMESPACE,
     kube_version: str = KUBE_VERSION,
+    api_versions: tuple[str, ...] = (),
 ) -> str:
-    """`helm template` of the chart with `values` (JSON is YAML) over its defaults."""
-    return _render(json.dumps(values or {}, sort_keys=True), release, namespace, kube_version)
+    """`helm template` of the chart with `values` (JSON is YAML) over its defaults; `api_versions` are what the
+    chart sees the cluster serve (`.Capabilities.APIVersions`, `group/version` or `group/version/Kind`)."""
+    return _render(json.dumps(values or {}, sort_keys=True), release, namespace, kube_version, api_versions)
 
 
 def render(
@@ -93,9 +96,12 @@ def render(
     release: str = RELEASE,
     namespace: str = NAMESPACE,
     kube_version: str = KUBE_VERSION,
+    api_versions: tuple[str, ...] = (),
 ) -> list[Document]:
     """The rendered objects, in Helm's install order."""
-    text = render_text(values, release=release, namespace=namespace, kube_version=kube_version)
+    text = render_text(
+        values, release=release, namespace=namespace, kube_version=kube_version, api_versions=api_versions
+    )
     docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     assert all(isinstance(doc, dict) for doc in docs)
     return docs

@@ -5,8 +5,9 @@ take part in the leader election (`tfjob-extender loops`) is ready only once the
 answered whether it leads: the body says `leader` or `standby`. Before that the answer is a 503 whose
 `reason` names the kinds not listed yet — with why their last attempt failed when the informers know it
 (an RBAC refusal says which permission is missing) — or the lease not answered yet, with the error of
-its last attempt. The command line fills `Probes` in once the informers and the lease exist; a model
-served from a file has neither and is ready once loaded.
+its last attempt. Where the native gangs' controller runs, the body also says whether native gangs are
+given here and why (`nativeGangs`); readiness never waits for them. The command line fills `Probes` in
+once the informers and the lease exist; a model served from a file has neither and is ready once loaded.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class Probes:
     """Where this process stands in the leader election, when its loops take part in one."""
     needs_lease: bool = False
     """Ready only once the lease has been answered (a process that runs only loops)."""
+    native_gangs: Callable[[], Mapping[str, Any]] | None = None
+    """Whether native gangs are given here and why (when this process runs their controller); shown, never
+    waited for."""
 
 
 def readiness(state: ClusterState, probes: Probes) -> tuple[bool, dict[str, Any]]:
@@ -58,6 +62,8 @@ def readiness(state: ClusterState, probes: Probes) -> tuple[bool, dict[str, Any]
         name = lease.lease if lease is not None else "the lease"
         failed = f": {lease.error}" if lease is not None and lease.error else ""
         reasons.append(f"{name} not answered yet (leader or standby unknown){failed}")
+    if probes.native_gangs is not None:
+        body["nativeGangs"] = dict(probes.native_gangs())
     if reasons:
         body["reason"] = "; ".join(reasons)
     body["ready"] = not reasons

@@ -64,6 +64,12 @@ def add_dev_cluster_arguments(dev_cluster: argparse.ArgumentParser) -> None:
     dev_cluster.add_argument("--run-dir", type=Path, help="where its state and logs live (default: a user cache)")
     dev_cluster.add_argument("--no-operator", action="store_true", help="without training-operator")
     dev_cluster.add_argument(
+        "--native-gangs",
+        action="store_true",
+        help="Kubernetes' own gangs (1.37, GenericWorkload on): the extender's admission webhook gives each TFJob "
+        "naming the scheduler a Workload and PodGroup",
+    )
+    dev_cluster.add_argument(
         "--with-kueue",
         action="store_true",
         help="up: with Kueue admitting TFJobs (built by hack/build-kueue.sh the first time; see docs/kueue.md)",

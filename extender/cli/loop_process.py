@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
     from prometheus_client import CollectorRegistry
 
+    from extender.api.edge.server import EdgeServer
+    from extender.api.readiness import Probes
+    from extender.cli.native_wiring import NativeGangParts
     from extender.k8s.lease import KubeLease
     from extender.k8s.plans import PlanPublisher
     from extender.loops.preemption import PreemptionLoop
@@ -46,21 +49,39 @@ class RunningLoops:
     scaler: ScalerLoop | None
     lease: KubeLease | None = None
     """The Lease the loops take turns on (None when no loop runs)."""
+    native: NativeGangParts | None = None
+    """The native gangs' controller and webhook (with the preemption loop, unless `native_gangs` is off)."""
 
     def start(self) -> None:
-        for loop in (self.preemption, self.scaler):
+        for loop in (self.preemption, self.scaler, self.native):
             if loop is not None:
                 loop.start()
 
     def stop(self) -> None:
-        for loop in (self.scaler, self.preemption):
+        for loop in (self.native, self.scaler, self.preemption):
             if loop is not None:
                 loop.stop()
 
     def routers(self) -> list[APIRouter]:
+        from extender.api.native_gangs import make_native_gangs_router
         from extender.api.scaler import make_scaler_router
 
-        return [make_scaler_router(self.scaler, time.time)] if self.scaler is not None else []
+        routers = [make_scaler_router(self.scaler, time.time)] if self.scaler is not None else []
+        if self.native is not None:
+            routers.append(make_native_gangs_router(self.native.view))
+        return routers
+
+    def listeners(self) -> list[EdgeServer]:
+        """The admission webhook's listener, when this process serves it."""
+        return [self.native.listener] if self.native is not None and self.native.listener is not None else []
+
+    def probes(self, probes: Probes) -> None:
+        """Show the native gangs' summary in `/readyz`."""
+        from extender.api.native_gangs import native_gangs_summary
+
+        if self.native is not None:
+            view = self.native.view
+            probes.native_gangs = lambda: native_gangs_summary(view)
 
 
 def make_loops(
@@ -75,6 +96,7 @@ def make_loops(
     Lease (one lease for both: one instance acts cluster-wide), their counts exported on `registry`."""
     from extender.api.loop_metrics import export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics
+    from extender.cli.native_wiring import make_native_gangs
     from extender.k8s.actuator import KubeActuator
     from extender.k8s.lease import KubeLease
     from extender.loops.preemption import PreemptionLoop
@@ -120,7 +142,8 @@ def make_loops(
         export_preemption_metrics(registry, preemption)
     if scaler is not None:
         export_scaler_metrics(registry, scaler)
-    return RunningLoops(preemption, scaler, lease if preemption is not None or scaler is not None else None)
+    native = make_native_gangs(settings, state, api_client, lease) if wanted.preemption else None
+    return RunningLoops(preemption, scaler, lease if preemption is not None or scaler is not None else None, native)
 
 
 def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
@@ -140,11 +163,16 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     informers = Informers(api_client, state)
     publisher = PlanPublisher(api_client)
     service = make_service(settings, state, time.time)
-    loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
+    try:
+        loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
+    except ValueError as error:
+        print(f"tfjob-extender: {error}", file=sys.stderr)
+        return 2
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
     service.probes.needs_lease = True
+    loops.probes(service.probes)
     parts = [
         Part("plan publisher", publisher.start, publisher.stop),
         Part("informers", informers.start, informers.stop),
@@ -171,4 +199,4 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
-    return Runtime(parts, [listener]).run()
+    return Runtime(parts, [listener, *loops.listeners()]).run()

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import signal
 import socket
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ import uvloop
 
 from extender.api.auth import Reviewer, tls_context, token_checks
 from extender.api.edge.app_responder import AppResponder
+from extender.api.edge.responder import Responder
 from extender.api.edge.server import EdgeServer
 from extender.api.edge.verb_responder import VerbResponder
 from extender.api.verbs import Service
@@ -146,4 +148,18 @@ def observe_listener(
         tokens=token_checks(auth, reviewer, flags="--observe-") if settings.observe_debug else None,
         shutdown_grace_s=settings.shutdown_grace_s,
         access_log=access_log,
+    )
+
+
+def webhook_listener(responder: Responder, settings: Settings, tls: ssl.SSLContext) -> EdgeServer:
+    """The admission webhook's listener on `--webhook-host`/`--webhook-port`, TLS only (`tls` until the
+    certificate keeper hands it the one the API server trusts), under `--webhook-*` limits."""
+    return EdgeServer(
+        responder,
+        settings.webhook_limits,
+        host=settings.webhook.host,
+        port=settings.webhook.port,
+        name="admission webhook",
+        tls=tls,
+        shutdown_grace_s=settings.shutdown_grace_s,
     )

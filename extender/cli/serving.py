@@ -43,6 +43,8 @@ class Wiring:
     parts: list[Part] = field(default_factory=list)
     routers: list[APIRouter] = field(default_factory=list)
     reviewer: Reviewer | None = None
+    listeners: list[EdgeServer] = field(default_factory=list)
+    """Listeners of the parts beyond the verbs and the observe routes (the admission webhook's)."""
 
 
 def serve(settings: Settings, log_level: str) -> int:
@@ -54,13 +56,14 @@ def serve(settings: Settings, log_level: str) -> int:
     sys.setswitchinterval(settings.switch_interval_s)
     state = ClusterState(settings.policy)
     service = make_service(settings, state, time.time)
-    if settings.cluster_snapshot is not None:
-        wiring = offline_wiring(settings, state, service)
+    try:
+        wiring = (
+            offline_wiring(settings, state, service)
+            if settings.cluster_snapshot is not None
+            else cluster_wiring(settings, state, service)
+        )
         if wiring is None:
             return 2
-    else:
-        wiring = cluster_wiring(settings, state, service)
-    try:
         runtime = Runtime(wiring.parts, listeners(settings, wiring, access_log=log_level == "debug"))
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
@@ -78,7 +81,7 @@ def listeners(settings: Settings, wiring: Wiring, *, access_log: bool) -> list[E
     from extender.api.observe import create_observe_app
     from extender.cli.runtime import observe_listener, verb_listener
 
-    served = [verb_listener(wiring.service, settings, wiring.reviewer, access_log=access_log)]
+    served = [verb_listener(wiring.service, settings, wiring.reviewer, access_log=access_log), *wiring.listeners]
     if settings.observe_port:
         app = create_observe_app(wiring.service, wiring.routers, debug_routes=settings.observe_debug)
         served.append(
@@ -125,7 +128,8 @@ def offline_wiring(settings: Settings, state: ClusterState, service: Service) ->
 
 
 def cluster_wiring(settings: Settings, state: ClusterState, service: Service) -> Wiring:
-    """Informers feeding `state`, the plan publisher, and the loops this process runs."""
+    """Informers feeding `state`, the plan publisher, and the loops this process runs (a `ValueError` says why
+    they cannot be built)."""
     from extender.cli.runtime import Part
     from extender.k8s.client import make_api_client, token_reviewer
     from extender.k8s.informer import Informers
@@ -141,6 +145,7 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
+    loops.probes(service.probes)
 
     settler = threading.Thread(target=settle_once_synced, args=(state,), name="settle-heap", daemon=True)
     parts = [
@@ -149,7 +154,7 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
         Part("loops", loops.start, loops.stop),
         Part("heap settler", settler.start, lambda: None),
     ]
-    return Wiring(service, parts, loops.routers(), reviewer)
+    return Wiring(service, parts, loops.routers(), reviewer, loops.listeners())
 
 
 def shadow_loops(settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]) -> Part:

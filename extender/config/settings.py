@@ -17,6 +17,7 @@ from pathlib import Path
 
 from extender.config.listeners import OBSERVE_LIMITS, VERB_LIMITS, AuthSettings, ListenerLimits
 from extender.config.rules import FilePath, Text, group
+from extender.config.webhook import NATIVE_GANG_MODES, WEBHOOK_LIMITS, WebhookSettings
 from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.loops.scaler_settings import ScalerLoopSettings
 from extender.policy.core.setting_rules import (
@@ -33,6 +34,8 @@ from extender.policy.core.settings import PolicySettings
 
 SERVE = ("serve",)
 """The command of a setting only the verb-serving process reads."""
+LOOPS = ("serve", "loops")
+"""The commands that run the preemption loop (and with it the native gangs' controller and webhook)."""
 PORT = Numbers(0, 65535, integer=True, unit="port")
 ADDRESS = Text(non_empty=True, metavar="ADDRESS")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -225,6 +228,26 @@ class Settings:
     """What one client may hold of the verb listener (`docs/hostile-input.md`)."""
     observe_limits: ListenerLimits = group(lambda: OBSERVE_LIMITS, "The observe listener's limits", prefix="observe-")
     """What one client may hold of an observe listener (`serve --observe-port`, a loop process's one listener)."""
+    native_gangs: str = setting(
+        "off",
+        Choices(NATIVE_GANG_MODES),
+        "give every TFJob naming the scheduler Kubernetes' own gang (Workload, PodGroup): off, on, or auto",
+        commands=LOOPS,
+    )
+    """Only where the API server serves `scheduling.k8s.io/v1beta1` PodGroups (1.37); elsewhere the
+    extender keeps its own barrier whatever this says (`docs/workload-api.md`). `on` says so as a warning,
+    `auto` as an info line."""
+    webhook: WebhookSettings = group(
+        WebhookSettings,
+        "The native gangs' admission webhook (TLS): its listener and certificates",
+        prefix="webhook-",
+        in_file=False,
+        commands=LOOPS,
+    )
+    webhook_limits: ListenerLimits = group(
+        lambda: WEBHOOK_LIMITS, "The admission webhook listener's limits", prefix="webhook-", commands=LOOPS
+    )
+    """What one client may hold of the webhook's listener (`docs/hostile-input.md`)."""
     observe_openapi: bool = setting(
         False,
         Switch(),

@@ -2,7 +2,8 @@
 
 `up` builds the control plane once (hack/build-control-plane.sh of the source checkout, cached outside
 it), starts etcd, kube-apiserver, kwok, the extender, kube-scheduler and training-operator (and with
-`--with-kueue` Kueue, `extender.devcluster.kueue`) on 127.0.0.1,
+`--with-kueue` Kueue, `extender.devcluster.kueue`; with `--native-gangs` Kubernetes' own gangs, the extender's
+admission webhook registered against it, `extender.devcluster.webhook`) on 127.0.0.1,
 writes what it started to `RUN_DIR/dev-cluster.json` and prints the kubeconfig path, the page's URL and the
 `explain` command (both on the extender's observe listener);
 the processes keep running after the command returns (each in a session of its own), unless
@@ -38,7 +39,13 @@ def run(args: argparse.Namespace) -> int:
     """`tfjob-extender dev-cluster ACTION` with the arguments `extender.__main__` parsed."""
     run_dir = args.run_dir or default_run_dir()
     if args.action == "up":
-        return up(run_dir, with_operator=not args.no_operator, with_kueue=args.with_kueue, foreground=args.foreground)
+        return up(
+            run_dir,
+            with_operator=not args.no_operator,
+            with_kueue=args.with_kueue,
+            native_gangs=args.native_gangs,
+            foreground=args.foreground,
+        )
     if args.action == "down":
         return down(run_dir)
     return status(run_dir)
@@ -71,7 +78,13 @@ class Recorded:
 
 
 def up(
-    run_dir: Path, *, with_operator: bool, foreground: bool, with_kueue: bool = False, out: TextIO = sys.stdout
+    run_dir: Path,
+    *,
+    with_operator: bool,
+    foreground: bool,
+    with_kueue: bool = False,
+    native_gangs: bool = False,
+    out: TextIO = sys.stdout,
 ) -> int:
     recorded = Recorded.load(run_dir)
     if recorded is not None and all(recorded.alive().values()):
@@ -84,7 +97,11 @@ def up(
     print("building or reusing the local control plane (the first build takes a while) ...", file=out, flush=True)
     try:
         plane = LocalControlPlane(
-            build_control_plane(), run_dir=run_dir, with_operator=with_operator, with_kueue=with_kueue
+            build_control_plane(),
+            run_dir=run_dir,
+            with_operator=with_operator,
+            with_kueue=with_kueue,
+            native_gangs=native_gangs,
         )
     except (ControlPlaneError, SourceNotFound) as error:
         print(f"dev-cluster: {error}", file=sys.stderr)

@@ -1,22 +1,29 @@
 """A real, local Kubernetes control plane for the end-to-end tests, the demo and `tfjob-extender dev-cluster`.
 
 `LocalControlPlane` starts, on 127.0.0.1 with free ports: etcd, kube-apiserver (token auth, no
-ServiceAccount / TaintNodesByCondition admission, since no controller-manager runs), the TFJob CRD and the
-CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake nodes whose pods run
-and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/` (profile
-`tfjob-scheduler` calling the extender), and optionally training-operator with
+ServiceAccount / TaintNodesByCondition / PodGroupProtection admission, since no controller-manager runs),
+the TFJob CRD and the CRDs of `manifests/crds/` (both PodGroup groups, ClusterNetworkTopology), kwok (fake
+nodes whose pods run and complete on cue), the extender, a kube-scheduler with the repo's `scheduler-config/`
+(profile `tfjob-scheduler` calling the extender), and optionally training-operator with
 `--gang-scheduler-name=tfjob-scheduler` (`operator.py`) and Kueue admitting TFJobs (`kueue.py`, built by
 `hack/build-kueue.sh`). Binaries come from `hack/build-control-plane.sh`
 (built once, cached outside the repo; see `resources`). Every process logs into the run directory;
 `stop()` ends exactly the processes it started, in reverse order. What a running control plane offers the
 pieces started against it (its directories, kubeconfigs, CRD installation) is `PlaneAccess` (`access.py`).
 
-With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and
-PodGroup) and kube-scheduler gates gangs itself: the feature gates and API version of the release the
-binaries are (see `WORKLOAD_API`); a release missing from that table is refused. `apiserver_args` adds
-flags to kube-apiserver's command (an audit log, say). `service_account_kubeconfig` writes a kubeconfig
-holding a ServiceAccount's token from the TokenRequest API, for a process that should run as that account
-rather than as the administrator.
+With `workload_api=True` the API server serves Kubernetes' own gang API (`scheduling.k8s.io` Workload and PodGroup)
+and kube-scheduler gates gangs itself: the feature gates and API version of the release the binaries are (see
+`WORKLOAD_API`); a release missing from that table is refused. A kube-scheduler started later runs with those gates
+unless it is given its own (`start_scheduler(feature_gates=...)`: none, say, for a scheduler that should not see
+Kubernetes' own gangs). `apiserver_args` adds flags to kube-apiserver's command (an audit log, say).
+`service_account_kubeconfig` writes a kubeconfig holding a ServiceAccount's token from the TokenRequest API, for a
+process that should run as that account rather than as the administrator.
+
+With `native_gangs=True` the extender gives every TFJob naming the scheduler Kubernetes' own gang
+(`--native-gangs on`): its admission webhook listens on 127.0.0.1:`webhook_port`, registered by URL with the CA
+the extender made (`webhook.py`); with `webhook=False` the listener is not started and the registration points
+at a port nobody serves, as when the webhook is down. `native_gangs` implies `workload_api` unless it is given
+`False`: a 1.37 cluster without the gate, where the extender keeps its own barrier.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from kubernetes import config
 
 from extender.devcluster.access import PlaneAccess
 from extender.devcluster.kueue import build_kueue, start_kueue
-from extender.devcluster.objects import KWOK_NODE_ANNOTATION
+from extender.devcluster.objects import KWOK_NODE_ANNOTATION, SCHEDULER_NAME
 from extender.devcluster.operator import start_operator
 from extender.devcluster.processes import (
     UNVERIFIED_TLS,
@@ -44,7 +51,8 @@ from extender.devcluster.processes import (
     run_build_script,
     wait_until,
 )
-from extender.devcluster.resources import KWOK_STAGES, Source, source
+from extender.devcluster.resources import KWOK_STAGES, Source, scheduler_settings_for, source
+from extender.devcluster.webhook import native_gang_flags, register_webhook, wait_for_ca_bundle
 
 LEASE_NAMESPACE = "tfjob-system"
 """Where the extender's loops elect their one active instance (as in manifests/namespace.yaml)."""
@@ -55,6 +63,11 @@ WORKLOAD_API = {
 """Kubernetes minor → the `scheduling.k8s.io` version serving Workloads and PodGroups, and the feature gates
 that turn them and kube-scheduler's GangScheduling plugin on (1.37 folds GangScheduling into
 GenericWorkload; 1.36 has both, alpha)."""
+ADMISSION_OFF = ("ServiceAccount", "TaintNodesByCondition")
+"""Admission plugins kube-apiserver runs without: no controller-manager runs to finish what they start."""
+PODGROUP_PROTECTION = {"1.37": "PodGroupProtection"}
+"""Kubernetes minor → its admission plugin putting a finalizer on every PodGroup that only kube-controller-manager
+takes off (its podgroup-protection controller): off with the Workload API, so a deleted PodGroup goes at once."""
 
 
 def build_control_plane() -> Path:
@@ -75,25 +88,31 @@ class LocalControlPlane(PlaneAccess):
         scheduler_burst: int | None = None,
         with_extender: bool = True,
         with_scheduler: bool = True,
-        workload_api: bool = False,
+        workload_api: bool | None = None,
         apiserver_args: tuple[str, ...] = (),
+        native_gangs: bool = False,
+        webhook: bool = True,
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
         plane starts without the extender / kube-scheduler (a caller may start them later).
-        `apiserver_args`: flags appended to kube-apiserver's command."""
+        `apiserver_args`: flags appended to kube-apiserver's command. `workload_api`: by default as
+        `native_gangs`."""
         self.source: Source = source()
         self.with_extender = with_extender
         self.with_scheduler = with_scheduler
         self.extender_args = extender_args
         self.scheduler_qps = scheduler_qps
         self.scheduler_burst = scheduler_burst
-        self.workload_api = workload_api
+        self.workload_api = native_gangs if workload_api is None else workload_api
+        self.native_gangs = native_gangs
+        self.webhook = webhook
         self.apiserver_args = apiserver_args
         self.workload_api_version = ""
         """With `workload_api`: the `apiVersion` of the served Workloads and PodGroups, once started."""
-        self._gates: tuple[str, ...] = ()
+        self._gate_names: tuple[str, ...] = ()
         self._runtime_config: tuple[str, ...] = ()
+        self._admission_off: tuple[str, ...] = ADMISSION_OFF
         self.with_operator = with_operator
         self.with_kueue = with_kueue
         super().__init__(cache, run_dir)
@@ -102,6 +121,8 @@ class LocalControlPlane(PlaneAccess):
         self.observe_port = free_port()
         """The extender's observe listener, on 127.0.0.1 with its debug routes: `/debug`, `/ui`, explain,
         `/metrics` (and the probes)."""
+        self.webhook_port = free_port()
+        """With `native_gangs`: the extender's admission webhook listener (TLS), on 127.0.0.1."""
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -118,20 +139,23 @@ class LocalControlPlane(PlaneAccess):
 
     def start(self) -> None:
         if self.workload_api:
-            self.workload_api_version, gates = self._workload_api_settings()
-            self._gates = (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",)
+            minor = self._workload_api_minor()
+            self.workload_api_version, self._gate_names = WORKLOAD_API[minor]
             self._runtime_config = (f"--runtime-config={self.workload_api_version}=true",)
+            self._admission_off = admission_off(minor)
         self._start_etcd()
         self._start_apiserver()
         self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
+        if self.native_gangs:
+            register_webhook(self, self.webhook_port, SCHEDULER_NAME)
         if self.with_extender:
             self.start_extender()
         if self.with_scheduler:
-            self._start_scheduler()
+            self.start_scheduler("kube-scheduler", self.scheduler_settings())
         if self.with_operator:
-            self._start_operator()
+            start_operator(self)
         if self.with_kueue:
             start_kueue(self, build_kueue())
 
@@ -145,49 +169,37 @@ class LocalControlPlane(PlaneAccess):
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     @property
+    def feature_gates(self) -> tuple[str, ...]:
+        """The feature gates kube-apiserver runs with, and kube-scheduler unless told otherwise (none without
+        `workload_api`), once started."""
+        return self._gate_names
+
+    @property
     def feature_gate_args(self) -> tuple[str, ...]:
         """The `--feature-gates` flag kube-apiserver and kube-scheduler run with (none without
         `workload_api`), once started: what a kube-scheduler started elsewhere must be given too."""
-        return self._gates
+        return feature_gate_flag(self._gate_names)
 
-    def _workload_api_settings(self) -> tuple[str, tuple[str, ...]]:
+    def _workload_api_minor(self) -> str:
         version = self.kubernetes_version()
         minor = ".".join(version.lstrip("v").split(".")[:2])
         if minor not in WORKLOAD_API:
-            raise ControlPlaneError(
-                f"no settings for the Workload API of Kubernetes {version} (known: {list(WORKLOAD_API)})"
-            )
-        return WORKLOAD_API[minor]
+            raise ControlPlaneError(f"no settings for the Workload API of {version} (known: {list(WORKLOAD_API)})")
+        return minor
 
-    def start_extender(self) -> None:
-        self.spawn(
-            "extender",
-            [
-                sys.executable,
-                "-m",
-                "extender",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.extender_port),
-                "--observe-port",
-                str(self.observe_port),
-                "--observe-host",
-                "127.0.0.1",
-                "--observe-debug",
-                "--kubeconfig",
-                str(self.kubeconfig),
-                *self.extender_args,
-            ],
-            env={"PYTHONPATH": str(self.source.root)},
-        )
-        wait_until(
-            "the extender's /readyz",
-            lambda: self.probe(f"http://127.0.0.1:{self.extender_port}/readyz"),
-            60,
-            interval_s=0.1,
-        )
+    def start_extender(self, *, native_gangs: bool | None = None) -> None:
+        """The extender (`serve`); `native_gangs`: in native mode or not, instead of as the plane was made
+        (a caller that turns it on registers the webhook first, `register_webhook`)."""
+        native = self.native_gangs if native_gangs is None else native_gangs
+        flags = native_gang_flags(self.webhook_port if self.webhook else 0) if native else ()
+        command = [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1", "--port", str(self.extender_port)]
+        command += ["--observe-port", str(self.observe_port), "--observe-host", "127.0.0.1", "--observe-debug"]
+        command += ["--kubeconfig", str(self.kubeconfig), *flags, *self.extender_args]
+        self.spawn("extender", command, env={"PYTHONPATH": str(self.source.root)})
+        readyz = f"http://127.0.0.1:{self.extender_port}/readyz"
+        wait_until("the extender's /readyz", lambda: self.probe(readyz), 60, interval_s=0.1)
+        if native and self.webhook:
+            wait_for_ca_bundle(self)
 
     @property
     def observe_url(self) -> str:
@@ -232,12 +244,8 @@ class LocalControlPlane(PlaneAccess):
     def _start_apiserver(self) -> None:
         pki = self.run_dir / "pki"
         pki.mkdir()
-        subprocess.run(
-            ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        key_command = ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"]
+        subprocess.run(key_command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         (pki / "tokens.csv").write_text(f"{self.token},e2e-admin,e2e-admin,system:masters\n")
         self.spawn(
             "kube-apiserver",
@@ -253,11 +261,11 @@ class LocalControlPlane(PlaneAccess):
                 f"--service-account-key-file={pki / 'sa.key'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-cluster-ip-range=10.0.0.0/24",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                f"--disable-admission-plugins={','.join(self._admission_off)}",
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
-                *self._gates,
+                *self.feature_gate_args,
                 *self._runtime_config,
                 *self.apiserver_args,
             ],
@@ -299,8 +307,10 @@ class LocalControlPlane(PlaneAccess):
 
     def scheduler_settings(self) -> dict[str, Any]:
         """The repo's kube-scheduler configuration as this control plane runs it: its kubeconfig, no leader
-        election, the extender's URL, and the client rate limit given to the constructor, if any."""
-        settings: dict[str, Any] = yaml.safe_load(self.source.scheduler_config.read_text())
+        election, the extender's URL, the client rate limit given to the constructor, if any, and only the
+        extension points its release has."""
+        loaded = yaml.safe_load(self.source.scheduler_config.read_text())
+        settings = scheduler_settings_for(loaded, self.kubernetes_version())
         settings["clientConnection"]["kubeconfig"] = str(self.kubeconfig)
         if self.scheduler_qps is not None:
             settings["clientConnection"]["qps"] = self.scheduler_qps
@@ -319,11 +329,14 @@ class LocalControlPlane(PlaneAccess):
         *,
         binary: Path | None = None,
         extra_args: tuple[str, ...] = (),
+        feature_gates: tuple[str, ...] | None = None,
     ) -> int:
         """A kube-scheduler process called `name` with the configuration `settings` (a
         KubeSchedulerConfiguration as a dict); returns its secure port once /healthz answers. `binary`: another
         build of kube-scheduler (one with out-of-tree plugins registered) instead of the control plane's;
-        `extra_args`: more command-line flags."""
+        `extra_args`: more command-line flags; `feature_gates`: the gates it runs with, each turned on (by
+        default the control plane's own, `feature_gates`)."""
+        gates = self._gate_names if feature_gates is None else feature_gates
         path = self.run_dir / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(settings))
         port = free_port()
@@ -336,7 +349,7 @@ class LocalControlPlane(PlaneAccess):
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--v={verbosity}",
-                *self._gates,
+                *feature_gate_flag(gates),
                 *extra_args,
             ],
         )
@@ -347,11 +360,16 @@ class LocalControlPlane(PlaneAccess):
         )
         return port
 
-    def _start_scheduler(self) -> None:
-        self.start_scheduler("kube-scheduler", self.scheduler_settings())
 
-    def _start_operator(self) -> None:
-        start_operator(self)
+def admission_off(workload_api_minor: str) -> tuple[str, ...]:
+    """The admission plugins kube-apiserver runs without when it serves the Workload API of that minor."""
+    protection = PODGROUP_PROTECTION.get(workload_api_minor)
+    return (*ADMISSION_OFF, protection) if protection else ADMISSION_OFF
+
+
+def feature_gate_flag(gates: tuple[str, ...]) -> tuple[str, ...]:
+    """The `--feature-gates` flag turning `gates` on; no flag for no gates."""
+    return (f"--feature-gates={','.join(f'{gate}=true' for gate in gates)}",) if gates else ()
 
 
 @contextlib.contextmanager

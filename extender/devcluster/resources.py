@@ -1,4 +1,5 @@
-"""Where the local control plane's pieces are: the build script, the scheduler configuration, the CRDs.
+"""Where the local control plane's pieces are: the build script, the scheduler configuration (as a release
+of kube-scheduler reads it: `scheduler_settings_for`), the CRDs.
 
 The kwok stages ship inside the package. The rest lives in the source checkout, which the control plane
 needs anyway (the Go build of etcd, kube-apiserver, kube-scheduler, kwok and training-operator is
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,6 +20,10 @@ SOURCE_ENV = "TFJOB_EXTENDER_SOURCE"
 KWOK_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-control-plane.sh"
 KUEUE_BUILD_SCRIPT_IN_SOURCE = Path("hack") / "build-kueue.sh"
+POD_GROUP_POST_FILTER_SINCE = (1, 37)
+"""The first Kubernetes release whose scheduler configuration has the `podGroupPostFilter` extension point
+(the repository's profile turns upstream's PodGroup preemption off there); an older kube-scheduler refuses
+the unknown field (its configuration is decoded strictly)."""
 
 
 class SourceNotFound(RuntimeError):
@@ -47,6 +53,20 @@ class Source:
         folder = self.root / "manifests" / "crds"
         kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
         return [folder / name for name in kustomization["resources"]]
+
+
+def scheduler_settings_for(settings: dict[str, Any], kubernetes_version: str) -> dict[str, Any]:
+    """`settings` (a KubeSchedulerConfiguration) as kube-scheduler of `kubernetes_version` ("v1.36.4") reads
+    it: without the extension points that release does not have."""
+    major, minor = (int(part) for part in kubernetes_version.lstrip("v").split(".")[:2])
+    if (major, minor) >= POD_GROUP_POST_FILTER_SINCE:
+        return settings
+    for profile in settings.get("profiles") or []:
+        plugins = profile.get("plugins") or {}
+        plugins.pop("podGroupPostFilter", None)
+        if "plugins" in profile and not plugins:
+            del profile["plugins"]
+    return settings
 
 
 def source() -> Source:

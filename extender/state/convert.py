@@ -27,6 +27,7 @@ from extender.state.gang_annotations import GANG_GROUPS_ANNOTATION as GANG_GROUP
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION as GANG_PLAN_ANNOTATION
 from extender.state.gang_annotations import MAX_WORKERS_ANNOTATION as MAX_WORKERS_ANNOTATION
 from extender.state.gang_annotations import MIN_WORKERS_ANNOTATION as MIN_WORKERS_ANNOTATION
+from extender.state.gang_annotations import NATIVE_GANG_ANNOTATION as NATIVE_GANG_ANNOTATION
 from extender.state.gang_annotations import NETWORK_TOPOLOGY_SPEC_ANNOTATION as NETWORK_TOPOLOGY_SPEC_ANNOTATION
 from extender.state.gang_annotations import PREEMPTION_ANNOTATION as PREEMPTION_ANNOTATION
 from extender.state.gang_annotations import SCALED_AT_ANNOTATION as SCALED_AT_ANNOTATION
@@ -184,6 +185,7 @@ def _pod(obj: Json) -> PodView:
         priority=fields.integer(spec, "priority", "spec.priority"),
         preemption_policy=fields.one_of(spec, "preemptionPolicy", "spec.preemptionPolicy", PREEMPTION_POLICIES),
         group=intern(_group_of(namespace, labels, spec)),
+        group_in_spec=bool(fields.mapping(spec, "schedulingGroup", "spec.schedulingGroup").get("podGroupName")),
         job=intern(_job_of(namespace, meta, labels)),
         role=role_of(_label(labels, REPLICA_TYPE_LABEL)),
         index=_integer_label(labels, REPLICA_INDEX_LABEL, f"label {REPLICA_INDEX_LABEL}"),

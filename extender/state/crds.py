@@ -21,6 +21,7 @@ from extender.state.gang_annotations import (
     MAX_WORKERS_ANNOTATION,
     MIN_RUN_ANNOTATION,
     MIN_WORKERS_ANNOTATION,
+    NATIVE_GANG_ANNOTATION,
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SCALED_AT_ANNOTATION,
@@ -46,6 +47,8 @@ def _job(obj: Json) -> JobView:
     namespace, name = key.split("/", 1)
     replicas: dict[Role, int] = {}
     role_requests: dict[Role, Resources] = {}
+    scheduler_names: set[str] = set()
+    scheduling_groups: list[str] = []
     run_policy = fields.mapping(spec, "runPolicy", "spec.runPolicy")
     policy = fields.mapping(run_policy, "schedulingPolicy", "spec.runPolicy")
     priority_class = _priority_class_name(policy, "priorityClass", "spec.runPolicy.schedulingPolicy.priorityClass")
@@ -62,6 +65,9 @@ def _job(obj: Json) -> JobView:
             template, "priorityClassName", f"{path}.template.spec.priorityClassName"
         )
         role_requests[role] = requests_of(template, f"{path}.template.spec.")
+        if template.get("schedulerName"):
+            scheduler_names.add(fields.dns_subdomain(template["schedulerName"], f"{path}.template.spec.schedulerName"))
+        scheduling_groups.append(_scheduling_group(template, f"{path}.template.spec.schedulingGroup"))
     workers = replicas.get(Role.WORKER, 0)
     min_workers = _workers(meta, MIN_WORKERS_ANNOTATION, workers)
     max_workers = max(min_workers, _workers(meta, MAX_WORKERS_ANNOTATION, workers))
@@ -94,7 +100,18 @@ def _job(obj: Json) -> JobView:
         if annotation_of(meta, MIN_RUN_ANNOTATION) is not None
         else None,
         kueue_managed=kueue.managed_by_kueue(meta, spec),
+        scheduler_names=tuple(sorted(scheduler_names)),
+        scheduling_group=scheduling_groups[0] if len(set(scheduling_groups)) == 1 else "",
+        native_gang=fields.dns_subdomain(native, f"annotation {NATIVE_GANG_ANNOTATION}")
+        if (native := annotation_of(meta, NATIVE_GANG_ANNOTATION))
+        else "",
     )
+
+
+def _scheduling_group(template: Json, path: str) -> str:
+    """The PodGroup a replica template's `spec.schedulingGroup` names ("" for none)."""
+    name = fields.mapping(template, "schedulingGroup", path).get("podGroupName")
+    return fields.path_segment(name, f"{path}.podGroupName") if name else ""
 
 
 def _condition_true(obj: Json, kind: str) -> bool:

@@ -63,6 +63,9 @@ MIN_RUN_ANNOTATION = ANNOTATION_PREFIX + "min-run-before-preemption-s"
 RUN_TIME_ANNOTATION = ANNOTATION_PREFIX + "run-s"
 """Written by the preemption loop when it sees a TFJob finish: the seconds it ran in all. A loop that
 starts later (after a restart, or a new leader) reads its run-time history back from these."""
+NATIVE_GANG_ANNOTATION = ANNOTATION_PREFIX + "native-gang"
+"""On a TFJob, written by the extender's admission webhook as it creates the job: the `scheduling.k8s.io`
+PodGroup it named in the job's replica templates, whose Workload and PodGroup the extender then keeps."""
 LAYER_NAME_MAX_CHARS = 253
 
 

@@ -178,11 +178,17 @@ def group_manifest(group: GroupView) -> dict[str, Any]:
 
 
 def job_manifest(job: JobView) -> dict[str, Any]:
+    template_extras: dict[str, Any] = {}
+    if len(job.scheduler_names) == 1:
+        template_extras["schedulerName"] = job.scheduler_names[0]
+    if job.scheduling_group:
+        template_extras["schedulingGroup"] = {"podGroupName": job.scheduling_group}
     replica_specs = {
         role.value.capitalize() if role is not Role.PS else "PS": {
             "replicas": count,
             "template": {
                 "spec": {
+                    **template_extras,
                     "containers": [
                         {
                             "name": "tensorflow",
@@ -190,7 +196,7 @@ def job_manifest(job: JobView) -> dict[str, Any]:
                                 "requests": (job.role_requests.get(role, EMPTY) - Resources({PODS: 1})).to_quantities()
                             },
                         }
-                    ]
+                    ],
                 }
             },
         }
@@ -222,6 +228,8 @@ def job_manifest(job: JobView) -> dict[str, Any]:
             dict(job.worker_plan), job.worker_plan_expires
         )
     annotations |= _suspension_annotations(job)
+    if job.native_gang:
+        annotations[convert.NATIVE_GANG_ANNOTATION] = job.native_gang
     manifest = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",

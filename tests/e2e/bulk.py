@@ -19,12 +19,16 @@ CLEAR_POLL_S = 0.5
 
 
 class Api:
-    """Raw JSON calls to the API server over one keep-alive HTTPS connection per thread."""
+    """Raw JSON calls to the API server over one keep-alive HTTPS connection per thread. A thread that is done
+    calls `release_thread`; `close` closes what is left (every connection opened here is closed by one or the
+    other, never left to the garbage collector)."""
 
     def __init__(self, port: int, token: str) -> None:
         self.port = port
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._local = threading.local()
+        self._open: set[http.client.HTTPSConnection] = set()
+        self._open_lock = threading.Lock()
 
     def connect(self, timeout: float | None = 60) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection("127.0.0.1", self.port, context=UNVERIFIED_TLS, timeout=timeout)
@@ -41,16 +45,13 @@ class Api:
         if body is not None:
             headers["Content-Type"] = content_type
         for attempt in range(3):
-            connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
-            if connection is None:
-                connection = self._local.connection = self.connect()
+            connection = self._thread_connection()
             try:
                 connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
                 data = response.read()
             except (http.client.HTTPException, OSError):
-                connection.close()
-                self._local.connection = None
+                self.release_thread()
                 if attempt == 2:
                     raise
                 continue
@@ -59,9 +60,41 @@ class Api:
             return orjson.loads(data) if data else None
         raise AssertionError("unreachable")
 
+    def _thread_connection(self) -> http.client.HTTPSConnection:
+        connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self.connect()
+            with self._open_lock:
+                self._open.add(connection)
+        return connection
 
-def run_threads(count: int, target: Callable[[], None]) -> None:
-    threads = [threading.Thread(target=target, daemon=True) for _ in range(count)]
+    def release_thread(self) -> None:
+        """Close the calling thread's connection (its next call opens another)."""
+        connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            with self._open_lock:
+                self._open.discard(connection)
+            connection.close()
+
+    def close(self) -> None:
+        """Close every connection still open, whichever thread opened it."""
+        with self._open_lock:
+            connections, self._open = self._open, set()
+        for connection in connections:
+            connection.close()
+
+
+def run_threads(api: Api, count: int, target: Callable[[], None]) -> None:
+    """`target` in `count` threads at once, each releasing its connection of `api` when it is done."""
+
+    def run() -> None:
+        try:
+            target()
+        finally:
+            api.release_thread()
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -90,7 +123,7 @@ def create_all(api: Api, requests: list[tuple[str, str, bytes]], threads: int, r
             sent[name] = time.monotonic()
             api.call("POST", path, body)
 
-    run_threads(threads, worker)
+    run_threads(api, threads, worker)
     return sent
 
 
@@ -108,7 +141,7 @@ def delete_all(api: Api, paths: list[str], threads: int) -> None:
                 return
             api.call("DELETE", path, ok=(200, 202, 404))
 
-    run_threads(threads, worker)
+    run_threads(api, threads, worker)
 
 
 def list_all(api: Api, path: str) -> list[dict[str, Any]]:
@@ -123,15 +156,18 @@ def list_all(api: Api, path: str) -> list[dict[str, Any]]:
             return items
 
 
-def clear_namespace(api: Api, namespace: str, threads: int, timeout_s: float) -> None:
+def clear_namespace(api: Api, namespace: str, threads: int, timeout_s: float, native_podgroups: str = "") -> None:
     """Delete what a run left in `namespace`: its TFJobs first (so training-operator recreates no pod), then
-    its pods one by one from `threads` connections (`delete_all`), then its PodGroups; returns once no pod
-    is left, and raises RuntimeError when pods are still there after `timeout_s` seconds."""
+    its pods one by one from `threads` connections (`delete_all`), then its PodGroups — scheduler-plugins'
+    and, given the `apiVersion` Kubernetes' own are served in (`native_podgroups`), those; returns once no
+    pod is left, and raises RuntimeError when pods are still there after `timeout_s` seconds."""
     api.call("DELETE", f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs")
     base = f"/api/v1/namespaces/{namespace}/pods"
     names = [pod["metadata"]["name"] for pod in list_all(api, base)]
     delete_all(api, [f"{base}/{name}?gracePeriodSeconds=0" for name in names], threads)
     api.call("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups")
+    if native_podgroups:
+        api.call("DELETE", f"/apis/{native_podgroups}/namespaces/{namespace}/podgroups")
     deadline = time.monotonic() + timeout_s
     while api.call("GET", f"{base}?limit=1")["items"]:
         if time.monotonic() > deadline:

@@ -29,14 +29,20 @@ MIN_RUN_S = 0.0
 and the minimum run before preemption is covered by the unit tests."""
 
 
-@pytest.fixture(scope="session")
-def plane() -> Iterator[LocalControlPlane]:
+def skip_without_control_plane() -> None:
+    """Skip the test when the control plane can be neither built (no Go) nor reused (no cached build), but
+    not in CI, where a missing control plane is a failure."""
     printed = subprocess.run(
         ["bash", str(source().build_script), "--print-dir"], check=True, capture_output=True, text=True
     )
     cached = Path(printed.stdout.strip()) / "bin" / "kube-apiserver"
     if shutil.which("go") is None and not cached.exists() and os.environ.get("CI") != "true":
         pytest.skip("end-to-end tests need Go (to build the local control plane) or a cached build")
+
+
+@pytest.fixture(scope="session")
+def plane() -> Iterator[LocalControlPlane]:
+    skip_without_control_plane()
     args = ("--starvation-limit-s", str(STARVATION_LIMIT_S), "--min-run-before-preemption-s", str(MIN_RUN_S))
     with LocalControlPlane(build_control_plane(), extender_args=args) as control_plane:
         yield control_plane
@@ -95,6 +101,15 @@ class Scene:
                     raise
 
 
+def scene_on(plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
+    """The body of a scene fixture: a namespace of its own on `plane` for the test, cleaned up after it."""
+    current = Scene(plane, scene_name(request))
+    try:
+        yield current
+    finally:
+        current.cleanup()
+
+
 def scene_name(request: pytest.FixtureRequest) -> str:
     """The test's name as a namespace name."""
     return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50].rstrip("-")
@@ -102,8 +117,4 @@ def scene_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def scene(plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(plane, request)

@@ -43,7 +43,7 @@ from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from tests.e2e import installed_form
 from tests.e2e.audit import AUDIT_POLICY, grants, refused, requests_by
-from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.installed_form import Container, Probe
 from tests.e2e.scenarios import (
     BATCH_PODS,
@@ -212,11 +212,7 @@ def start_again(installed: Installed, process: str) -> None:
 
 @pytest.fixture
 def scene(installed: Installed, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(installed.plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(installed.plane, request)
 
 
 def get(url: str, token: str | None = None) -> tuple[int, str, bytes]:

@@ -16,7 +16,7 @@ import pytest
 
 from extender.devcluster import LocalControlPlane, build_control_plane
 from extender.devcluster.plane import WORKLOAD_API
-from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_name
+from tests.e2e.conftest import STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.scenarios import gangs_of_every_dialect_start_whole
 from tests.e2e.waits import OBSERVE_S
 from tests.e2e.workloads import (
@@ -52,11 +52,7 @@ def gated_plane() -> Iterator[LocalControlPlane]:
 
 @pytest.fixture
 def gated_scene(gated_plane: LocalControlPlane, request: pytest.FixtureRequest) -> Iterator[Scene]:
-    current = Scene(gated_plane, scene_name(request))
-    try:
-        yield current
-    finally:
-        current.cleanup()
+    yield from scene_on(gated_plane, request)
 
 
 def test_a_gang_of_the_upstream_api_binds_whole_on_the_fewest_nodes_with_its_ps_beside_its_workers(

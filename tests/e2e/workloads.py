@@ -61,13 +61,18 @@ def tfjob(
     min_workers: int | None = None,
     max_workers: int | None = None,
     dynamic: bool = False,
+    scheduler_name: str = "",
 ) -> Obj:
     """A PS/worker TFJob whose pods may only use the nodes of `scene`; elastic when `min_workers` is set
-    (between `min_workers` and `max_workers`, by default its `workers`)."""
+    (between `min_workers` and `max_workers`, by default its `workers`); with `scheduler_name` its replica
+    templates name that scheduler (otherwise training-operator's `--gang-scheduler-name` fills it in)."""
     selector = {"e2e-scene": scene}
     specs = {"Worker": replica(workers, cpu, memory, run_for, selector, priority_class)}
     if ps:
         specs["PS"] = replica(ps, ps_cpu or cpu, memory, run_for, selector, priority_class)
+    if scheduler_name:
+        for spec in specs.values():
+            spec["template"]["spec"]["schedulerName"] = scheduler_name
     annotations = {}
     if min_workers is not None:
         annotations = {
@@ -178,6 +183,14 @@ def tfjob_object(plane: LocalControlPlane, namespace: str, name: str) -> Obj:
     """The TFJob `namespace/name` as the API server has it."""
     result: Obj = plane.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/{name}")
     return result
+
+
+def crash(plane: LocalControlPlane, namespace: str, pod_name: str) -> None:
+    """The pod's container exits 1, as a crashing trainer's would (its status written as a kubelet would)."""
+    terminated = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    container = {"name": "tensorflow", "ready": False, "restartCount": 0, "image": "", "imageID": ""}
+    status = {"phase": "Failed", "containerStatuses": [{**container, "state": terminated}]}
+    plane.merge_patch(f"/api/v1/namespaces/{namespace}/pods/{pod_name}/status", {"status": status})
 
 
 def not_failed(job: Obj) -> bool:

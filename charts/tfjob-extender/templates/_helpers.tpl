@@ -95,15 +95,42 @@ Kubernetes release and kube-scheduler must not be newer than the API server.
 {{- printf "v%s" (trimPrefix "v" $release) }}
 {{- end }}
 
+{{/*
+The version kube-scheduler runs: its image's tag, or the cluster's version when the tag is empty.
+*/}}
+{{- define "tfjob-extender.kubeSchedulerVersion" -}}
+{{- $tag := .Values.kubeScheduler.image.tag | toString }}
+{{- if not $tag }}
+{{- $tag = include "tfjob-extender.kubeSchedulerTag" . }}
+{{- end }}
+{{- $tag }}
+{{- end }}
+
+{{/*
+Whether kube-scheduler's release is 1.37 or later ("tfjob-extender.kubeSchedulerVersion"): the release with
+the podGroupPostFilter extension point (an older kube-scheduler refuses the field: its configuration is
+decoded strictly) and the first whose GenericWorkload gate serves scheduling.k8s.io/v1beta1 gangs. A tag with
+no MAJOR.MINOR.PATCH counts as a current release.
+*/}}
+{{- define "tfjob-extender.kubeSchedulerIs137" -}}
+{{- $release := regexFind "[0-9]+\\.[0-9]+\\.[0-9]+" (include "tfjob-extender.kubeSchedulerVersion" .) }}
+{{- if or (not $release) (semverCompare ">=1.37.0-0" $release) }}true{{ end }}
+{{- end }}
+
+{{- define "tfjob-extender.kubeSchedulerHasPodGroupPostFilter" -}}
+{{- include "tfjob-extender.kubeSchedulerIs137" . }}
+{{- end }}
+
 {{- define "tfjob-extender.kubeSchedulerImage" -}}
-{{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerTag" .)) }}
+{{- include "tfjob-extender.imageRef" (dict "image" .Values.kubeScheduler.image "tag" (include "tfjob-extender.kubeSchedulerVersion" .)) }}
 {{- end }}
 
 {{/*
 The config file's content: `settings` (the sections and root settings beyond the policy), with `policy` at
 its top level and `scheduler_name` from `schedulerName`, so the extender passes every other scheduler's
-pods through. Settings the chart sets by flags of its own are refused here: `log_format` (`logFormat`) and
-`leader_election.lease_namespace` (the release namespace).
+pods through. Settings the chart sets by values or flags of its own are
+refused here: `log_format` (`logFormat`), `native_gangs` (`nativeGangs`) and `leader_election.lease_namespace`
+(the release namespace).
 */}}
 {{- define "tfjob-extender.policy" -}}
 {{- $policy := deepCopy (.Values.policy | default dict) }}
@@ -116,6 +143,9 @@ pods through. Settings the chart sets by flags of its own are refused here: `log
 {{- end }}
 {{- if hasKey (get $settings "leader_election" | default dict) "lease_namespace" }}
 {{- fail "settings.leader_election.lease_namespace: the loops' Lease is in the release namespace (--lease-namespace)" }}
+{{- end }}
+{{- if hasKey $settings "native_gangs" }}
+{{- fail "settings.native_gangs: set nativeGangs instead (it also renders the webhook)" }}
 {{- end }}
 {{- $_ := set $policy "scheduler_name" .Values.schedulerName }}
 {{- toYaml (merge $settings $policy) }}
@@ -244,5 +274,165 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- with .values.podAnnotations }}
 {{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+What `kubeScheduler.extraArgs` say of the GenericWorkload gate: "true" or "false" as the last `--feature-gates`
+among them that names it sets it (`--feature-gates=A=true,B=false`, or `--feature-gates` and its value as the
+next item; a value kube-scheduler reads as true: true, 1, t), empty when none names it.
+*/}}
+{{- define "tfjob-extender.userGenericWorkloadGate" -}}
+{{- $args := .Values.kubeScheduler.extraArgs | default list }}
+{{- $said := "" }}
+{{- range $i, $arg := $args }}
+{{- $gates := "" }}
+{{- if hasPrefix "--feature-gates=" (toString $arg) }}
+{{- $gates = trimPrefix "--feature-gates=" (toString $arg) }}
+{{- else if and (eq (toString $arg) "--feature-gates") (lt (add1 $i) (len $args)) }}
+{{- $gates = index $args (add1 $i) | toString }}
+{{- end }}
+{{- range splitList "," $gates }}
+{{- $pair := splitList "=" . }}
+{{- if and (eq (len $pair) 2) (eq (trim (first $pair)) "GenericWorkload") }}
+{{- $said = ternary "true" "false" (has (lower (trim (last $pair))) (list "true" "1" "t")) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $said }}
+{{- end }}
+
+{{/*
+Native gangs resolved: `on` or `off`. `off` is off. `auto` is on exactly when the cluster serves
+scheduling.k8s.io/v1beta1 PodGroups (`.Capabilities.APIVersions`: the API server's discovery at install and
+upgrade; `helm template` sees only its `--api-versions`), kube-scheduler is 1.37 or later, and
+`kubeScheduler.extraArgs` do not turn GenericWorkload off. `on` is on without asking the cluster (the
+extender asks at run time, and keeps its own barrier with a warning where the API is not served), but the
+render fails where kube-scheduler is older than 1.37 or its extraArgs turn the gate off: native gangs and
+kube-scheduler's gate always go together.
+*/}}
+{{- define "tfjob-extender.nativeGangsMode" -}}
+{{- $setting := toString .Values.nativeGangs }}
+{{- $version := include "tfjob-extender.kubeSchedulerVersion" . }}
+{{- $gate := include "tfjob-extender.userGenericWorkloadGate" . }}
+{{- if eq $setting "off" }}off
+{{- else if eq $setting "on" }}
+{{- if not (include "tfjob-extender.kubeSchedulerIs137" .) }}
+{{- fail (printf "nativeGangs is on, but kube-scheduler is %s (kubeScheduler.image.tag, else the cluster's version): native gangs need 1.37 or later; set nativeGangs to auto or off, or give kube-scheduler's version (kubeScheduler.image.tag, or helm template --kube-version)" $version) }}
+{{- end }}
+{{- if eq $gate "false" }}
+{{- fail "nativeGangs is on, but kubeScheduler.extraArgs turn kube-scheduler's GenericWorkload gate off: without it nothing holds a native gang's barrier; drop GenericWorkload=false or set nativeGangs to off" }}
+{{- end }}
+{{- print "on" }}
+{{- else if eq $setting "auto" }}
+{{- if and (.Capabilities.APIVersions.Has "scheduling.k8s.io/v1beta1/PodGroup") (include "tfjob-extender.kubeSchedulerIs137" .) (ne $gate "false") }}on{{ else }}off{{ end }}
+{{- else }}
+{{- fail (printf "nativeGangs is %q: auto, on or off" $setting) }}
+{{- end }}
+{{- end }}
+
+{{/* Why native gangs resolved as they did, for the rendered objects' comments and NOTES.txt. */}}
+{{- define "tfjob-extender.nativeGangsWhy" -}}
+{{- $setting := toString .Values.nativeGangs }}
+{{- $version := include "tfjob-extender.kubeSchedulerVersion" . }}
+{{- if has $setting (list "off" "on") }}nativeGangs: {{ $setting }}
+{{- else if not (.Capabilities.APIVersions.Has "scheduling.k8s.io/v1beta1/PodGroup") }}nativeGangs: auto, and the cluster does not serve scheduling.k8s.io/v1beta1 PodGroups
+{{- else if not (include "tfjob-extender.kubeSchedulerIs137" .) }}nativeGangs: auto, and kube-scheduler {{ $version }} is older than 1.37
+{{- else if eq (include "tfjob-extender.userGenericWorkloadGate" .) "false" }}nativeGangs: auto, and kubeScheduler.extraArgs turn GenericWorkload off
+{{- else }}nativeGangs: auto, the cluster serves scheduling.k8s.io/v1beta1 PodGroups, kube-scheduler {{ $version }}
+{{- end }}
+{{- end }}
+
+{{/* Whether native gangs are on ("tfjob-extender.nativeGangsMode"): the webhook, its Service and rights render,
+and kube-scheduler runs with the GenericWorkload gate. */}}
+{{- define "tfjob-extender.nativeGangs" -}}
+{{- if eq (include "tfjob-extender.nativeGangsMode" .) "on" }}true{{- end }}
+{{- end }}
+
+{{/*
+kube-scheduler's arguments after `--config`: `kubeScheduler.extraArgs`, with the GenericWorkload gate while
+native gangs are on, given once: nothing added when the extraArgs already turn it on; else merged into the
+first `--feature-gates` among them (`--feature-gates=A=true` → `--feature-gates=A=true,GenericWorkload=true`),
+or `--feature-gates=GenericWorkload=true` first when they have none. A YAML list, empty when there is none.
+*/}}
+{{- define "tfjob-extender.kubeSchedulerArgs" -}}
+{{- $args := .Values.kubeScheduler.extraArgs | default list }}
+{{- if and (include "tfjob-extender.nativeGangs" .) (ne (include "tfjob-extender.userGenericWorkloadGate" .) "true") }}
+{{- $merged := list }}
+{{- $done := false }}
+{{- $valueNext := false }}
+{{- range $arg := $args }}
+{{- $text := toString $arg }}
+{{- if $done }}
+{{- $merged = append $merged $arg }}
+{{- else if $valueNext }}
+{{- $gates := trimSuffix "," $text }}
+{{- $merged = append $merged (ternary "GenericWorkload=true" (printf "%s,GenericWorkload=true" $gates) (eq $gates "")) }}
+{{- $done = true }}
+{{- else if eq $text "--feature-gates" }}
+{{- $merged = append $merged $arg }}
+{{- $valueNext = true }}
+{{- else if hasPrefix "--feature-gates=" $text }}
+{{- $gates := trimSuffix "," (trimPrefix "--feature-gates=" $text) }}
+{{- $merged = append $merged (printf "--feature-gates=%s" (ternary "GenericWorkload=true" (printf "%s,GenericWorkload=true" $gates) (eq $gates ""))) }}
+{{- $done = true }}
+{{- else }}
+{{- $merged = append $merged $arg }}
+{{- end }}
+{{- end }}
+{{- if and $valueNext (not $done) }}
+{{- $merged = append $merged "GenericWorkload=true" }}
+{{- $done = true }}
+{{- end }}
+{{- if not $done }}
+{{- $merged = prepend $merged "--feature-gates=GenericWorkload=true" }}
+{{- end }}
+{{- $args = $merged }}
+{{- end }}
+{{- if $args }}
+{{- toYaml $args }}
+{{- end }}
+{{- end }}
+
+{{/* The webhook's Service, the MutatingWebhookConfiguration and the Secret holding its certificate. */}}
+{{- define "tfjob-extender.webhookService" -}}
+{{- printf "%s-webhook" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{- define "tfjob-extender.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{/* Where the loops pod mounts cert-manager's certificate (webhook.certManager.enabled). */}}
+{{- define "tfjob-extender.webhookCertDir" -}}
+/etc/tfjob-extender-webhook
+{{- end }}
+
+{{/*
+The loops process's webhook flags: its listener on every address of the pod, and where its certificate
+comes from: cert-manager's mounted Secret, or the extender's own (the Service, the Secret it keeps them in,
+the configuration whose caBundle it writes).
+*/}}
+{{- define "tfjob-extender.webhookArgs" -}}
+{{- if include "tfjob-extender.nativeGangs" . }}
+- --webhook-host
+- 0.0.0.0
+- --webhook-port
+- {{ .Values.webhook.port | quote }}
+{{- if .Values.webhook.certManager.enabled }}
+- --webhook-tls-cert-file
+- {{ include "tfjob-extender.webhookCertDir" . }}/tls.crt
+- --webhook-tls-key-file
+- {{ include "tfjob-extender.webhookCertDir" . }}/tls.key
+{{- else }}
+- --webhook-service
+- {{ include "tfjob-extender.webhookService" . }}
+- --webhook-namespace
+- {{ .Release.Namespace }}
+- --webhook-configuration
+- {{ include "tfjob-extender.fullname" . }}
+- --webhook-secret
+- {{ include "tfjob-extender.webhookSecret" . }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -125,6 +125,9 @@ class PodView:
     preemption_policy: str = "PreemptLowerPriority"
     group: str = ""
     """`namespace/name` of the PodGroup this pod belongs to, or empty."""
+    group_in_spec: bool = False
+    """Its PodGroup is named in `spec.schedulingGroup` (Kubernetes' own gang API): kube-scheduler asks about
+    it only once that PodGroup exists, so a model without it is behind."""
     job: str = ""
     """`namespace/name` of the TFJob that owns this pod, or empty."""
     role: Role = Role.NONE
@@ -285,6 +288,14 @@ class JobView:
     run_s: float = 0.0
     """The seconds it ran in all, written by the preemption loop when it saw it finish (annotation
     `tfjob-extender.io/run-s`; 0 if not): the run-time history a restarted loop starts from."""
+    scheduler_names: tuple[str, ...] = ()
+    """The `schedulerName`s its replica templates give (distinct, sorted; a template without one gives none)."""
+    scheduling_group: str = ""
+    """The `scheduling.k8s.io` PodGroup every one of its replica templates names in
+    `spec.schedulingGroup.podGroupName` ("" when one names none or two name different ones)."""
+    native_gang: str = ""
+    """The PodGroup the extender's admission webhook named in its templates when it was created (annotation
+    `tfjob-extender.io/native-gang`): its native gang, whose Workload and PodGroup the extender keeps."""
     kueue_managed: bool = False
     """Kueue decides its admission (its queue-name label, a Kueue Workload owner, Kueue's marks on its
     templates: `extender.state.kueue`). Kueue owns `spec.runPolicy.suspend` and requeues a job whose pod

@@ -22,11 +22,16 @@ For a gang member:
 A pod with resource claims, or a member of a gang with such a pod, passes through untouched: it is left to
 kube-scheduler's DRA plugin (`left_alone`). A pending member of a leftover gang (its TFJob succeeded,
 failed, is suspended or gone) is turned away, and any plan its gang still holds is released.
+A member naming its PodGroup in `spec.schedulingGroup` whose PodGroup the model lacks is a sign the model is
+behind (kube-scheduler asks about such a pod only once the PodGroup exists): the answer says so
+(`model_behind`), and the verb gives the watch a moment before deciding for good.
 For a gang kube-scheduler gates itself (`GroupView.gated_by_scheduler`, with
 `PolicySettings.defer_to_scheduler_gang_barrier`), the barrier is kube-scheduler's: where the extender
 would turn a member away because its gang is incomplete or does not fit whole, it answers plain fit
 instead (keeping the plan changes); steering, yielding to higher-ranked gangs and waiting for preempted
-pods stay.
+pods stay. Not while another gang holds room on the candidates (its reserved plan): kube-scheduler places
+a gang's members in one cycle, each asked about before any binds, so plain fit for each would let the gang
+take, member by member, room it cannot see is held; the member is turned away as without the deferral.
 Every candidate node ends in exactly one of: feasible, failed, unresolvable.
 """
 
@@ -282,7 +287,12 @@ def _barrier(
     gang's barrier, plain fit with the barrier's reason in the summary and the plan changes kept."""
     gated = settings.defer_to_scheduler_gang_barrier and any(group.gated_by_scheduler for group in state.groups)
     if not gated:
-        return decision
+        return replace(decision, model_behind=True) if pod.group_in_spec and state.missing else decision
+    holders = _holding_room_among(snapshot, state, candidates) if not decision.feasible else ()
+    if holders:
+        held = f"room on these nodes is held for gang {', '.join(holders[:3])}, which kube-scheduler cannot see"
+        summary = f"{decision.summary}; not left to kube-scheduler's barrier: {held}"
+        return replace(decision, summary=summary, model_behind=waiting_reason(state) is not None)
     fit = fit_filter(snapshot, pod, candidates)
     summary = f"{fit.summary}; kube-scheduler gates gang {state.key} ({decision.summary})"
     return FilterDecision(
@@ -295,6 +305,16 @@ def _barrier(
         release_groups=decision.release_groups,
         failed_plan=decision.failed_plan,
         model_behind=waiting_reason(state) is not None,
+    )
+
+
+def _holding_room_among(snapshot: ClusterSnapshot, state: GangState, candidates: Sequence[str]) -> list[str]:
+    """The other gangs whose reserved plans hold room on any of the candidate nodes, sorted."""
+    if not snapshot.reservations:
+        return []
+    offered = set(candidates)
+    return sorted(
+        {r.group for r in snapshot.reservations.values() if r.group not in state.members and r.node in offered}
     )
 
 

@@ -110,6 +110,34 @@ def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None
     assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
 
 
+def test_a_cluster_version_without_a_patch_needs_a_tag_and_a_tag_is_enough() -> None:
+    with pytest.raises(RenderRefused, match=r"set kubeScheduler\.image\.tag"):
+        render(kube_version="v1.37")
+    docs = render({"kubeScheduler": {"image": {"tag": "v1.37.1"}}}, kube_version="v1.37")
+    assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.37.1"
+
+
+UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "values", "plugins"),
+    [
+        ("v1.37.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
+        ("v1.38.0-gke.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
+        ("v1.36.4", {}, None),
+        ("v1.37.1", {"kubeScheduler": {"image": {"tag": "v1.36.4"}}}, None),
+        ("v1.36.4", {"kubeScheduler": {"image": {"tag": "custom-build"}}}, UPSTREAM_GANG_PREEMPTION_OFF),
+    ],
+)
+def test_kube_scheduler_never_preempts_for_gangs_where_its_release_has_the_extension_point(
+    kube_version: str, values: dict[str, Any], plugins: dict[str, Any] | None
+) -> None:
+    config_map = named(render(values, kube_version=kube_version), "ConfigMap", f"{RELEASE}-scheduler-config")
+    (profile,) = yaml.safe_load(config_map["data"]["kube-scheduler-config.yaml"])["profiles"]
+    assert profile.get("plugins") == plugins
+
+
 def test_crds_are_kept_on_uninstall_or_left_out() -> None:
     crds = of_kind(render(), "CustomResourceDefinition")
     assert {crd["metadata"]["name"] for crd in crds} == {
@@ -248,7 +276,7 @@ def test_the_exact_command_lines() -> None:
     ]  # fmt: skip
     assert args_of(docs, "tfjob-extender-loops") == [
         "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
-        "--lease-namespace", NAMESPACE, "--log-format", "json",
+        "--lease-namespace", NAMESPACE, "--log-format", "json", "--native-gangs", "off",
     ]  # fmt: skip
     assert args_of(docs, "kube-scheduler") == [
         "kube-scheduler",
@@ -256,7 +284,7 @@ def test_the_exact_command_lines() -> None:
     ]
     text = render({"logFormat": "text", "loops": {"dryRun": True}})
     assert args_of(text, "tfjob-extender")[-2:] == ["--log-format", "text"]
-    assert args_of(text, "tfjob-extender-loops")[-3:] == ["--log-format", "text", "--dry-run"]
+    assert args_of(text, "tfjob-extender-loops")[-5:] == ["--log-format", "text", "--native-gangs", "off", "--dry-run"]
 
 
 def test_extra_args_come_last() -> None:

@@ -65,3 +65,33 @@ def test_a_dump_keeps_requests_and_bounds(tmp_path: Path) -> None:
     reloaded = ClusterState()
     load_snapshot_file(reloaded, path)
     assert reloaded.snapshot().jobs["ml/mnist"] == state.snapshot().jobs["ml/mnist"]
+
+
+def native(job: dict[str, Any], *, group: str = "mnist", scheduler: str = "tfjob-scheduler") -> dict[str, Any]:
+    """`job` as the admission webhook leaves it: its templates name the scheduler and its native gang."""
+    job["metadata"]["annotations"]["tfjob-extender.io/native-gang"] = group
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"] |= {"schedulerName": scheduler, "schedulingGroup": {"podGroupName": group}}
+    return job
+
+
+def test_a_job_says_which_scheduler_and_which_native_gang_its_templates_name(tmp_path: Path) -> None:
+    job = job_view(native(tfjob()))
+    assert (job.scheduler_names, job.scheduling_group, job.native_gang) == (("tfjob-scheduler",), "mnist", "mnist")
+    plain = job_view(tfjob())
+    assert (plain.scheduler_names, plain.scheduling_group, plain.native_gang) == ((), "", "")
+    split = native(tfjob())
+    del split["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["schedulingGroup"]
+    assert job_view(split).scheduling_group == "", "a gang only when every template names it"
+    state = cluster(native(tfjob()))
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump(dump_state(state.snapshot())))
+    reloaded = ClusterState()
+    load_snapshot_file(reloaded, path)
+    assert reloaded.snapshot().jobs["ml/mnist"] == state.snapshot().jobs["ml/mnist"]
+
+
+def test_a_bad_scheduling_group_is_a_conversion_error() -> None:
+    job = native(tfjob(), group="a/b")
+    with pytest.raises(ConversionError, match=r"schedulingGroup\.podGroupName"):
+        job_view(job)

@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from extender.policy.core.settings import PolicySettings
-from tests.builders import Obj, in_scheduling_group, make_k8s_podgroup, make_node, make_pod, make_tfjob, tfjob_pods
+from tests.builders import (
+    Obj,
+    in_scheduling_group,
+    make_k8s_podgroup,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_tfjob,
+    tfjob_pods,
+)
 from tests.unit.policy.loop import NOW, SETTINGS, Loop
 
 NODES = ["node-0", "node-1", "node-2"]
@@ -87,3 +96,49 @@ def test_a_basic_podgroup_is_a_group_of_one() -> None:
     decision = loop.filter("solo-0")
     assert decision.outcome == "planned"
     assert len(decision.feasible) == 1
+
+
+def test_a_member_whose_podgroup_the_model_lacks_says_the_model_is_behind() -> None:
+    # kube-scheduler asks about a pod naming a PodGroup in spec.schedulingGroup only once that PodGroup exists
+    loop = Loop(
+        *(make_node(name, cpu="4", memory="16Gi") for name in NODES),
+        *in_scheduling_group(tfjob_pods("mnist", ps=1, workers=4, cpu="1", memory="2Gi"), "mnist"),
+        make_tfjob("mnist", workers=4),
+    )
+    decision = loop.filter("mnist-worker-0")
+    assert (decision.outcome, decision.model_behind) == ("waiting", True)
+    assert "waiting for PodGroup default/mnist to be created" in decision.summary
+    labelled = Loop(make_node("node-0", cpu="4", memory="16Gi"), make_pod("solo-0", group="solo"))
+    assert labelled.filter("solo-0").model_behind is False, "a PodGroup label is the extender's own barrier"
+
+
+def test_a_gated_gang_that_fits_only_in_room_reserved_for_another_is_turned_away() -> None:
+    # "held" (a higher-priority PodGroup CRD gang of 2) is planned first: 2 CPU reserved on node-2, beside
+    # "busy" (1 CPU); node-0 and node-1 run 3 CPU each. mnist's 5 pods find 1 + 1 + 1 CPU: it does not fit
+    # whole. Plain fit would offer node-2 to each member (1 CPU free there), and kube-scheduler, which sees
+    # node-2 with 3 CPU free and places every member of a cycle before any binds, would put three there.
+    held = [make_pod(f"held-{i}", group="held", priority=10) for i in range(2)]
+    busy = [make_pod(f"busy-{node}", node=node, cpu="3") for node in ("node-0", "node-1")]
+    loop = mnist(*held, make_podgroup("held", min_member=2), *busy, make_pod("busy-node-2", node="node-2", cpu="1"))
+    assert loop.filter("held-0").outcome == "planned"
+    assert {r.node for key, r in loop.snapshot.reservations.items() if "held" in key} == {"node-2"}
+    for member in ("mnist-worker-0", "mnist-worker-1"):
+        decision = loop.filter(member)
+        assert (decision.outcome, decision.feasible) == ("unplannable", ()), decision
+        assert "room on these nodes is held for gang default/held" in decision.summary
+    assert loop.snapshot.failed_plans["default/mnist"].placed == 3
+
+
+def test_without_room_reserved_for_another_the_same_gang_gets_plain_fit() -> None:
+    busy = [make_pod(f"busy-{node}", node=node, cpu="3") for node in NODES]
+    decision = mnist(*busy).filter("mnist-worker-0")
+    assert (decision.outcome, decision.feasible) == ("fit", tuple(NODES))
+
+
+def test_an_incomplete_gated_gang_beside_room_reserved_for_another_waits_for_the_model() -> None:
+    held = [make_pod(f"held-{i}", group="held", priority=10) for i in range(2)]
+    loop = mnist(*held, make_podgroup("held", min_member=2), workers=2, min_count=5)
+    assert loop.filter("held-0").outcome == "planned"
+    decision = loop.filter("mnist-worker-0")
+    assert (decision.outcome, decision.feasible, decision.model_behind) == ("waiting", (), True)
+    assert "room on these nodes is held for gang default/held" in decision.summary
