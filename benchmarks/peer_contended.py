@@ -27,7 +27,6 @@ from benchmarks.peer_workloads import (
     contended,
     job_container,
     join_native_group,
-    named_gang,
     native_podgroup,
     native_podgroups_path,
     node_objects,
@@ -43,6 +42,7 @@ from extender.policy.core.resources import CPU, GPU
 from extender.policy.core.views import Role
 from extender.sim.throughput import MODELS, Task, job_rate
 from extender.sim.workload import JobSpec
+from extender.state.crds import job_view
 from tests.e2e.bulk import Api, clear_namespace, create_all
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -139,7 +139,7 @@ class ContendedRun:
             created = self.api.call("POST", base, orjson.dumps(body))
             uid = created["metadata"]["uid"]
             if ours_to_make:
-                joined = named_gang(created)
+                joined = job_view(created).scheduling_group or None
             if joined is None:
                 self.api.call(
                     "POST",

@@ -189,17 +189,6 @@ def join_native_group(pod_spec: dict[str, Any], group: str) -> dict[str, Any]:
     return pod_spec
 
 
-def named_gang(tfjob: dict[str, Any]) -> str | None:
-    """The `scheduling.k8s.io` PodGroup a TFJob's replica templates name, as training-operator copies it into
-    every pod (the extender's webhook names one as the TFJob is created); None when they name none or
-    differ."""
-    names = {
-        ((replica.get("template") or {}).get("spec") or {}).get("schedulingGroup", {}).get("podGroupName")
-        for replica in (tfjob.get("spec") or {}).get("tfReplicaSpecs", {}).values()
-    }
-    return names.pop() if len(names) == 1 else None
-
-
 def tfjob_object(spec: JobSpec, scheduler: str, native_group: str | None = None) -> dict[str, Any]:
     """The TFJob of `spec` whose pods name `scheduler`; with `native_group`, every replica template joins that
     `scheduling.k8s.io` PodGroup."""
