@@ -1,0 +1,116 @@
+"""The start-time forecast of every waiting gang, kept fresh and calibrated against its own past errors.
+
+`StartForecaster.refresh(snapshot, clock, now)` runs the queue forward (`policy.forecast`) from the model and
+the run times the preemption loop's `RunClock` has seen, corrects the bands by the errors of earlier
+forecasts in this cluster (`policy.forecast.calibration`) and keeps the result for `/debug/gangs`,
+`explain`, the page, the metrics and the Events. It refreshes only when the queue, the capacity or the
+running set changed (the snapshot's generation) or `recheck_s` passed, at most every `refresh_s`. Every
+`record_every_s`, a gang's raw forecast is kept open; when the gang starts (its first member bound: the
+queue's `GangSummary.started`) each open forecast of it becomes a resolved record with the wait it really
+had from when it was made; a gang that leaves the queue any other way (deleted, suspended) drops its open
+forecasts. The forecaster is not thread-safe on its own: one thread refreshes, readers take `forecasts`
+(an immutable mapping swapped whole).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from extender.loops.forecast_settings import StartForecastSettings
+from extender.loops.run_clock import RunClock
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.forecast.calibration import NO_CORRECTION, Correction, ForecastRecord, correction, corrected
+from extender.policy.forecast.inputs import forecast_inputs
+from extender.policy.forecast.montecarlo import StartBand, forecast_starts
+from extender.policy.rank.queue import queue_of
+
+RESERVED_BAND = StartBand(0.0, 0.0, 0.0)
+"""A gang whose plan is reserved starts now."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartForecast:
+    """A gang's band as published: corrected seconds from `as_of` (wall clock), and the raw one."""
+
+    band: StartBand
+    raw: StartBand
+    as_of: float
+    correction: Correction = NO_CORRECTION
+
+
+@dataclass
+class StartForecaster:
+    policy: PolicySettings
+    settings: StartForecastSettings = field(default_factory=StartForecastSettings)
+    forecasts: Mapping[str, StartForecast] = field(default_factory=lambda: MappingProxyType({}))
+    """Gang key → its latest forecast (replaced whole on each refresh)."""
+    resolved: deque[ForecastRecord] = field(init=False)
+    refreshes: int = 0
+    last_refresh_s: float = 0.0
+    """Seconds the last refresh took (the caller's measure, set by whoever times it)."""
+    _open: dict[str, list[tuple[float, StartBand]]] = field(default_factory=dict)
+    _last: tuple[int, float] | None = None
+    """(snapshot generation, when) of the last refresh."""
+
+    def __post_init__(self) -> None:
+        self.resolved = deque(maxlen=self.settings.calibration_kept)
+
+    def due(self, snapshot: ClusterSnapshot, now: float) -> bool:
+        """Whether a refresh is due at `now` for this snapshot."""
+        if self._last is None:
+            return True
+        generation, at = self._last
+        if now - at < self.settings.refresh_s:
+            return False
+        return generation != snapshot.generation or now - at >= self.settings.recheck_s
+
+    def refresh(self, snapshot: ClusterSnapshot, clock: RunClock, now: float) -> Mapping[str, StartForecast]:
+        """Forecast every waiting gang at `now` (wall clock, seconds since the epoch)."""
+        self._last = (snapshot.generation, now)
+        self.refreshes += 1
+        self._resolve(snapshot, now)
+        inputs, reserved = forecast_inputs(
+            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now)
+        )
+        raw = forecast_starts(inputs, self.settings.samples, self.refreshes, self.settings.min_history)
+        raw.update(dict.fromkeys(reserved, RESERVED_BAND))
+        shift = self.correction()
+        offset = self.settings.calibration_offset_s
+        published = {
+            key: StartForecast(corrected(band, shift, offset) if key not in reserved else band, band, now, shift)
+            for key, band in raw.items()
+        }
+        for key, band in raw.items():
+            self._keep_open(key, band, now)
+        self.forecasts = MappingProxyType(published)
+        return self.forecasts
+
+    def correction(self) -> Correction:
+        s = self.settings
+        return correction(list(self.resolved), s.coverage, s.calibration_offset_s, s.calibration_min_records)
+
+    def _keep_open(self, key: str, band: StartBand, now: float) -> None:
+        if not band.known or band is RESERVED_BAND:
+            return
+        kept = self._open.setdefault(key, [])
+        if not kept or now - kept[-1][0] >= self.settings.record_every_s:
+            kept.append((now, band))
+
+    def _resolve(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Turn the open forecasts of gangs that started into records; drop those of gangs gone."""
+        if not self._open:
+            return
+        summaries = queue_of(snapshot, self.policy).summaries
+        for key in list(self._open):
+            summary = summaries.get(key)
+            if summary is not None and summary.ages:
+                continue
+            made = self._open.pop(key)
+            if summary is None or not summary.bound_pods:
+                continue
+            started = summary.started or now
+            self.resolved.extend(ForecastRecord(band, at, max(0.0, started - at)) for at, band in made)

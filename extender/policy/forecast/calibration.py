@@ -1,0 +1,97 @@
+"""Correcting the forward run's bands by its past errors in the same cluster: one-sided split conformal (pure).
+
+The forward run misses what it assumes away (fragmentation, arrivals, the scaler), so its raw quantiles are
+not calibrated. Each forecast made is kept as a `ForecastRecord`; once its gang starts, the record has an
+actual wait and becomes a calibration score. Scores are log ratios, `log(actual + c) − log(forecast + c)`
+with `c` = `offset_s`, because waits span seconds to hours and an error is as bad in proportion:
+- p90: moved up by the `(1 − α)` conformal quantile of `actual` over `p90` (so `actual ≤ p90` holds for the
+  stated share of new forecasts if the errors stay exchangeable);
+- p10: moved down by the same quantile of `p10` over `actual`;
+- p50: moved by the median of `actual` over `p50`.
+Only records resolved before the forecast being corrected are used (a forecast is never corrected by its own
+outcome), the most recent `kept` of them, and none until there are `min_records`. A `None` p90 ("later than
+any draw could tell") stays `None`; a record whose p90 was `None` scores only p10 and p50.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from extender.policy.forecast.montecarlo import StartBand
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastRecord:
+    """A forecast made at `made_at` and, once its gang started, the wait it had from then."""
+
+    band: StartBand
+    made_at: float
+    actual_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """Log-ratio shifts of p10 (down), p50 and p90 (up), from `records` scores; none below `min_records`."""
+
+    lower: float = 0.0
+    middle: float = 0.0
+    upper: float = 0.0
+    records: int = 0
+
+    @property
+    def applied(self) -> bool:
+        return self.records > 0
+
+
+NO_CORRECTION = Correction()
+
+
+def correction(records: Sequence[ForecastRecord], coverage: float, offset_s: float, min_records: int) -> Correction:
+    """The shifts that would have made `records` cover at `coverage` (one side each)."""
+    scored = [r for r in records if r.band.p10_s is not None and r.band.p50_s is not None]
+    if len(scored) < min_records:
+        return NO_CORRECTION
+    actual = np.log(np.asarray([r.actual_s for r in scored]) + offset_s)
+    p10 = np.log(np.asarray([r.band.p10_s for r in scored], dtype=np.float64) + offset_s)
+    p50 = np.log(np.asarray([r.band.p50_s for r in scored], dtype=np.float64) + offset_s)
+    uppers = [(r.actual_s, r.band.p90_s) for r in scored if r.band.p90_s is not None]
+    upper = (
+        _conformal(
+            np.log(np.asarray([a for a, _ in uppers]) + offset_s)
+            - np.log(np.asarray([p for _, p in uppers], dtype=np.float64) + offset_s),
+            coverage,
+        )
+        if len(uppers) >= min_records
+        else 0.0
+    )
+    return Correction(_conformal(p10 - actual, coverage), float(np.median(actual - p50)), upper, len(scored))
+
+
+def corrected(band: StartBand, shift: Correction, offset_s: float) -> StartBand:
+    """`band` with `shift` applied; an unknown band is left as it is."""
+    if not band.known or not shift.applied:
+        return band
+    return StartBand(
+        _moved(band.p10_s, -shift.lower, offset_s),
+        _moved(band.p50_s, shift.middle, offset_s),
+        _moved(band.p90_s, shift.upper, offset_s),
+        samples=band.samples,
+    )
+
+
+def _moved(value: float | None, by: float, offset_s: float) -> float | None:
+    if value is None:
+        return None
+    return max(0.0, math.exp(math.log(value + offset_s) + by) - offset_s)
+
+
+def _conformal(scores: np.ndarray, coverage: float) -> float:
+    """The split-conformal quantile: the ⌈(n + 1)·coverage⌉-th smallest score (the largest when that is past
+    the end). Negative when the raw bands were wider than they needed to be: they are narrowed."""
+    ordered = np.sort(scores)
+    rank = min(len(ordered), math.ceil((len(ordered) + 1) * coverage)) - 1
+    return float(ordered[rank])

@@ -1,0 +1,71 @@
+"""What the forward run starts from, read from a snapshot and the run times seen (pure).
+
+Only what a cluster shows is read: the schedulable nodes' allocatable and what is free on them, the gang
+queue in rank order at `now` (`GangQueue.waiting`), what each gang's bound members hold and since when, and
+the run times of the jobs seen finish (`RunClock`, passed in as numbers). A waiting gang's start needs are
+its job's minimum (`GangSummary.demand`) less what its members already hold. A gang whose plan is already
+reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
+band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
+the loop has one, else the time since its first member was bound. Pods outside any gang hold their room for
+good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from extender.policy.core.resources import CPU, GPU, MEMORY, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.forecast.montecarlo import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.preemption.residual_life import RunTimes
+from extender.policy.rank.queue import queue_of
+from extender.policy.rank.standing import free_capacity
+from extender.policy.rank.weights import cluster_capacity
+
+BASE_RESOURCES = (CPU, MEMORY, GPU)
+
+
+def forecast_inputs(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    finished_run_s: Iterable[float],
+    attained_s: Mapping[str, float],
+) -> tuple[ForecastInputs, tuple[str, ...]]:
+    """The inputs, and the waiting gangs whose plan is reserved (they start now). `attained_s`: job key →
+    seconds run, for the running jobs the caller's clock knows."""
+    queue = queue_of(snapshot, settings)
+    capacity, free = cluster_capacity(snapshot), free_capacity(snapshot)
+    waiting: list[tuple[str, Resources]] = []
+    reserved: list[str] = []
+    for rank in queue.waiting(now, settings):
+        summary = queue.summaries[rank.subject]
+        if summary.reserved:
+            reserved.append(summary.key)
+        else:
+            waiting.append((summary.key, summary.demand.shortfall(summary.bound)))
+    running = [
+        (summary.key, summary.bound, attained_s.get(summary.job, max(0.0, now - summary.started)))
+        for summary in queue.summaries.values()
+        if summary.satisfied and summary.bound_pods and summary.started
+    ]
+    names = tuple(
+        sorted(
+            set(BASE_RESOURCES) | capacity.names() | {name for _, needs in waiting for name in needs.names()},
+            key=lambda name: (name not in BASE_RESOURCES, name),
+        )
+    )
+    inputs = ForecastInputs(
+        resources=names,
+        capacity=_vector(capacity, names),
+        free=_vector(free, names),
+        running=tuple(RunningJob(key, _vector(holds, names), ran) for key, holds, ran in running),
+        waiting=tuple(WaitingGang(key, _vector(needs, names)) for key, needs in waiting),
+        curve=RunTimes.estimate(finished_run_s, (ran for _, _, ran in running)),
+    )
+    return inputs, tuple(reserved)
+
+
+def _vector(amounts: Resources, names: tuple[str, ...]) -> tuple[float, ...]:
+    return tuple(float(amounts.get(name)) for name in names)

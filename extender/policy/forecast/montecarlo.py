@@ -1,0 +1,211 @@
+"""When each waiting gang starts: the queue run forward over sampled futures (pure).
+
+The forward run is the admission rule in aggregate: at every instant, the waiting gangs are taken in rank
+order and each one whose start needs fit in what the cluster has free starts (a gang that does not fit lets
+the ones behind it go first, as the extender lets a lower gang take room a higher one cannot use yet); a
+started gang holds what it started with until it ends. What is not known is how long each job runs: a
+running job's remaining time and a waiting job's run time are drawn from the Kaplan–Meier curve of the run
+times seen finish (`RunTimes`), conditioned on what the running one has run. Each of `samples` futures is
+one draw of every job; all of them advance together, event by event, as arrays (samples × jobs), so a
+refresh costs a few hundred array steps whatever the sample count.
+
+What it assumes, and where it says "unknown" instead of a number:
+- capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
+- jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order;
+- a run time beyond the longest one seen finish cannot be drawn: a draw landing in the curve's tail past it
+  is "later than anything seen", and a start that depends on it has no finite quantile (`None`);
+- a gang whose start needs exceed the whole cluster never starts; one with fewer than `min_history` run
+  times seen is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from extender.policy.preemption.residual_life import RunTimes
+
+QUANTILES = (0.1, 0.5, 0.9)
+FIT_SLACK = 1e-9
+"""Relative slack of the fit comparison (float round-off of summed capacities)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    key: str
+    holds: tuple[float, ...]
+    """What it holds, in the order of `ForecastInputs.resources`."""
+    attained_s: float
+    """Seconds it has run."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingGang:
+    key: str
+    needs: tuple[float, ...]
+    """What it must be given to start (its minimum, less what its members already hold)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastInputs:
+    resources: tuple[str, ...]
+    capacity: tuple[float, ...]
+    """The schedulable nodes' allocatable, summed."""
+    free: tuple[float, ...]
+    """What they have left after bound pods and reserved plans, summed."""
+    running: tuple[RunningJob, ...]
+    waiting: tuple[WaitingGang, ...]
+    """Highest rank first."""
+    curve: RunTimes
+
+
+@dataclass(frozen=True, slots=True)
+class StartBand:
+    """Seconds from now to the gang's start: p10, p50, p90 (`None`: later than any draw could tell), or why
+    there is no answer."""
+
+    p10_s: float | None = None
+    p50_s: float | None = None
+    p90_s: float | None = None
+    unknown: str = ""
+    samples: int = 0
+
+    @property
+    def known(self) -> bool:
+        return not self.unknown
+
+
+def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Remaining run times (samples × jobs) of jobs that have run `attained` seconds, by inverting the
+    survival curve conditioned on it at `uniforms`; `inf` where the draw falls past the longest run seen."""
+    times = np.asarray(curve.times, dtype=np.float64)
+    survival = np.asarray(curve.survival, dtype=np.float64)
+    step = np.searchsorted(times, attained, side="right")
+    alive = np.where(step > 0, survival[np.maximum(step - 1, 0)], 1.0)
+    target = uniforms * alive[None, :]
+    # The first observed time at which survival has fallen to the target or below: survival is
+    # non-increasing, so search its negation.
+    index = np.searchsorted(-survival, -target, side="left")
+    index = np.maximum(index, step[None, :])
+    past_end = index >= len(times)
+    ends = times[np.minimum(index, len(times) - 1)]
+    return np.where(past_end, np.inf, np.maximum(ends - attained[None, :], 0.0))
+
+
+def forecast_starts(
+    inputs: ForecastInputs, samples: int, seed: int, min_history: int = 3
+) -> dict[str, StartBand]:
+    """Each waiting gang's start band, seconds from now (see the module docstring)."""
+    waiting = inputs.waiting
+    if not waiting:
+        return {}
+    if inputs.curve.finished < min_history:
+        why = f"fewer than {min_history} jobs seen finish ({inputs.curve.finished}): no run times to go by"
+        return {gang.key: StartBand(unknown=why) for gang in waiting}
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    needs = np.asarray([gang.needs for gang in waiting], dtype=np.float64).reshape(len(waiting), len(capacity))
+    too_big = (needs > capacity * (1 + FIT_SLACK)).any(axis=1)
+    starts = _run_forward(inputs, needs, too_big, samples, seed)
+    bands: dict[str, StartBand] = {}
+    for index, gang in enumerate(waiting):
+        if too_big[index]:
+            bands[gang.key] = StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
+            continue
+        p10, p50, p90 = (_quantile(starts[:, index], q) for q in QUANTILES)
+        if p50 is None:
+            why = "its start depends on jobs running longer than any seen finish"
+            bands[gang.key] = StartBand(unknown=why, samples=samples)
+            continue
+        bands[gang.key] = StartBand(p10, p50, p90, samples=samples)
+    return bands
+
+
+def _run_forward(
+    inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int
+) -> np.ndarray:
+    """Start times (samples × waiting gangs) over `samples` drawn futures."""
+    rng = np.random.default_rng(seed)
+    attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
+    remaining = draw_remaining(inputs.curve, attained, rng.random((samples, len(attained))))
+    durations = draw_remaining(inputs.curve, np.zeros(len(needs)), rng.random((samples, len(needs))))
+    return starts_given(inputs, remaining, durations, never)
+
+
+def starts_given(
+    inputs: ForecastInputs, remaining: np.ndarray, durations: np.ndarray, never: np.ndarray | None = None
+) -> np.ndarray:
+    """Start times (samples × waiting gangs; `inf`: not in that future) when the running jobs end after
+    `remaining` and the waiting ones run for `durations` (both samples × jobs); `never`: gangs left out."""
+    samples, running = remaining.shape[0], len(inputs.running)
+    width = len(inputs.resources)
+    needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
+    if not len(needs):
+        return np.zeros((samples, 0))
+    holds = np.asarray([job.holds for job in inputs.running], dtype=np.float64).reshape(running, width)
+    ends = np.full((samples, running + len(needs)), np.inf)
+    ends[:, :running] = remaining
+    released = np.concatenate([holds, needs])
+    free = np.tile(np.asarray(inputs.free, dtype=np.float64), (samples, 1))
+    starts = np.full((samples, len(needs)), np.inf)
+    left_out = np.zeros(len(needs), dtype=bool) if never is None else never
+    waiting = np.tile(~left_out, (samples, 1))
+    now = np.zeros(samples)
+    rows = np.arange(samples)
+    changed = rows
+    while True:
+        _admit(free, needs, waiting, starts, ends, durations, now, running, changed)
+        if not waiting.any():
+            return starts
+        nxt = ends.argmin(axis=1)
+        at = ends[rows, nxt]
+        live = np.isfinite(at) & waiting.any(axis=1)
+        if not live.any():
+            return starts
+        changed = rows[live]
+        now[changed] = at[live]
+        free[changed] += released[nxt[live]]
+        ends[changed, nxt[live]] = np.inf
+
+
+def _admit(
+    free: np.ndarray,
+    needs: np.ndarray,
+    waiting: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    durations: np.ndarray,
+    now: np.ndarray,
+    offset: int,
+    rows: np.ndarray,
+) -> None:
+    """Start, in each sample of `rows` (those whose free room grew) at its `now`, each waiting gang that fits in
+    rank order, until none fits."""
+    slack = 1 + FIT_SLACK
+    while len(rows):
+        fits = waiting[rows]
+        for column in range(needs.shape[1]):
+            fits &= needs[None, :, column] <= free[rows, column, None] * slack + FIT_SLACK
+        admitting = fits.any(axis=1)
+        rows, first = rows[admitting], fits[admitting].argmax(axis=1)
+        waiting[rows, first] = False
+        starts[rows, first] = now[rows]
+        ends[rows, offset + first] = now[rows] + durations[rows, first]
+        free[rows] -= needs[first]
+
+
+def _quantile(values: np.ndarray, q: float) -> float | None:
+    """The `q` quantile of the sampled start times, `None` when it falls on a start no draw could tell."""
+    ordered = np.sort(values)
+    at = ordered[min(len(ordered) - 1, int(np.ceil(q * len(ordered))) - 1)]
+    return float(at) if np.isfinite(at) else None
+
+
+def _bigger_than_cluster(inputs: ForecastInputs, needs: Sequence[float]) -> str:
+    short = [
+        f"{name} {need:g} > {have:g}"
+        for name, need, have in zip(inputs.resources, needs, inputs.capacity, strict=True)
+        if need > have * (1 + FIT_SLACK)
+    ]
+    return "it needs more than the whole cluster has, so it can never start: " + ", ".join(short)
