@@ -12,8 +12,8 @@ refresh costs a few hundred array steps whatever the sample count.
 What it assumes, and where it says "unknown" instead of a number:
 - capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
 - jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order;
-- a run time beyond the longest one seen finish cannot be drawn: a draw landing in the curve's tail past it
-  is "later than anything seen", and a start that depends on it has no finite quantile (`None`);
+- a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
+  runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
 - a gang whose start needs exceed the whole cluster never starts; one with fewer than `min_history` run
   times seen is unknown.
 """
@@ -77,9 +77,11 @@ class StartBand:
         return not self.unknown
 
 
-def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray, tail: np.ndarray) -> np.ndarray:
     """Remaining run times (samples × jobs) of jobs that have run `attained` seconds, by inverting the
-    survival curve conditioned on it at `uniforms`; `inf` where the draw falls past the longest run seen."""
+    survival curve conditioned on it at `uniforms`. A draw past the longest run seen finish (the curve's
+    censored tail) runs on from there for `tail` (standard exponential draws) × the longer of that run and
+    what the job has run: a job that has run long is taken to run about as long again."""
     times = np.asarray(curve.times, dtype=np.float64)
     survival = np.asarray(curve.survival, dtype=np.float64)
     step = np.searchsorted(times, attained, side="right")
@@ -91,7 +93,9 @@ def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray) 
     index = np.maximum(index, step[None, :])
     past_end = index >= len(times)
     ends = times[np.minimum(index, len(times) - 1)]
-    return np.where(past_end, np.inf, np.maximum(ends - attained[None, :], 0.0))
+    longest = times[-1]
+    beyond = np.maximum(longest - attained, 0.0)[None, :] + tail * np.maximum(attained, longest)[None, :]
+    return np.where(past_end, beyond, np.maximum(ends - attained[None, :], 0.0))
 
 
 def forecast_starts(
@@ -128,8 +132,11 @@ def _run_forward(
     """Start times (samples × waiting gangs) over `samples` drawn futures."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
-    remaining = draw_remaining(inputs.curve, attained, rng.random((samples, len(attained))))
-    durations = draw_remaining(inputs.curve, np.zeros(len(needs)), rng.random((samples, len(needs))))
+    shape_running, shape_waiting = (samples, len(attained)), (samples, len(needs))
+    remaining = draw_remaining(inputs.curve, attained, rng.random(shape_running), rng.exponential(size=shape_running))
+    durations = draw_remaining(
+        inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
+    )
     return starts_given(inputs, remaining, durations, never)
 
 
