@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +228,9 @@ def score(forecasts: Sequence[Forecast], starts: dict[str, list[float]]) -> Scor
         below.append(band.p10_s <= actual)
         errors.append(abs(band.p50_s - actual) / max(actual, FLOOR_S))
         widths.append(band.p90_s - band.p10_s)
-        pinball.append(statistics.fmean(_pinball(actual, q, v) for q, v in zip((0.1, 0.5, 0.9), _values(band))))
+        pinball.append(
+            statistics.fmean(_pinball(actual, q, v) for q, v in zip((0.1, 0.5, 0.9), _values(band), strict=True))
+        )
     return Scores(
         forecasts=len(resolved),
         unknown=unknown,
@@ -296,14 +299,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--every-s", type=float, default=30.0, help="seconds between two forecasts of a gang")
     parser.add_argument("--json", type=Path, help="write one record per run to this file")
     args = parser.parse_args(argv)
-    sources: list[tuple[str, Callable[[int], Workload]]] = (
-        [(str(args.trace), lambda seed: load_trace(args.trace))]
-        if args.trace
-        else [(name, lambda seed, name=name: scenario(name, seed)) for name in args.scenario or sorted(SCENARIOS)]
+    trace: Path | None = args.trace
+    builds: list[Callable[[int], Workload]] = (
+        [lambda seed: load_trace(trace)]
+        if trace is not None
+        else [partial(scenario, name) for name in args.scenario or sorted(SCENARIOS)]
     )
     print("| run | forecaster | " + " | ".join(COLUMNS) + " |\n|" + "---|" * (len(COLUMNS) + 2), flush=True)
     records = []
-    for _, build in sources:
+    for build in builds:
         for seed in range(args.seed, args.seed + args.seeds):
             workload = build(seed)
             walls = declared_walls(run_times(workload, seed), seed)

@@ -143,6 +143,7 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
     loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
+    service.loops.forecast = loops.forecast
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
     loops.probes(service.probes)

@@ -41,6 +41,12 @@ class StartForecastSettings:
     record_every_s: float = setting(
         30.0, POSITIVE_SECONDS, "seconds between two forecasts of one gang kept for calibration"
     )
+    event_change_share: float = setting(
+        0.5, SHARE, "share by which a job's p50 must move (against the last one told) for a new Event"
+    )
+    event_interval_s: float = setting(
+        300.0, POSITIVE_SECONDS, "fewest seconds between two start-forecast Events on one TFJob"
+    )
 
     def __post_init__(self) -> None:
         check_declared(self)

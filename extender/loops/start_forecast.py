@@ -23,7 +23,7 @@ from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.run_clock import RunClock
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
-from extender.policy.forecast.calibration import NO_CORRECTION, Correction, ForecastRecord, correction, corrected
+from extender.policy.forecast.calibration import NO_CORRECTION, Correction, ForecastRecord, corrected, correction
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.montecarlo import StartBand, forecast_starts
 from extender.policy.rank.queue import queue_of

@@ -95,12 +95,11 @@ def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray, 
     ends = times[np.minimum(index, len(times) - 1)]
     longest = times[-1]
     beyond = np.maximum(longest - attained, 0.0)[None, :] + tail * np.maximum(attained, longest)[None, :]
-    return np.where(past_end, beyond, np.maximum(ends - attained[None, :], 0.0))
+    drawn: np.ndarray = np.where(past_end, beyond, np.maximum(ends - attained[None, :], 0.0))
+    return drawn
 
 
-def forecast_starts(
-    inputs: ForecastInputs, samples: int, seed: int, min_history: int = 3
-) -> dict[str, StartBand]:
+def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history: int = 3) -> dict[str, StartBand]:
     """Each waiting gang's start band, seconds from now (see the module docstring)."""
     waiting = inputs.waiting
     if not waiting:
@@ -110,7 +109,7 @@ def forecast_starts(
         return {gang.key: StartBand(unknown=why) for gang in waiting}
     capacity = np.asarray(inputs.capacity, dtype=np.float64)
     needs = np.asarray([gang.needs for gang in waiting], dtype=np.float64).reshape(len(waiting), len(capacity))
-    too_big = (needs > capacity * (1 + FIT_SLACK)).any(axis=1)
+    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
     starts = _run_forward(inputs, needs, too_big, samples, seed)
     bands: dict[str, StartBand] = {}
     for index, gang in enumerate(waiting):
@@ -126,9 +125,7 @@ def forecast_starts(
     return bands
 
 
-def _run_forward(
-    inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int
-) -> np.ndarray:
+def _run_forward(inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int) -> np.ndarray:
     """Start times (samples × waiting gangs) over `samples` drawn futures."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
