@@ -23,7 +23,14 @@ from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.run_clock import RunClock
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
-from extender.policy.forecast.calibration import NO_CORRECTION, Correction, ForecastRecord, corrected, correction
+from extender.policy.forecast.calibration import (
+    NO_CORRECTION,
+    Correction,
+    Corrections,
+    ForecastRecord,
+    corrected,
+    corrections,
+)
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.montecarlo import StartBand, forecast_starts
 from extender.policy.rank.queue import queue_of
@@ -78,20 +85,20 @@ class StartForecaster:
         )
         raw = forecast_starts(inputs, self.settings.samples, self.refreshes, self.settings.min_history)
         raw.update(dict.fromkeys(reserved, RESERVED_BAND))
-        shift = self.correction()
+        shifts = self.corrections()
         offset = self.settings.calibration_offset_s
-        published = {
-            key: StartForecast(corrected(band, shift, offset) if key not in reserved else band, band, now, shift)
-            for key, band in raw.items()
-        }
+        published = {}
+        for key, band in raw.items():
+            shift = NO_CORRECTION if key in reserved else shifts.for_band(band)
+            published[key] = StartForecast(corrected(band, shift, offset), band, now, shift)
         for key, band in raw.items():
             self._keep_open(key, band, now)
         self.forecasts = MappingProxyType(published)
         return self.forecasts
 
-    def correction(self) -> Correction:
+    def corrections(self) -> Corrections:
         s = self.settings
-        return correction(list(self.resolved), s.coverage, s.calibration_offset_s, s.calibration_min_records)
+        return corrections(list(self.resolved), s.coverage, s.calibration_offset_s, s.calibration_min_records)
 
     def _keep_open(self, key: str, band: StartBand, now: float) -> None:
         if not band.known or band is RESERVED_BAND:

@@ -8,8 +8,12 @@ with `c` = `offset_s`, because waits span seconds to hours and an error is as ba
   stated share of new forecasts if the errors stay exchangeable);
 - p10: moved down by the same quantile of `p10` over `actual`;
 - p50: moved by the median of `actual` over `p50`.
-Only records resolved before the forecast being corrected are used (a forecast is never corrected by its own
-outcome), the most recent `kept` of them, and none until there are `min_records`. A `None` p90 ("later than
+Errors differ by how far off a start is (a start forecast in a minute is early or late for other reasons than
+one forecast in an hour), so the shifts are taken per band of the raw p50 (`P50_BINS_S`: under 1 min, 1–5
+min, 5–20 min, over 20 min; Mondrian conformal), each from the records of its bin, or from all records
+while its bin has fewer than `min_records`. Only records resolved before the forecast being corrected are
+used (a forecast is never corrected by its own outcome), the most recent `kept` of them, and none until
+there are `min_records`. A `None` p90 ("later than
 any draw could tell") stays `None`; a record whose p90 was `None` scores only p10 and p50.
 """
 
@@ -48,6 +52,41 @@ class Correction:
 
 
 NO_CORRECTION = Correction()
+P50_BINS_S = (60.0, 300.0, 1200.0)
+"""Upper bounds of the raw-p50 bins each calibrated on its own (seconds); the last bin is open."""
+
+
+@dataclass(frozen=True, slots=True)
+class Corrections:
+    """The shifts of every bin of raw p50, and the one over all records for bins with too few."""
+
+    overall: Correction = NO_CORRECTION
+    by_bin: tuple[Correction, ...] = ()
+
+    def for_band(self, band: StartBand) -> Correction:
+        if band.p50_s is None or not self.by_bin:
+            return self.overall
+        own = self.by_bin[bin_of(band.p50_s)]
+        return own if own.applied else self.overall
+
+
+NO_CORRECTIONS = Corrections()
+
+
+def bin_of(p50_s: float) -> int:
+    return sum(1 for bound in P50_BINS_S if p50_s >= bound)
+
+
+def corrections(records: Sequence[ForecastRecord], coverage: float, offset_s: float, min_records: int) -> Corrections:
+    """`correction` over all records, and over the records of each bin of raw p50."""
+    bins: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
+    for record in records:
+        if record.band.p50_s is not None:
+            bins[bin_of(record.band.p50_s)].append(record)
+    return Corrections(
+        correction(records, coverage, offset_s, min_records),
+        tuple(correction(group, coverage, offset_s, min_records) for group in bins),
+    )
 
 
 def correction(records: Sequence[ForecastRecord], coverage: float, offset_s: float, min_records: int) -> Correction:

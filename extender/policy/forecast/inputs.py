@@ -6,7 +6,7 @@ the run times of the jobs seen finish (`RunClock`, passed in as numbers). A wait
 its job's minimum (`GangSummary.demand`) less what its members already hold. A gang whose plan is already
 reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
 band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
-the loop has one, else the time since its first member was bound. Pods outside any gang hold their room for
+the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any gang hold their room for
 good.
 """
 
@@ -46,9 +46,9 @@ def forecast_inputs(
         else:
             waiting.append((summary.key, summary.demand.shortfall(summary.bound)))
     running = [
-        (summary.key, summary.bound, attained_s.get(summary.job, max(0.0, now - summary.started)))
+        (summary.key, summary.bound, attained_s.get(summary.job, max(0.0, now - (summary.started or now))))
         for summary in queue.summaries.values()
-        if summary.satisfied and summary.bound_pods and summary.started
+        if summary.satisfied and summary.bound_pods
     ]
     names = tuple(
         sorted(

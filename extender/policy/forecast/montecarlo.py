@@ -14,8 +14,9 @@ What it assumes, and where it says "unknown" instead of a number:
 - jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order;
 - a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
   runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
-- a gang whose start needs exceed the whole cluster never starts; one with fewer than `min_history` run
-  times seen is unknown.
+- a gang whose start needs exceed the whole cluster never starts, and one that does not fit even once every
+  running gang has ended (pods outside any gang hold the rest) has no p50: both are "unknown", with why;
+  so is every gang while fewer than `min_history` run times have been seen.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
             continue
         p10, p50, p90 = (_quantile(starts[:, index], q) for q in QUANTILES)
         if p50 is None:
-            why = "its start depends on jobs running longer than any seen finish"
+            why = "it does not fit even once every running gang has ended (pods outside any gang hold the rest)"
             bands[gang.key] = StartBand(unknown=why, samples=samples)
             continue
         bands[gang.key] = StartBand(p10, p50, p90, samples=samples)
