@@ -16,7 +16,9 @@ The same for three baselines, each at the same instants (`baselines` in `--json`
   what it has waited;
 - `backfill-walltime`: the same forward run with each job's declared wall time, drawn 1–3× its true run
   time (from a first replay of the same seed), instead of sampled run times (a point).
-Also printed: the mean and longest refresh time of the forecaster (its sample count given).
+Also printed: the mean and longest refresh time of the forecaster (its sample count given). With
+`--refresh-at NODES,GANGS` it only times full refreshes on a synthetic cluster: NODES full nodes (32 CPU,
+one running elastic job each) and GANGS waiting gangs of 2–8 pods (p50 / max of `--runs`, one process).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,8 +37,11 @@ from typing import Any
 import numpy as np
 import orjson
 
+from extender.cli.serving import settle_heap
 from extender.loops.forecast_settings import StartForecastSettings
+from extender.loops.run_clock import RunClock
 from extender.loops.start_forecast import StartForecaster
+from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.montecarlo import StartBand, starts_given
@@ -45,6 +51,8 @@ from extender.sim.cluster import EPOCH
 from extender.sim.engine import Simulation, runnable
 from extender.sim.policies import Ours
 from extender.sim.workload import Workload, load_trace
+from extender.state.store import ClusterState
+from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, running_job_pods, waiting_job
 
 FLOOR_S = 30.0
 """The relative error's denominator is at least this many seconds (the issue's definition)."""
@@ -288,6 +296,43 @@ def _cell(value: float | int) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3f}"
 
 
+def synthetic_cluster(nodes: int, gangs: int) -> ClusterState:
+    """`nodes` full nodes of 32 CPU, each running an elastic job (1 PS + 3 workers of 4 CPU, minimum 2 workers
+    at 4 CPU and 16 GiB), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created before now."""
+    objects: list[dict[str, Any]] = []
+    for n in range(nodes):
+        node, name = f"node-{n:05d}", f"job-{n:05d}"
+        objects.append(make_node(node, cpu="16", memory="128Gi"))
+        objects += running_job_pods(name, node=node, workers=3, cpu="4", memory="16Gi")
+        objects += [make_podgroup(name, min_member=4), make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi")]
+    for g in range(gangs):
+        objects += waiting_job(f"wait-{g:04d}", pods=2 + g % 7, cpu="4", created="2026-03-01T10:00:00Z")
+    return cluster(*objects)
+
+
+def time_refresh(nodes: int, gangs: int, samples: int, runs: int) -> None:
+    """Full refreshes of the forecaster on `synthetic_cluster`, timed (a fresh forecaster each, so every run
+    recomputes the queue's inputs from the snapshot)."""
+    state = synthetic_cluster(nodes, gangs)
+    snapshot = state.snapshot()
+    clock = RunClock(1000)
+    clock.finished.extend(float(60 + 37 * i % 3600) for i in range(200))
+    now = datetime(2026, 3, 1, 11, 0, tzinfo=UTC).timestamp()
+    settle_heap()
+    times, forecasts = [], {}
+    for run in range(runs):
+        forecaster = StartForecaster(PolicySettings(), StartForecastSettings(samples=samples))
+        started = time.perf_counter()
+        forecasts = dict(forecaster.refresh(snapshot, clock, now + run))
+        times.append((time.perf_counter() - started) * 1000)
+    known = sum(1 for f in forecasts.values() if f.band.known)
+    print(
+        f"# refresh at {nodes} nodes, {len(forecasts)} waiting gangs ({known} with a band), {samples} samples: "
+        f"p50 {statistics.median(times):.1f} ms, max {max(times):.1f} ms over {runs} runs",
+        flush=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group()
@@ -298,7 +343,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=StartForecastSettings().samples)
     parser.add_argument("--every-s", type=float, default=30.0, help="seconds between two forecasts of a gang")
     parser.add_argument("--json", type=Path, help="write one record per run to this file")
+    parser.add_argument("--refresh-at", help="NODES,GANGS: only time full refreshes on a synthetic cluster")
+    parser.add_argument("--runs", type=int, default=20, help="refreshes timed with --refresh-at")
     args = parser.parse_args(argv)
+    if args.refresh_at:
+        nodes, gangs = (int(part) for part in args.refresh_at.split(","))
+        time_refresh(nodes, gangs, args.samples, args.runs)
+        return
     trace: Path | None = args.trace
     builds: list[Callable[[int], Workload]] = (
         [lambda seed: load_trace(trace)]
