@@ -116,6 +116,10 @@ def describe(body: dict[str, Any]) -> str:
     forecast = body.get("startForecast")
     if forecast:
         lines.append(f"  {forecast['text']}" + _forecast_basis(forecast))
+        for smaller in forecast.get("whatIf") or []:
+            lines.append(
+                f"    with {smaller['workers']} workers instead of {forecast.get('workers')}: {smaller['text']}"
+            )
     if body.get("plan"):
         held = ", ".join(f"{entry['pod'].split('/')[-1]}→{entry['node']}" for entry in body["plan"])
         lines.append(f"  reserved plan: {held}")

@@ -3,7 +3,9 @@
 `startForecast` in `/debug/gangs` and `/debug/explain`: `p10Seconds`, `p50Seconds`, `p90Seconds` (seconds
 from `asOf`; `p90Seconds` null when the band is open above), `asOf` (seconds since the epoch), `samples`,
 `unknown` (why there is no answer, or null), `calibratedWith` (resolved forecasts its band was corrected
-by; 0 while too few) and `text` (the band in words). Null where no forecast runs in this process (the
+by; 0 while too few), `text` (the band in words), `workers` (the workers its gang starts with) and
+`whatIf` (for a TFJob that may start with fewer workers: the same band at each smaller size down to its
+minimum, for the highest-ranked such gangs). Null where no forecast runs in this process (the
 verbs' process when the loops run apart, or `--no-forecast-enabled`).
 """
 
@@ -36,6 +38,17 @@ def render_forecast(forecast: StartForecast | None) -> dict[str, Any] | None:
         "unknown": band.unknown or None,
         "calibratedWith": forecast.correction.records,
         "text": start_phrase(band.p10_s, band.p50_s, band.p90_s, band.unknown),
+        "workers": forecast.workers or None,
+        "whatIf": [
+            {
+                "workers": workers,
+                "p10Seconds": rounded(smaller.p10_s),
+                "p50Seconds": rounded(smaller.p50_s),
+                "p90Seconds": rounded(smaller.p90_s),
+                "text": start_phrase(smaller.p10_s, smaller.p50_s, smaller.p90_s),
+            }
+            for workers, smaller in forecast.what_if
+        ],
     }
 
 

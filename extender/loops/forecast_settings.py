@@ -41,6 +41,10 @@ class StartForecastSettings:
     record_every_s: float = setting(
         30.0, POSITIVE_SECONDS, "seconds between two forecasts of one gang kept for calibration"
     )
+    what_if_gangs: int = setting(
+        5, Numbers(0, integer=True, unit="gangs"), "waiting gangs, highest rank first, forecast at each smaller size"
+    )
+    what_if_samples: int = setting(50, POSITIVE_COUNT, "sampled futures per size of a gang's what-if")
     event_change_share: float = setting(
         0.5, SHARE, "share by which a job's p50 must move (against the last one told) for a new Event"
     )

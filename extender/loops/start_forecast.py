@@ -32,7 +32,7 @@ from extender.policy.forecast.calibration import (
     corrections,
 )
 from extender.policy.forecast.inputs import forecast_inputs
-from extender.policy.forecast.montecarlo import StartBand, forecast_starts
+from extender.policy.forecast.montecarlo import StartBand, forecast_starts, what_if
 from extender.policy.rank.queue import queue_of
 
 RESERVED_BAND = StartBand(0.0, 0.0, 0.0)
@@ -47,6 +47,10 @@ class StartForecast:
     raw: StartBand
     as_of: float
     correction: Correction = NO_CORRECTION
+    workers: int = 0
+    """The workers its gang starts with (0 when it has no TFJob with workers)."""
+    what_if: tuple[tuple[int, StartBand], ...] = ()
+    """(workers, corrected band) at each smaller size its TFJob may start at, largest first."""
 
 
 @dataclass
@@ -83,14 +87,23 @@ class StartForecaster:
         inputs, reserved = forecast_inputs(
             snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now)
         )
-        raw = forecast_starts(inputs, self.settings.samples, self.refreshes, self.settings.min_history)
+        s = self.settings
+        raw = forecast_starts(inputs, s.samples, self.refreshes, s.min_history)
         raw.update(dict.fromkeys(reserved, RESERVED_BAND))
         shifts = self.corrections()
-        offset = self.settings.calibration_offset_s
+        offset = s.calibration_offset_s
+        elastic = [gang for gang in inputs.waiting if gang.smaller and raw[gang.key].known][: s.what_if_gangs]
+        sizes = {
+            gang.key: what_if(inputs, gang.key, s.what_if_samples, self.refreshes, s.min_history) for gang in elastic
+        }
+        workers = {gang.key: gang.workers for gang in inputs.waiting}
         published = {}
         for key, band in raw.items():
             shift = NO_CORRECTION if key in reserved else shifts.for_band(band)
-            published[key] = StartForecast(corrected(band, shift, offset), band, now, shift)
+            smaller = tuple((n, corrected(b, shifts.for_band(b), offset)) for n, b in sizes.get(key, ()))
+            published[key] = StartForecast(
+                corrected(band, shift, offset), band, now, shift, workers.get(key, 0), smaller
+            )
         for key, band in raw.items():
             self._keep_open(key, band, now)
         self.forecasts = MappingProxyType(published)

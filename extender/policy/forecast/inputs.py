@@ -3,20 +3,24 @@
 Only what a cluster shows is read: the schedulable nodes' allocatable and what is free on them, the gang
 queue in rank order at `now` (`GangQueue.waiting`), what each gang's bound members hold and since when, and
 the run times of the jobs seen finish (`RunClock`, passed in as numbers). A waiting gang's start needs are
-its job's minimum (`GangSummary.demand`) less what its members already hold. A gang whose plan is already
+what its PodGroup's `minMember` asks of its TFJob (every other replica and the workers that make up
+the rest, at least the job's minimum; `GangSummary.demand` without a TFJob) less what its members already
+hold; for a job whose workers may be fewer than that, each smaller size down to its minimum is kept for the
+what-if (`WaitingGang.smaller`). A gang whose plan is already
 reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
 band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
-the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any gang hold their room for
-good.
+the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any
+gang hold their room for good.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from extender.policy.core.resources import CPU, GPU, MEMORY, Resources
+from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GroupView, JobView, Role
 from extender.policy.forecast.montecarlo import ForecastInputs, RunningJob, WaitingGang
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.queue import queue_of
@@ -37,14 +41,17 @@ def forecast_inputs(
     seconds run, for the running jobs the caller's clock knows."""
     queue = queue_of(snapshot, settings)
     capacity, free = cluster_capacity(snapshot), free_capacity(snapshot)
-    waiting: list[tuple[str, Resources]] = []
+    waiting: list[tuple[str, Resources, tuple[tuple[int, Resources], ...], int]] = []
     reserved: list[str] = []
     for rank in queue.waiting(now, settings):
         summary = queue.summaries[rank.subject]
         if summary.reserved:
             reserved.append(summary.key)
-        else:
-            waiting.append((summary.key, summary.demand.shortfall(summary.bound)))
+            continue
+        sizes = _sizes(snapshot.jobs.get(summary.job), snapshot.groups.get(summary.origin))
+        need = sizes[0][1] if sizes else summary.demand
+        smaller = tuple((workers, demand.shortfall(summary.bound)) for workers, demand in sizes[1:])
+        waiting.append((summary.key, need.shortfall(summary.bound), smaller, sizes[0][0] if sizes else 0))
     running = [
         (summary.key, summary.bound, attained_s.get(summary.job, max(0.0, now - (summary.started or now))))
         for summary in queue.summaries.values()
@@ -52,7 +59,7 @@ def forecast_inputs(
     ]
     names = tuple(
         sorted(
-            set(BASE_RESOURCES) | capacity.names() | {name for _, needs in waiting for name in needs.names()},
+            set(BASE_RESOURCES) | capacity.names() | {name for _, needs, _, _ in waiting for name in needs.names()},
             key=lambda name: (name not in BASE_RESOURCES, name),
         )
     )
@@ -61,10 +68,29 @@ def forecast_inputs(
         capacity=_vector(capacity, names),
         free=_vector(free, names),
         running=tuple(RunningJob(key, _vector(holds, names), ran) for key, holds, ran in running),
-        waiting=tuple(WaitingGang(key, _vector(needs, names)) for key, needs in waiting),
+        waiting=tuple(
+            WaitingGang(key, _vector(needs, names), tuple((n, _vector(size, names)) for n, size in smaller), workers)
+            for key, needs, smaller, workers in waiting
+        ),
         curve=RunTimes.estimate(finished_run_s, (ran for _, _, ran in running)),
     )
     return inputs, tuple(reserved)
+
+
+def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:
+    """(workers, what the job needs to start with them): first the size its gang starts at (the PodGroup's
+    `minMember` less its other replicas, at least the job's minimum of workers), then each smaller one
+    down to that minimum; empty without a TFJob with workers."""
+    if job is None or Role.WORKER not in job.replicas:
+        return []
+    others = EMPTY
+    for role, count in job.replicas.items():
+        if role is not Role.WORKER:
+            others = others + job.role_requests.get(role, EMPTY).scaled(count)
+    other_pods = sum(count for role, count in job.replicas.items() if role is not Role.WORKER)
+    starts_with = max(job.min_workers, (group.min_member - other_pods) if group is not None else job.min_workers)
+    worker = job.role_requests.get(Role.WORKER, EMPTY)
+    return [(workers, others + worker.scaled(workers)) for workers in range(starts_with, job.min_workers - 1, -1)]
 
 
 def _vector(amounts: Resources, names: tuple[str, ...]) -> tuple[float, ...]:

@@ -22,7 +22,7 @@ What it assumes, and where it says "unknown" instead of a number:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,6 +47,10 @@ class WaitingGang:
     key: str
     needs: tuple[float, ...]
     """What it must be given to start (its minimum, less what its members already hold)."""
+    smaller: tuple[tuple[int, tuple[float, ...]], ...] = ()
+    """(workers, needs) at each smaller size its TFJob may start at, largest first (the what-if)."""
+    workers: int = 0
+    """The workers it starts with (0: not known, no TFJob with workers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +130,9 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
     return bands
 
 
-def _run_forward(inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int) -> np.ndarray:
+def _run_forward(
+    inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int, until: int | None = None
+) -> np.ndarray:
     """Start times (samples × waiting gangs) over `samples` drawn futures."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
@@ -135,14 +141,19 @@ def _run_forward(inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, s
     durations = draw_remaining(
         inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
-    return starts_given(inputs, remaining, durations, never)
+    return starts_given(inputs, remaining, durations, never, until)
 
 
 def starts_given(
-    inputs: ForecastInputs, remaining: np.ndarray, durations: np.ndarray, never: np.ndarray | None = None
+    inputs: ForecastInputs,
+    remaining: np.ndarray,
+    durations: np.ndarray,
+    never: np.ndarray | None = None,
+    until: int | None = None,
 ) -> np.ndarray:
     """Start times (samples × waiting gangs; `inf`: not in that future) when the running jobs end after
-    `remaining` and the waiting ones run for `durations` (both samples × jobs); `never`: gangs left out."""
+    `remaining` and the waiting ones run for `durations` (both samples × jobs); `never`: gangs left out;
+    `until`: stop once that gang has started in every sample (the others' starts are then partial)."""
     samples, running = remaining.shape[0], len(inputs.running)
     width = len(inputs.resources)
     needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
@@ -161,7 +172,7 @@ def starts_given(
     changed = rows
     while True:
         _admit(free, needs, waiting, starts, ends, durations, now, running, changed)
-        if not waiting.any():
+        if not waiting.any() or (until is not None and not waiting[:, until].any()):
             return starts
         nxt = ends.argmin(axis=1)
         at = ends[rows, nxt]
@@ -172,6 +183,32 @@ def starts_given(
         now[changed] = at[live]
         free[changed] += released[nxt[live]]
         ends[changed, nxt[live]] = np.inf
+
+
+def what_if(
+    inputs: ForecastInputs, key: str, samples: int, seed: int, min_history: int = 3
+) -> tuple[tuple[int, StartBand], ...]:
+    """The gang `key`'s start band at each of its smaller sizes (`WaitingGang.smaller`), each from a forward
+    run in which it needs only that much, stopped once it has started in every future."""
+    index = next((i for i, gang in enumerate(inputs.waiting) if gang.key == key), None)
+    if index is None or inputs.curve.finished < min_history:
+        return ()
+    gang = inputs.waiting[index]
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    bands = []
+    for workers, needs in gang.smaller:
+        variant = replace(
+            inputs, waiting=(*inputs.waiting[:index], replace(gang, needs=needs), *inputs.waiting[index + 1 :])
+        )
+        matrix = np.asarray([g.needs for g in variant.waiting], dtype=np.float64).reshape(-1, len(capacity))
+        never: np.ndarray = np.asarray((matrix > capacity * (1 + FIT_SLACK)).any(axis=1))
+        if never[index]:
+            continue
+        starts = _run_forward(variant, matrix, never, samples, seed, until=index)[:, index]
+        p10, p50, p90 = (_quantile(starts, q) for q in QUANTILES)
+        if p50 is not None:
+            bands.append((workers, StartBand(p10, p50, p90, samples=samples)))
+    return tuple(bands)
 
 
 def _admit(

@@ -15,7 +15,16 @@ from extender.loops.run_clock import RunClock
 from extender.loops.start_forecast import StartForecaster
 from extender.policy.core.settings import PolicySettings
 from extender.state.store import ClusterState
-from tests.builders import bound_job, cluster, cpu_nodes, spread, waiting_job
+from tests.builders import (
+    bound_job,
+    cluster,
+    cpu_nodes,
+    make_pod,
+    make_podgroup,
+    make_sized_tfjob,
+    spread,
+    waiting_job,
+)
 
 NOW = datetime(2026, 3, 1, 10, 5, tzinfo=UTC).timestamp()
 RUN_S = 400.0
@@ -107,3 +116,30 @@ def test_the_gauge_has_a_series_per_waiting_gang_and_quantile() -> None:
         labels = {"gang": "default/waiting", "quantile": quantile}
         assert registry.get_sample_value("tfjob_extender_gang_start_forecast_seconds", labels) == RUN_S
     assert loop.forecast_of(state.snapshot(), "default/waiting") is not None
+
+
+def test_a_job_that_may_start_smaller_gets_a_band_per_size() -> None:
+    """Its PodGroup asks for its PS and all 6 workers (7 CPUs), its TFJob may run with 2: 4 CPUs are free
+    now, the other 4 in 400 s. With 3 workers or fewer it would start now."""
+    members = [
+        make_pod(f"elastic-worker-{i}", job="elastic", role="worker", index=i, group="elastic", cpu="1")
+        for i in range(6)
+    ]
+    tfjob = make_sized_tfjob("elastic", workers=6, cpu="1", min_workers=2, max_workers=6, dynamic=True)
+    state = cluster(
+        *cpu_nodes(2),
+        *bound_job("running", placement=spread(["node-0", "node-1"], 3)),
+        *members,
+        make_podgroup("elastic", min_member=7),
+        tfjob,
+    )
+    forecast = StartForecaster(PolicySettings()).refresh(
+        state.snapshot(), clock_with_history(RUN_S, RUN_S, RUN_S), NOW
+    )["default/elastic"]
+    assert forecast.workers == 6 and forecast.band.p50_s == RUN_S
+    assert [(workers, band.p50_s) for workers, band in forecast.what_if] == [
+        (5, RUN_S),
+        (4, RUN_S),
+        (3, 0.0),
+        (2, 0.0),
+    ]
