@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from extender.policy.core.resources import describe_amount
 from extender.policy.preemption.residual_life import RunTimes
 
 QUANTILES = (0.1, 0.5, 0.9)
@@ -109,17 +110,20 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
     waiting = inputs.waiting
     if not waiting:
         return {}
-    if inputs.curve.finished < min_history:
-        why = f"fewer than {min_history} jobs seen finish ({inputs.curve.finished}): no run times to go by"
-        return {gang.key: StartBand(unknown=why) for gang in waiting}
     capacity = np.asarray(inputs.capacity, dtype=np.float64)
     needs = np.asarray([gang.needs for gang in waiting], dtype=np.float64).reshape(len(waiting), len(capacity))
     too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
+    bands = {
+        gang.key: StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
+        for index, gang in enumerate(waiting)
+        if too_big[index]
+    }
+    if inputs.curve.finished < min_history:
+        why = f"fewer than {min_history} jobs seen finish ({inputs.curve.finished}): no run times to go by"
+        return {gang.key: bands.get(gang.key, StartBand(unknown=why)) for gang in waiting}
     starts = _run_forward(inputs, needs, too_big, samples, seed)
-    bands: dict[str, StartBand] = {}
     for index, gang in enumerate(waiting):
         if too_big[index]:
-            bands[gang.key] = StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
             continue
         p10, p50, p90 = (_quantile(starts[:, index], q) for q in QUANTILES)
         if p50 is None:
@@ -246,7 +250,7 @@ def _quantile(values: np.ndarray, q: float) -> float | None:
 
 def _bigger_than_cluster(inputs: ForecastInputs, needs: Sequence[float]) -> str:
     short = [
-        f"{name} {need:g} > {have:g}"
+        f"{describe_amount(name, round(need))} of {describe_amount(name, round(have))}"
         for name, need, have in zip(inputs.resources, needs, inputs.capacity, strict=True)
         if need > have * (1 + FIT_SLACK)
     ]
