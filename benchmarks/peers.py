@@ -123,14 +123,15 @@ def print_drains(rows: list[DrainRow]) -> None:
             f"{'-' if extender is None else f'{extender:.2f}'} | {verb} |"
         )
     print(
-        "\nper pod bound: kube-scheduler's scheduling algorithm and its in-tree plugins (ms), the extender's "
-        "filter and prioritize time as it measures them (ms) and calls"
+        "\nper pod bound: kube-scheduler's scheduling algorithm and its in-tree plugins (ms), its PodGroup cycles "
+        "(ms), its PATCH requests (ms, calls: PodGroup status in a drain), the extender's filter and prioritize time "
+        "as it measures them (ms) and calls"
     )
     print(
-        "| nodes | phase | scheduler | seed | algorithm ms | in-tree ms | ext filter ms | ext prioritize ms | "
-        "filter calls | prioritize calls |"
+        "| nodes | phase | scheduler | seed | algorithm ms | in-tree ms | group cycle ms | PATCH ms | PATCH calls | "
+        "ext filter ms | ext prioritize ms | filter calls | prioritize calls |"
     )
-    print("|" + "---|" * 10)
+    print("|" + "---|" * 13)
     for r in rows:
         c = r.costs
         cells = " | ".join(
@@ -138,6 +139,9 @@ def print_drains(rows: list[DrainRow]) -> None:
             for key in (
                 "sched_algorithm_ms",
                 "sched_in_tree_ms",
+                "group_cycle_ms",
+                "patch_ms",
+                "patch_calls",
                 "extender_filter_ms",
                 "extender_prioritize_ms",
                 "filter_calls",
