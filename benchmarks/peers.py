@@ -106,21 +106,23 @@ def median(values: list[float]) -> float:
 def print_drains(rows: list[DrainRow]) -> None:
     print(
         "\n| nodes | phase | scheduler | seed | pods | bound | pods/s | × default | partial s | sched CPU ms/pod | "
-        "extender CPU ms/pod | filter p50 / p99 ms |"
+        "extender CPU ms/pod | extender CPU after release ms/pod | filter p50 / p99 ms |"
     )
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     baseline = {(r.nodes, r.phase, r.seed): r.result.rate for r in rows if r.scheduler == "default"}
     for r in rows:
         base = baseline.get((r.nodes, r.phase, r.seed))
         ratio = f"{r.result.rate / base:.2f}" if base else "-"
         partial = "-" if r.result.gang_partial_s is None else f"{r.result.gang_partial_s:.2f}"
         extender = r.result.cpu_ms_per_pod.get("extender")
+        released = r.result.released_cpu_ms_per_pod.get("extender")
         filt = r.result.verb_ms.get("filter", (None, None))
         verb = "-" if filt[0] is None else f"{filt[0]:.2f} / {filt[1]:.2f}"
         print(
             f"| {r.nodes} | {r.phase} | {r.scheduler} | {r.seed} | {r.result.pods} | {r.result.bound} | "
             f"{r.result.rate:.1f} | {ratio} | {partial} | {r.result.cpu_ms_per_pod['sched']:.2f} | "
-            f"{'-' if extender is None else f'{extender:.2f}'} | {verb} |"
+            f"{'-' if extender is None else f'{extender:.2f}'} | {'-' if released is None else f'{released:.2f}'} | "
+            f"{verb} |"
         )
     print(
         "\nper pod bound: kube-scheduler's scheduling algorithm and its in-tree plugins (ms), its PodGroup cycles "
