@@ -15,17 +15,19 @@ gang hold their room for good.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GroupView, JobView, Role
-from extender.policy.forecast.montecarlo import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.forecast.montecarlo import ArrivalMix, ForecastInputs, RunningJob, WaitingGang
 from extender.policy.preemption.residual_life import RunTimes
-from extender.policy.rank.queue import queue_of
+from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.standing import free_capacity
-from extender.policy.rank.weights import cluster_capacity
+from extender.policy.rank.weights import RankKey, cluster_capacity
 
 BASE_RESOURCES = (CPU, MEMORY, GPU)
 
@@ -36,18 +38,22 @@ def forecast_inputs(
     now: float,
     finished_run_s: Iterable[float],
     attained_s: Mapping[str, float],
+    arrivals: ArrivalWindow | None = None,
 ) -> tuple[ForecastInputs, tuple[str, ...]]:
     """The inputs, and the waiting gangs whose plan is reserved (they start now). `attained_s`: job key →
-    seconds run, for the running jobs the caller's clock knows."""
+    seconds run, for the running jobs the caller's clock knows; `arrivals`: how later arrivals are
+    expected (none when not given)."""
     queue = queue_of(snapshot, settings)
     capacity, free = cluster_capacity(snapshot), free_capacity(snapshot)
     waiting: list[tuple[str, Resources, tuple[tuple[int, Resources], ...], int]] = []
     reserved: list[str] = []
+    keys: list[tuple[int, int, int, float]] = []
     for rank in queue.waiting(now, settings):
         summary = queue.summaries[rank.subject]
         if summary.reserved:
             reserved.append(summary.key)
             continue
+        keys.append(_static(rank.sort_key))
         sizes = _sizes(snapshot.jobs.get(summary.job), snapshot.groups.get(summary.origin))
         need = sizes[0][1] if sizes else summary.demand
         smaller = tuple((workers, demand.shortfall(summary.bound)) for workers, demand in sizes[1:])
@@ -63,6 +69,7 @@ def forecast_inputs(
             key=lambda name: (name not in BASE_RESOURCES, name),
         )
     )
+    mix = _arrival_mix(snapshot, queue, keys, now, arrivals, names) if arrivals is not None else ArrivalMix()
     inputs = ForecastInputs(
         resources=names,
         capacity=_vector(capacity, names),
@@ -73,8 +80,53 @@ def forecast_inputs(
             for key, needs, smaller, workers in waiting
         ),
         curve=RunTimes.estimate(finished_run_s, (ran for _, _, ran in running)),
+        arrivals=mix,
     )
     return inputs, tuple(reserved)
+
+
+@dataclass(frozen=True, slots=True)
+class ArrivalWindow:
+    """How later arrivals are expected: like the TFJobs created in the last `window_s` (their rate, and
+    the gangs of theirs still in the queue as templates), for `horizon_s`, at most `most` of them."""
+
+    window_s: float = 1800.0
+    horizon_s: float = 3600.0
+    most: int = 64
+    min_span_s: float = 60.0
+    """The rate is not estimated from less time than this since the first TFJob seen created."""
+
+
+def _static(key: RankKey) -> tuple[int, int, int, float]:
+    """A rank key without its arrival and name: where a fresh gang like it would go."""
+    return (int(key[0]), int(key[1]), int(key[2]), float(key[3]))
+
+
+def _arrival_mix(
+    snapshot: ClusterSnapshot,
+    queue: GangQueue,
+    keys: list[tuple[int, int, int, float]],
+    now: float,
+    window: ArrivalWindow,
+    names: tuple[str, ...],
+) -> ArrivalMix:
+    """The rate of TFJob creations over the window (or since the first one seen, if later), and one
+    template per gang of the window still in the queue: where it would rank among the waiting gangs
+    (fresh, not demoted, unaged) and what it needs to start."""
+    created = [job.created for job in snapshot.jobs.values() if job.created and job.created <= now]
+    recent = [at for at in created if now - at <= window.window_s]
+    span = min(window.window_s, now - min(created)) if created else 0.0
+    if len(recent) < 2 or span < window.min_span_s:
+        return ArrivalMix()
+    templates = []
+    for summary in queue.summaries.values():
+        if not summary.arrival or now - summary.arrival > window.window_s:
+            continue
+        fresh = (-summary.priority, 0, summary.size_class, -summary.base_weight)
+        sizes = _sizes(snapshot.jobs.get(summary.job), snapshot.groups.get(summary.origin))
+        need = sizes[0][1] if sizes else summary.demand
+        templates.append((bisect.bisect_right(keys, fresh), _vector(need, names)))
+    return ArrivalMix(len(recent) / span, tuple(sorted(templates)), window.horizon_s, window.most)
 
 
 def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:

@@ -55,6 +55,17 @@ class WaitingGang:
 
 
 @dataclass(frozen=True, slots=True)
+class ArrivalMix:
+    """Gangs expected to arrive: at `rate_per_s` (Poisson), each like one of `templates` — (the index of the
+    waiting gang it would rank before, what it needs to start) — for `horizon_s`, at most `most` of them."""
+
+    rate_per_s: float = 0.0
+    templates: tuple[tuple[int, tuple[float, ...]], ...] = ()
+    horizon_s: float = 3600.0
+    most: int = 64
+
+
+@dataclass(frozen=True, slots=True)
 class ForecastInputs:
     resources: tuple[str, ...]
     capacity: tuple[float, ...]
@@ -65,6 +76,7 @@ class ForecastInputs:
     waiting: tuple[WaitingGang, ...]
     """Highest rank first."""
     curve: RunTimes
+    arrivals: ArrivalMix = ArrivalMix()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +149,7 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
 def _run_forward(
     inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int, until: int | None = None
 ) -> np.ndarray:
-    """Start times (samples × waiting gangs) over `samples` drawn futures."""
+    """Start times (samples × waiting gangs) over `samples` drawn futures, later arrivals among them."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
     shape_running, shape_waiting = (samples, len(attained)), (samples, len(needs))
@@ -145,7 +157,37 @@ def _run_forward(
     durations = draw_remaining(
         inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
-    return starts_given(inputs, remaining, durations, never, until)
+    mix = inputs.arrivals
+    expected = mix.rate_per_s * mix.horizon_s
+    count = min(mix.most, int(np.ceil(expected + 3 * np.sqrt(expected)))) if mix.templates and expected > 0 else 0
+    if not count:
+        return starts_given(inputs, remaining, durations, never, until)
+    chosen = rng.integers(len(mix.templates), size=count)
+    arrive = np.cumsum(rng.exponential(1 / mix.rate_per_s, size=(samples, count)), axis=1)
+    arrive[arrive > mix.horizon_s] = np.inf
+    extra = draw_remaining(
+        inputs.curve, np.zeros(count), rng.random((samples, count)), rng.exponential(size=(samples, count))
+    )
+    columns = sorted(
+        [(float(index), 0, index) for index in range(len(needs))]
+        + [(mix.templates[t][0] - 0.5, slot, len(needs) + slot) for slot, t in enumerate(chosen)]
+    )
+    order = np.asarray([column for _, _, column in columns])
+    arrived = [WaitingGang(f"arrival-{slot}", mix.templates[t][1]) for slot, t in enumerate(chosen)]
+    every = (*inputs.waiting, *arrived)
+    merged = replace(inputs, waiting=tuple(every[column] for column in order))
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    extra_never = np.asarray(
+        [any(n > c * (1 + FIT_SLACK) for n, c in zip(g.needs, capacity, strict=True)) for g in arrived]
+    )
+    all_never = np.concatenate([never, extra_never])[order]
+    all_durations = np.concatenate([durations, extra], axis=1)[:, order]
+    begins = np.concatenate([np.zeros(shape_waiting), arrive], axis=1)[:, order]
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    target = None if until is None else int(position[until])
+    starts = starts_given(merged, remaining, all_durations, all_never, target, begins)
+    return starts[:, position[: len(needs)]]
 
 
 def starts_given(
@@ -154,10 +196,14 @@ def starts_given(
     durations: np.ndarray,
     never: np.ndarray | None = None,
     until: int | None = None,
+    arrive: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Start times (samples × waiting gangs; `inf`: not in that future) when the running jobs end after
-    `remaining` and the waiting ones run for `durations` (both samples × jobs); `never`: gangs left out;
-    `until`: stop once that gang has started in every sample (the others' starts are then partial)."""
+    """Start times (samples × columns; `inf`: not in that future) when the running jobs end after
+    `remaining` and the waiting ones run for `durations` (both samples × jobs). The columns are
+    `inputs.waiting` in rank order; `arrive` (samples × columns, 0 for a gang already waiting) is when each
+    begins to wait (later arrivals); `never`: columns left out; `until`: stop once that column has started
+    in every sample (the others' starts are then partial). Starts are counted until every column that
+    waits from the start has started."""
     samples, running = remaining.shape[0], len(inputs.running)
     width = len(inputs.resources)
     needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
@@ -170,23 +216,34 @@ def starts_given(
     free = np.tile(np.asarray(inputs.free, dtype=np.float64), (samples, 1))
     starts = np.full((samples, len(needs)), np.inf)
     left_out = np.zeros(len(needs), dtype=bool) if never is None else never
-    waiting = np.tile(~left_out, (samples, 1))
+    begins = np.zeros((samples, len(needs))) if arrive is None else arrive
+    later = np.where(begins > 0, begins, np.inf)
+    waiting = np.tile(~left_out, (samples, 1)) & (begins == 0)
+    watched = waiting.copy()
+    """The columns waiting from the start: the run ends once none of them waits."""
     now = np.zeros(samples)
     rows = np.arange(samples)
     changed = rows
     while True:
         _admit(free, needs, waiting, starts, ends, durations, now, running, changed)
-        if not waiting.any() or (until is not None and not waiting[:, until].any()):
+        left = (waiting & watched).any(axis=1)
+        if not left.any() or (until is not None and not waiting[:, until].any()):
             return starts
-        nxt = ends.argmin(axis=1)
-        at = ends[rows, nxt]
-        live = np.isfinite(at) & waiting.any(axis=1)
+        nxt, come = ends.argmin(axis=1), later.argmin(axis=1)
+        at, comes_at = ends[rows, nxt], later[rows, come]
+        arriving = comes_at < at
+        live = np.isfinite(np.minimum(at, comes_at)) & left
         if not live.any():
             return starts
+        ending = rows[live & ~arriving]
+        now[ending] = at[ending]
+        free[ending] += released[nxt[ending]]
+        ends[ending, nxt[ending]] = np.inf
+        new = rows[live & arriving]
+        now[new] = comes_at[new]
+        waiting[new, come[new]] = ~left_out[come[new]]
+        later[new, come[new]] = np.inf
         changed = rows[live]
-        now[changed] = at[live]
-        free[changed] += released[nxt[live]]
-        ends[changed, nxt[live]] = np.inf
 
 
 def what_if(
