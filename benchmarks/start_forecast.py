@@ -43,8 +43,9 @@ from extender.loops.run_clock import RunClock
 from extender.loops.start_forecast import StartForecaster
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
-from extender.policy.forecast.montecarlo import StartBand, starts_given
+from extender.policy.forecast.model import StartBand
 from extender.policy.rank.queue import queue_of
 from extender.sim.cli import SCENARIOS, scenario
 from extender.sim.cluster import EPOCH

@@ -14,6 +14,7 @@ forecasts. The forecaster is not thread-safe on its own: one thread refreshes, r
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,8 @@ from extender.policy.forecast.calibration import (
     corrections,
 )
 from extender.policy.forecast.inputs import ArrivalWindow, forecast_inputs
-from extender.policy.forecast.montecarlo import StartBand, forecast_starts, what_if
+from extender.policy.forecast.model import StartBand
+from extender.policy.forecast.montecarlo import forecast_starts, what_if
 from extender.policy.rank.queue import queue_of
 
 RESERVED_BAND = StartBand(0.0, 0.0, 0.0)
@@ -60,6 +62,8 @@ class StartForecaster:
     forecasts: Mapping[str, StartForecast] = field(default_factory=lambda: MappingProxyType({}))
     """Gang key → its latest forecast (replaced whole on each refresh)."""
     resolved: deque[ForecastRecord] = field(init=False)
+    starving_delays: deque[float] = field(init=False)
+    """Seconds from starving to starting of the gangs seen start after they starved, the latest kept."""
     refreshes: int = 0
     last_refresh_s: float = 0.0
     """Seconds the last refresh took (the caller's measure, set by whoever times it)."""
@@ -69,6 +73,7 @@ class StartForecaster:
 
     def __post_init__(self) -> None:
         self.resolved = deque(maxlen=self.settings.calibration_kept)
+        self.starving_delays = deque(maxlen=max(1, self.settings.starving_starts_kept))
 
     def due(self, snapshot: ClusterSnapshot, now: float) -> bool:
         """Whether a refresh is due at `now` for this snapshot."""
@@ -87,8 +92,9 @@ class StartForecaster:
         window = ArrivalWindow(
             self.settings.arrival_window_s, self.settings.arrival_horizon_s, self.settings.most_arrivals
         )
+        starving = list(self.starving_delays) if self.settings.starving_starts_kept else None
         inputs, reserved = forecast_inputs(
-            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now), window
+            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now), window, starving
         )
         s = self.settings
         raw = forecast_starts(inputs, s.samples, self.refreshes, s.min_history)
@@ -117,9 +123,10 @@ class StartForecaster:
         return corrections(list(self.resolved), s.coverage, s.calibration_offset_s, s.calibration_min_records)
 
     def _keep_open(self, key: str, band: StartBand, now: float) -> None:
-        if not band.known or band is RESERVED_BAND:
-            return
+        """Watch the gang until it starts; keep its forecast every `record_every_s` when it has one."""
         kept = self._open.setdefault(key, [])
+        if band is RESERVED_BAND or not band.known:
+            return
         if not kept or now - kept[-1][0] >= self.settings.record_every_s:
             kept.append((now, band))
 
@@ -137,3 +144,6 @@ class StartForecaster:
                 continue
             started = summary.started or now
             self.resolved.extend(ForecastRecord(band, at, max(0.0, started - at)) for at, band in made)
+            starved_at = summary.arrival + self.policy.starvation_limit_s if summary.arrival else math.inf
+            if started > starved_at:
+                self.starving_delays.append(started - starved_at)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extender.policy.forecast.montecarlo import StartBand
+from extender.policy.forecast.model import StartBand
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,14 +16,14 @@ gang hold their room for good.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GroupView, JobView, Role
-from extender.policy.forecast.montecarlo import ArrivalMix, ForecastInputs, RunningJob, WaitingGang
+from extender.policy.forecast.model import ArrivalMix, ForecastInputs, RunningJob, WaitingGang
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.standing import free_capacity
@@ -39,13 +39,16 @@ def forecast_inputs(
     finished_run_s: Iterable[float],
     attained_s: Mapping[str, float],
     arrivals: ArrivalWindow | None = None,
+    starving_delays_s: Sequence[float] | None = None,
 ) -> tuple[ForecastInputs, tuple[str, ...]]:
     """The inputs, and the waiting gangs whose plan is reserved (they start now). `attained_s`: job key →
     seconds run, for the running jobs the caller's clock knows; `arrivals`: how later arrivals are
-    expected (none when not given)."""
+    expected (none when not given); `starving_delays_s`: how long gangs seen start took from starving
+    (`starvation_limit_s`) to starting — given, a gang is counted on to start about as long after it
+    starves, by preemption, whether or not room frees (none when not given)."""
     queue = queue_of(snapshot, settings)
     capacity, free = cluster_capacity(snapshot), free_capacity(snapshot)
-    waiting: list[tuple[str, Resources, tuple[tuple[int, Resources], ...], int]] = []
+    waiting: list[tuple[str, Resources, tuple[tuple[int, Resources], ...], int, tuple[float, float]]] = []
     reserved: list[str] = []
     keys: list[tuple[int, int, int, float]] = []
     for rank in queue.waiting(now, settings):
@@ -57,7 +60,11 @@ def forecast_inputs(
         sizes = _sizes(snapshot.jobs.get(summary.job), snapshot.groups.get(summary.origin))
         need = sizes[0][1] if sizes else summary.demand
         smaller = tuple((workers, demand.shortfall(summary.bound)) for workers, demand in sizes[1:])
-        waiting.append((summary.key, need.shortfall(summary.bound), smaller, sizes[0][0] if sizes else 0))
+        starves = (
+            max(0.0, settings.starvation_limit_s - rank.waited_s),
+            max(0.0, rank.waited_s - settings.starvation_limit_s),
+        )
+        waiting.append((summary.key, need.shortfall(summary.bound), smaller, sizes[0][0] if sizes else 0, starves))
     running = [
         (summary.key, summary.bound, attained_s.get(summary.job, max(0.0, now - (summary.started or now))))
         for summary in queue.summaries.values()
@@ -65,7 +72,7 @@ def forecast_inputs(
     ]
     names = tuple(
         sorted(
-            set(BASE_RESOURCES) | capacity.names() | {name for _, needs, _, _ in waiting for name in needs.names()},
+            set(BASE_RESOURCES) | capacity.names() | {name for _, needs, *_ in waiting for name in needs.names()},
             key=lambda name: (name not in BASE_RESOURCES, name),
         )
     )
@@ -76,11 +83,16 @@ def forecast_inputs(
         free=_vector(free, names),
         running=tuple(RunningJob(key, _vector(holds, names), ran) for key, holds, ran in running),
         waiting=tuple(
-            WaitingGang(key, _vector(needs, names), tuple((n, _vector(size, names)) for n, size in smaller), workers)
-            for key, needs, smaller, workers in waiting
+            WaitingGang(
+                key, _vector(needs, names), tuple((n, _vector(size, names)) for n, size in smaller), workers, *starves
+            )
+            for key, needs, smaller, workers, starves in waiting
         ),
         curve=RunTimes.estimate(finished_run_s, (ran for _, _, ran in running)),
         arrivals=mix,
+        starving=None
+        if starving_delays_s is None
+        else RunTimes.estimate(starving_delays_s, (gang[4][1] for gang in waiting if gang[4][0] == 0.0)),
     )
     return inputs, tuple(reserved)
 

@@ -22,77 +22,20 @@ What it assumes, and where it says "unknown" instead of a number:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from extender.policy.core.resources import describe_amount
+from extender.policy.forecast.forward import starts_given
+from extender.policy.forecast.model import (
+    FIT_SLACK,
+    QUANTILES,
+    ForecastInputs,
+    StartBand,
+    WaitingGang,
+)
 from extender.policy.preemption.residual_life import RunTimes
-
-QUANTILES = (0.1, 0.5, 0.9)
-FIT_SLACK = 1e-9
-"""Relative slack of the fit comparison (float round-off of summed capacities)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunningJob:
-    key: str
-    holds: tuple[float, ...]
-    """What it holds, in the order of `ForecastInputs.resources`."""
-    attained_s: float
-    """Seconds it has run."""
-
-
-@dataclass(frozen=True, slots=True)
-class WaitingGang:
-    key: str
-    needs: tuple[float, ...]
-    """What it must be given to start (its minimum, less what its members already hold)."""
-    smaller: tuple[tuple[int, tuple[float, ...]], ...] = ()
-    """(workers, needs) at each smaller size its TFJob may start at, largest first (the what-if)."""
-    workers: int = 0
-    """The workers it starts with (0: not known, no TFJob with workers)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArrivalMix:
-    """Gangs expected to arrive: at `rate_per_s` (Poisson), each like one of `templates` — (the index of the
-    waiting gang it would rank before, what it needs to start) — for `horizon_s`, at most `most` of them."""
-
-    rate_per_s: float = 0.0
-    templates: tuple[tuple[int, tuple[float, ...]], ...] = ()
-    horizon_s: float = 3600.0
-    most: int = 64
-
-
-@dataclass(frozen=True, slots=True)
-class ForecastInputs:
-    resources: tuple[str, ...]
-    capacity: tuple[float, ...]
-    """The schedulable nodes' allocatable, summed."""
-    free: tuple[float, ...]
-    """What they have left after bound pods and reserved plans, summed."""
-    running: tuple[RunningJob, ...]
-    waiting: tuple[WaitingGang, ...]
-    """Highest rank first."""
-    curve: RunTimes
-    arrivals: ArrivalMix = ArrivalMix()
-
-
-@dataclass(frozen=True, slots=True)
-class StartBand:
-    """Seconds from now to the gang's start: p10, p50, p90 (`None`: later than any draw could tell), or why
-    there is no answer."""
-
-    p10_s: float | None = None
-    p50_s: float | None = None
-    p90_s: float | None = None
-    unknown: str = ""
-    samples: int = 0
-
-    @property
-    def known(self) -> bool:
-        return not self.unknown
 
 
 def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray, tail: np.ndarray) -> np.ndarray:
@@ -157,11 +100,12 @@ def _run_forward(
     durations = draw_remaining(
         inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
+    forced = _forced_starts(inputs, rng, samples)
     mix = inputs.arrivals
     expected = mix.rate_per_s * mix.horizon_s
     count = min(mix.most, int(np.ceil(expected + 3 * np.sqrt(expected)))) if mix.templates and expected > 0 else 0
     if not count:
-        return starts_given(inputs, remaining, durations, never, until)
+        return starts_given(inputs, remaining, durations, never, until, forced=forced)
     chosen = rng.integers(len(mix.templates), size=count)
     arrive = np.cumsum(rng.exponential(1 / mix.rate_per_s, size=(samples, count)), axis=1)
     arrive[arrive > mix.horizon_s] = np.inf
@@ -186,64 +130,31 @@ def _run_forward(
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     target = None if until is None else int(position[until])
-    starts = starts_given(merged, remaining, all_durations, all_never, target, begins)
+    all_forced = None if forced is None else np.concatenate([forced, np.full((samples, count), np.inf)], axis=1)
+    starts = starts_given(
+        merged,
+        remaining,
+        all_durations,
+        all_never,
+        target,
+        begins,
+        None if all_forced is None else all_forced[:, order],
+    )
     return starts[:, position[: len(needs)]]
 
 
-def starts_given(
-    inputs: ForecastInputs,
-    remaining: np.ndarray,
-    durations: np.ndarray,
-    never: np.ndarray | None = None,
-    until: int | None = None,
-    arrive: np.ndarray | None = None,
-) -> np.ndarray:
-    """Start times (samples × columns; `inf`: not in that future) when the running jobs end after
-    `remaining` and the waiting ones run for `durations` (both samples × jobs). The columns are
-    `inputs.waiting` in rank order; `arrive` (samples × columns, 0 for a gang already waiting) is when each
-    begins to wait (later arrivals); `never`: columns left out; `until`: stop once that column has started
-    in every sample (the others' starts are then partial). Starts are counted until every column that
-    waits from the start has started."""
-    samples, running = remaining.shape[0], len(inputs.running)
-    width = len(inputs.resources)
-    needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
-    if not len(needs):
-        return np.zeros((samples, 0))
-    holds = np.asarray([job.holds for job in inputs.running], dtype=np.float64).reshape(running, width)
-    ends = np.full((samples, running + len(needs)), np.inf)
-    ends[:, :running] = remaining
-    released = np.concatenate([holds, needs])
-    free = np.tile(np.asarray(inputs.free, dtype=np.float64), (samples, 1))
-    starts = np.full((samples, len(needs)), np.inf)
-    left_out = np.zeros(len(needs), dtype=bool) if never is None else never
-    begins = np.zeros((samples, len(needs))) if arrive is None else arrive
-    later = np.where(begins > 0, begins, np.inf)
-    waiting = np.tile(~left_out, (samples, 1)) & (begins == 0)
-    watched = waiting.copy()
-    """The columns waiting from the start: the run ends once none of them waits."""
-    now = np.zeros(samples)
-    rows = np.arange(samples)
-    changed = rows
-    while True:
-        _admit(free, needs, waiting, starts, ends, durations, now, running, changed)
-        left = (waiting & watched).any(axis=1)
-        if not left.any() or (until is not None and not waiting[:, until].any()):
-            return starts
-        nxt, come = ends.argmin(axis=1), later.argmin(axis=1)
-        at, comes_at = ends[rows, nxt], later[rows, come]
-        arriving = comes_at < at
-        live = np.isfinite(np.minimum(at, comes_at)) & left
-        if not live.any():
-            return starts
-        ending = rows[live & ~arriving]
-        now[ending] = at[ending]
-        free[ending] += released[nxt[ending]]
-        ends[ending, nxt[ending]] = np.inf
-        new = rows[live & arriving]
-        now[new] = comes_at[new]
-        waiting[new, come[new]] = ~left_out[come[new]]
-        later[new, come[new]] = np.inf
-        changed = rows[live]
+def _forced_starts(inputs: ForecastInputs, rng: np.random.Generator, samples: int) -> np.ndarray | None:
+    """When each waiting gang starts by preemption (samples × gangs): when it starves, plus a draw from
+    `ForecastInputs.starving` conditioned on how long it has starved; None without that curve."""
+    curve = inputs.starving
+    if curve is None or not curve.times:
+        return None
+    starves_in = np.asarray([gang.starves_in_s for gang in inputs.waiting], dtype=np.float64)
+    starved = np.asarray([gang.starving_s for gang in inputs.waiting], dtype=np.float64)
+    shape = (samples, len(starves_in))
+    delay = draw_remaining(curve, starved, rng.random(shape), rng.exponential(size=shape))
+    forced: np.ndarray = starves_in[None, :] + delay
+    return forced
 
 
 def what_if(
@@ -270,32 +181,6 @@ def what_if(
         if p50 is not None:
             bands.append((workers, StartBand(p10, p50, p90, samples=samples)))
     return tuple(bands)
-
-
-def _admit(
-    free: np.ndarray,
-    needs: np.ndarray,
-    waiting: np.ndarray,
-    starts: np.ndarray,
-    ends: np.ndarray,
-    durations: np.ndarray,
-    now: np.ndarray,
-    offset: int,
-    rows: np.ndarray,
-) -> None:
-    """Start, in each sample of `rows` (those whose free room grew) at its `now`, each waiting gang that fits in
-    rank order, until none fits."""
-    slack = 1 + FIT_SLACK
-    while len(rows):
-        fits = waiting[rows]
-        for column in range(needs.shape[1]):
-            fits &= needs[None, :, column] <= free[rows, column, None] * slack + FIT_SLACK
-        admitting = fits.any(axis=1)
-        rows, first = rows[admitting], fits[admitting].argmax(axis=1)
-        waiting[rows, first] = False
-        starts[rows, first] = now[rows]
-        ends[rows, offset + first] = now[rows] + durations[rows, first]
-        free[rows] -= needs[first]
 
 
 def _quantile(values: np.ndarray, q: float) -> float | None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from extender.policy.forecast.calibration import ForecastRecord, corrected, correction
-from extender.policy.forecast.montecarlo import StartBand
+from extender.policy.forecast.model import StartBand
 from extender.policy.forecast.wording import start_phrase
 
 

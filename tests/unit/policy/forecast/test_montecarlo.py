@@ -5,14 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.policy.forecast.montecarlo import (
-    ForecastInputs,
-    RunningJob,
-    WaitingGang,
-    draw_remaining,
-    forecast_starts,
-    starts_given,
-)
+from extender.policy.forecast.forward import starts_given
+from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.forecast.montecarlo import draw_remaining, forecast_starts
 from extender.policy.preemption.residual_life import RunTimes
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
