@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchmarks.quality_matrix import with_assignments
 from extender.cli.serving import settle_heap
 from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.run_clock import RunClock
@@ -105,11 +106,20 @@ def run_times(workload: Workload, seed: int) -> dict[str, float]:
     }
 
 
-def replay(workload: Workload, seed: int, samples: int, every_s: float, walls: dict[str, float]) -> Replay:
+def replay(
+    workload: Workload,
+    seed: int,
+    samples: int,
+    every_s: float,
+    walls: dict[str, float],
+    changes: Sequence[str] = (),
+) -> Replay:
     """One replay with the forecaster and the baselines, every forecast kept (see the module docstring)."""
     policy = Ours()
     simulation = Simulation(workload, policy, seed=seed)
-    settings = StartForecastSettings(samples=samples, refresh_s=1e-3, recheck_s=every_s, record_every_s=every_s)
+    settings = with_assignments(
+        StartForecastSettings(samples=samples, refresh_s=1e-3, recheck_s=every_s, record_every_s=every_s), changes
+    )
     forecaster = StartForecaster(policy.settings, settings)
     out = Replay(workload.name, seed, samples)
     progress = simulation.progress
@@ -344,6 +354,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=StartForecastSettings().samples)
     parser.add_argument("--every-s", type=float, default=30.0, help="seconds between two forecasts of a gang")
     parser.add_argument("--json", type=Path, help="write one record per run to this file")
+    parser.add_argument(
+        "--forecast-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="run the forecaster with a setting of its own changed (an ablation)",
+    )
     parser.add_argument("--refresh-at", help="NODES,GANGS: only time full refreshes on a synthetic cluster")
     parser.add_argument("--runs", type=int, default=20, help="refreshes timed with --refresh-at")
     args = parser.parse_args(argv)
@@ -363,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for seed in range(args.seed, args.seed + args.seeds):
             workload = build(seed)
             walls = declared_walls(run_times(workload, seed), seed)
-            rec = record(replay(workload, seed, args.samples, args.every_s, walls))
+            rec = record(replay(workload, seed, args.samples, args.every_s, walls, args.forecast_setting))
             print_record(rec)
             records.append(rec)
     if args.json:

@@ -46,15 +46,6 @@ class StartForecastSettings:
         Numbers(0, integer=True, unit="count"),
         "latest starving-to-start delays kept (0: starving gangs are not counted on to start sooner)",
     )
-    arrival_window_s: float = setting(
-        1800.0, POSITIVE_SECONDS, "seconds of TFJob creations the rate and mix of later arrivals are taken from"
-    )
-    arrival_horizon_s: float = setting(
-        3600.0, POSITIVE_SECONDS, "seconds ahead over which later arrivals are sampled into the forward run"
-    )
-    most_arrivals: int = setting(
-        0, Numbers(0, integer=True, unit="gangs"), "most later arrivals sampled into one forward run (0: none)"
-    )
     what_if_gangs: int = setting(
         5, Numbers(0, integer=True, unit="gangs"), "waiting gangs, highest rank first, forecast at each smaller size"
     )

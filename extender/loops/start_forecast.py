@@ -32,7 +32,7 @@ from extender.policy.forecast.calibration import (
     corrected,
     corrections,
 )
-from extender.policy.forecast.inputs import ArrivalWindow, forecast_inputs
+from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import StartBand
 from extender.policy.forecast.montecarlo import forecast_starts, what_if
 from extender.policy.rank.queue import queue_of
@@ -89,12 +89,9 @@ class StartForecaster:
         self._last = (snapshot.generation, now)
         self.refreshes += 1
         self._resolve(snapshot, now)
-        window = ArrivalWindow(
-            self.settings.arrival_window_s, self.settings.arrival_horizon_s, self.settings.most_arrivals
-        )
         starving = list(self.starving_delays) if self.settings.starving_starts_kept else None
         inputs, reserved = forecast_inputs(
-            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now), window, starving
+            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now), starving
         )
         s = self.settings
         raw = forecast_starts(inputs, s.samples, self.refreshes, s.min_history)

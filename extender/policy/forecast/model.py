@@ -2,7 +2,7 @@
 
 `ForecastInputs` is the cluster as the forward run sees it — capacity and free room summed over the
 schedulable nodes, the running gangs with what they hold and have run, the waiting gangs in rank order with
-what they need to start, the run-time curve, the expected later arrivals and the starving-to-start curve —
+what they need to start, the run-time curve and the starving-to-start curve —
 and `StartBand` is one gang's answer. `inputs.forecast_inputs` builds the first from a snapshot;
 `montecarlo.forecast_starts` turns it into the second.
 """
@@ -45,17 +45,6 @@ class WaitingGang:
 
 
 @dataclass(frozen=True, slots=True)
-class ArrivalMix:
-    """Gangs expected to arrive: at `rate_per_s` (Poisson), each like one of `templates` — (the index of the
-    waiting gang it would rank before, what it needs to start) — for `horizon_s`, at most `most` of them."""
-
-    rate_per_s: float = 0.0
-    templates: tuple[tuple[int, tuple[float, ...]], ...] = ()
-    horizon_s: float = 3600.0
-    most: int = 64
-
-
-@dataclass(frozen=True, slots=True)
 class ForecastInputs:
     resources: tuple[str, ...]
     capacity: tuple[float, ...]
@@ -66,7 +55,6 @@ class ForecastInputs:
     waiting: tuple[WaitingGang, ...]
     """Highest rank first."""
     curve: RunTimes
-    arrivals: ArrivalMix = ArrivalMix()
     starving: RunTimes | None = None
     """The Kaplan–Meier curve of how long gangs took from starving to starting (those still starving
     censored): each waiting gang starts, room or not, that long after it starves (a draw, conditioned on

@@ -9,9 +9,16 @@ times seen finish (`RunTimes`), conditioned on what the running one has run. Eac
 one draw of every job; all of them advance together, event by event, as arrays (samples × jobs), so a
 refresh costs a few hundred array steps whatever the sample count.
 
+A gang that starves (`starvation_limit_s`) gets room by preemption: it starts, room or not, after a
+draw from the curve of how long gangs in this cluster took from starving to starting
+(`ForecastInputs.starving`), and the room it takes is lent from what is free, so what starts after it
+waits for as much to free again (`forward`).
+
 What it assumes, and where it says "unknown" instead of a number:
 - capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
-- jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order;
+- jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
+  later arrivals from the recent rate and mix of TFJobs into the run was measured worse on every built-in
+  scenario: see docs/start-forecast.md);
 - a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
   runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
 - a gang whose start needs exceed the whole cluster never starts, and one that does not fit even once every
@@ -33,7 +40,6 @@ from extender.policy.forecast.model import (
     QUANTILES,
     ForecastInputs,
     StartBand,
-    WaitingGang,
 )
 from extender.policy.preemption.residual_life import RunTimes
 
@@ -92,7 +98,7 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
 def _run_forward(
     inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int, until: int | None = None
 ) -> np.ndarray:
-    """Start times (samples × waiting gangs) over `samples` drawn futures, later arrivals among them."""
+    """Start times (samples × waiting gangs) over `samples` drawn futures."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
     shape_running, shape_waiting = (samples, len(attained)), (samples, len(needs))
@@ -101,46 +107,7 @@ def _run_forward(
         inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
     forced = _forced_starts(inputs, rng, samples)
-    mix = inputs.arrivals
-    expected = mix.rate_per_s * mix.horizon_s
-    count = min(mix.most, int(np.ceil(expected + 3 * np.sqrt(expected)))) if mix.templates and expected > 0 else 0
-    if not count:
-        return starts_given(inputs, remaining, durations, never, until, forced=forced)
-    chosen = rng.integers(len(mix.templates), size=count)
-    arrive = np.cumsum(rng.exponential(1 / mix.rate_per_s, size=(samples, count)), axis=1)
-    arrive[arrive > mix.horizon_s] = np.inf
-    extra = draw_remaining(
-        inputs.curve, np.zeros(count), rng.random((samples, count)), rng.exponential(size=(samples, count))
-    )
-    columns = sorted(
-        [(float(index), 0, index) for index in range(len(needs))]
-        + [(mix.templates[t][0] - 0.5, slot, len(needs) + slot) for slot, t in enumerate(chosen)]
-    )
-    order = np.asarray([column for _, _, column in columns])
-    arrived = [WaitingGang(f"arrival-{slot}", mix.templates[t][1]) for slot, t in enumerate(chosen)]
-    every = (*inputs.waiting, *arrived)
-    merged = replace(inputs, waiting=tuple(every[column] for column in order))
-    capacity = np.asarray(inputs.capacity, dtype=np.float64)
-    extra_never = np.asarray(
-        [any(n > c * (1 + FIT_SLACK) for n, c in zip(g.needs, capacity, strict=True)) for g in arrived]
-    )
-    all_never = np.concatenate([never, extra_never])[order]
-    all_durations = np.concatenate([durations, extra], axis=1)[:, order]
-    begins = np.concatenate([np.zeros(shape_waiting), arrive], axis=1)[:, order]
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    target = None if until is None else int(position[until])
-    all_forced = None if forced is None else np.concatenate([forced, np.full((samples, count), np.inf)], axis=1)
-    starts = starts_given(
-        merged,
-        remaining,
-        all_durations,
-        all_never,
-        target,
-        begins,
-        None if all_forced is None else all_forced[:, order],
-    )
-    return starts[:, position[: len(needs)]]
+    return starts_given(inputs, remaining, durations, never, until, forced=forced)
 
 
 def _forced_starts(inputs: ForecastInputs, rng: np.random.Generator, samples: int) -> np.ndarray | None:
