@@ -17,8 +17,8 @@ waits for as much to free again (`forward`).
 What it assumes, and where it says "unknown" instead of a number:
 - capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
 - jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
-  later arrivals from the recent rate and mix of TFJobs into the run was measured worse on every built-in
-  scenario: see docs/start-forecast.md);
+  later arrivals from the recent rate and mix of TFJobs into the run was measured worse on the CPU, GPU
+  and mixed scenarios it was tried on: see docs/start-forecast.md);
 - a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
   runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
 - a gang whose start needs exceed the whole cluster never starts, and one that does not fit even once every
