@@ -29,6 +29,9 @@ class StartForecastSettings:
     coverage: float = setting(
         0.9, SHARE, "share of starts the band's p90 (and, from below, its p10) is calibrated to cover"
     )
+    calibration_step: float = setting(
+        0.005, SHARE, "how far each resolved forecast moves the calibration's levels toward the stated coverage"
+    )
     calibration_offset_s: float = setting(
         30.0, POSITIVE_SECONDS, "seconds added to waits before their log ratios are taken (short waits' noise)"
     )

@@ -29,6 +29,7 @@ from extender.policy.forecast.calibration import (
     Correction,
     Corrections,
     ForecastRecord,
+    adapted,
     corrected,
     corrections,
 )
@@ -67,12 +68,15 @@ class StartForecaster:
     refreshes: int = 0
     last_refresh_s: float = 0.0
     """Seconds the last refresh took (the caller's measure, set by whoever times it)."""
-    _open: dict[str, list[tuple[float, StartBand]]] = field(default_factory=dict)
+    levels: tuple[float, float] = (0.0, 0.0)
+    """The (lower, upper) levels the calibration's shifts are taken at (`calibration.adapted`)."""
+    _open: dict[str, list[tuple[float, StartBand, StartBand]]] = field(default_factory=dict)
     _last: tuple[int, float] | None = None
     """(snapshot generation, when) of the last refresh."""
 
     def __post_init__(self) -> None:
         self.resolved = deque(maxlen=self.settings.calibration_kept)
+        self.levels = (self.settings.coverage, self.settings.coverage)
         self.starving_delays = deque(maxlen=max(1, self.settings.starving_starts_kept))
 
     def due(self, snapshot: ClusterSnapshot, now: float) -> bool:
@@ -111,21 +115,22 @@ class StartForecaster:
                 corrected(band, shift, offset), band, now, shift, workers.get(key, 0), smaller
             )
         for key, band in raw.items():
-            self._keep_open(key, band, now)
+            self._keep_open(key, band, published[key].band, now)
         self.forecasts = MappingProxyType(published)
         return self.forecasts
 
     def corrections(self) -> Corrections:
         s = self.settings
-        return corrections(list(self.resolved), s.coverage, s.calibration_offset_s, s.calibration_min_records)
+        return corrections(list(self.resolved), self.levels, s.calibration_offset_s, s.calibration_min_records)
 
-    def _keep_open(self, key: str, band: StartBand, now: float) -> None:
-        """Watch the gang until it starts; keep its forecast every `record_every_s` when it has one."""
+    def _keep_open(self, key: str, band: StartBand, published: StartBand, now: float) -> None:
+        """Watch the gang until it starts; keep its forecast (raw and as published) every `record_every_s`
+        when it has one."""
         kept = self._open.setdefault(key, [])
         if band is RESERVED_BAND or not band.known:
             return
         if not kept or now - kept[-1][0] >= self.settings.record_every_s:
-            kept.append((now, band))
+            kept.append((now, band, published))
 
     def _resolve(self, snapshot: ClusterSnapshot, now: float) -> None:
         """Turn the open forecasts of gangs that started into records; drop those of gangs gone."""
@@ -140,7 +145,10 @@ class StartForecaster:
             if summary is None or not summary.bound_pods:
                 continue
             started = summary.started or now
-            self.resolved.extend(ForecastRecord(band, at, max(0.0, started - at)) for at, band in made)
+            for at, band, published in made:
+                record = ForecastRecord(band, at, max(0.0, started - at), published)
+                self.resolved.append(record)
+                self.levels = adapted(self.levels, record, self.settings.coverage, self.settings.calibration_step)
             starved_at = summary.arrival + self.policy.starvation_limit_s if summary.arrival else math.inf
             if started > starved_at:
                 self.starving_delays.append(started - starved_at)

@@ -11,8 +11,9 @@ with `c` = `offset_s`, because waits span seconds to hours and an error is as ba
 Errors differ by how far off a start is (a start forecast in a minute is early or late for other reasons than
 one forecast in an hour), so the shifts are taken per band of the raw p50 (`P50_BINS_S`: under 1 min, 1–5
 min, 5–20 min, over 20 min; Mondrian conformal), each from the records of its bin, or from all records
-while its bin has fewer than `min_records`. Only records resolved before the forecast being corrected are
-used (a forecast is never corrected by its own outcome), the most recent `kept` of them, and none until
+while its bin has fewer than `min_records`. The levels the shifts are taken at start at the stated coverage and adapt
+to the misses of the bands actually published (`adapted`). Only records resolved before the forecast being
+corrected are used (a forecast is never corrected by its own outcome), the most recent `kept` of them, and none until
 there are `min_records`. A `None` p90 ("later than
 any draw could tell") stays `None`; a record whose p90 was `None` scores only p10 and p50.
 """
@@ -35,6 +36,8 @@ class ForecastRecord:
     band: StartBand
     made_at: float
     actual_s: float
+    published: StartBand | None = None
+    """The corrected band as it was published (what its miss, for `adapted`, is judged by)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +80,45 @@ def bin_of(p50_s: float) -> int:
     return sum(1 for bound in P50_BINS_S if p50_s >= bound)
 
 
-def corrections(records: Sequence[ForecastRecord], coverage: float, offset_s: float, min_records: int) -> Corrections:
+def adapted(levels: tuple[float, float], record: ForecastRecord, coverage: float, step: float) -> tuple[float, float]:
+    """Adaptive conformal inference (Gibbs and Candès, 2021): the (lower, upper) levels the shifts are taken
+    at, moved after each resolved forecast by `step` × (missed − allowed share), so that over time the
+    published bands miss on each side at the allowed share (1 − `coverage`) even while the errors drift."""
+    band = record.published
+    if band is None or not band.known:
+        return levels
+    allowed = 1.0 - coverage
+    below = band.p10_s is not None and record.actual_s < band.p10_s
+    above = band.p90_s is not None and record.actual_s > band.p90_s
+    lower, upper = levels
+    return (
+        min(MOST_LEVEL, max(LEAST_LEVEL, lower + step * (below - allowed))),
+        min(MOST_LEVEL, max(LEAST_LEVEL, upper + step * (above - allowed))),
+    )
+
+
+LEAST_LEVEL, MOST_LEVEL = 0.5, 0.995
+"""The range the adapted levels are kept in."""
+
+
+def corrections(
+    records: Sequence[ForecastRecord], levels: tuple[float, float], offset_s: float, min_records: int
+) -> Corrections:
     """`correction` over all records, and over the records of each bin of raw p50."""
     bins: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
     for record in records:
         if record.band.p50_s is not None:
             bins[bin_of(record.band.p50_s)].append(record)
     return Corrections(
-        correction(records, coverage, offset_s, min_records),
-        tuple(correction(group, coverage, offset_s, min_records) for group in bins),
+        correction(records, levels, offset_s, min_records),
+        tuple(correction(group, levels, offset_s, min_records) for group in bins),
     )
 
 
-def correction(records: Sequence[ForecastRecord], coverage: float, offset_s: float, min_records: int) -> Correction:
-    """The shifts that would have made `records` cover at `coverage` (one side each)."""
+def correction(
+    records: Sequence[ForecastRecord], levels: tuple[float, float], offset_s: float, min_records: int
+) -> Correction:
+    """The shifts that would have made `records` cover at the (lower, upper) `levels`, one side each."""
     scored = [r for r in records if r.band.p10_s is not None and r.band.p50_s is not None]
     if len(scored) < min_records:
         return NO_CORRECTION
@@ -102,12 +130,12 @@ def correction(records: Sequence[ForecastRecord], coverage: float, offset_s: flo
         _conformal(
             np.log(np.asarray([a for a, _ in uppers]) + offset_s)
             - np.log(np.asarray([p for _, p in uppers], dtype=np.float64) + offset_s),
-            coverage,
+            levels[1],
         )
         if len(uppers) >= min_records
         else 0.0
     )
-    return Correction(_conformal(p10 - actual, coverage), float(np.median(actual - p50)), upper, len(scored))
+    return Correction(_conformal(p10 - actual, levels[0]), float(np.median(actual - p50)), upper, len(scored))
 
 
 def corrected(band: StartBand, shift: Correction, offset_s: float) -> StartBand:
