@@ -303,6 +303,22 @@ def print_record(rec: dict[str, Any]) -> None:
     )
 
 
+def print_summary(records: Sequence[dict[str, Any]]) -> None:
+    """Per workload and forecaster, the median over seeds of each measure (NaN runs left out)."""
+    print(f"\nmedians over seeds\n| workload | forecaster | seeds | {' | '.join(COLUMNS)} |")
+    print("|" + "---|" * (len(COLUMNS) + 3))
+    workloads = sorted({rec["workload"] for rec in records})
+    for workload in workloads:
+        runs = [rec for rec in records if rec["workload"] == workload]
+        for name in ("ours", *BASELINES):
+            rows = [rec if name == "ours" else rec["baselines"][name] for rec in runs]
+            cells = []
+            for column in COLUMNS:
+                values = [row[column] for row in rows if row[column] is not None and row[column] == row[column]]
+                cells.append(_cell(statistics.median(values)) if values else "-")
+            print(f"| {workload} | {name} | {len(rows)} | {' | '.join(cells)} |", flush=True)
+
+
 def _cell(value: float | int) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3f}"
 
@@ -361,9 +377,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="NAME=VALUE",
         help="run the forecaster with a setting of its own changed (an ablation)",
     )
+    parser.add_argument("--summarise", type=Path, help="only print the medians over seeds of a --json file")
     parser.add_argument("--refresh-at", help="NODES,GANGS: only time full refreshes on a synthetic cluster")
     parser.add_argument("--runs", type=int, default=20, help="refreshes timed with --refresh-at")
     args = parser.parse_args(argv)
+    if args.summarise:
+        print_summary(orjson.loads(args.summarise.read_bytes()))
+        return
     if args.refresh_at:
         nodes, gangs = (int(part) for part in args.refresh_at.split(","))
         time_refresh(nodes, gangs, args.samples, args.runs)
@@ -385,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             records.append(rec)
     if args.json:
         args.json.write_bytes(orjson.dumps(records, option=orjson.OPT_INDENT_2))
+    print_summary(records)
 
 
 if __name__ == "__main__":
