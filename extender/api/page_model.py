@@ -73,7 +73,7 @@ def page_model_steps(service: Service, limits: PageLimits) -> Steps[dict[str, An
         row["colour"] = job_colour(row["job"] or "")
         row["startForecast"] = forecast_document(service.loops, snapshot, row["gang"])
         queue.append(row)
-    _scale_bands(queue)
+    scale_bands(queue)
     nodes, hidden = yield from _nodes(snapshot, limits.nodes)
     jobs = []
     job_keys = yield from keys_in_steps(snapshot.jobs)
@@ -147,7 +147,7 @@ def _nodes(snapshot: ClusterSnapshot, limit: int) -> Steps[tuple[list[dict[str, 
     return rows, len(snapshot.nodes) - len(shown)
 
 
-def _scale_bands(queue: list[dict[str, Any]]) -> None:
+def scale_bands(queue: list[dict[str, Any]]) -> None:
     """Give each queue row with a known forecast its band's place on one scale shared by the rows (0 to the
     longest p90, an open p90 drawn as twice the p50), in percent: `band` = {left, width, middle}."""
     known = [row for row in queue if (f := row.get("startForecast")) and not f["unknown"]]
