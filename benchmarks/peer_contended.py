@@ -77,8 +77,9 @@ class PlacementWatch(BindWatch):
             super().observe(name, pod, now)
 
 
-FORECAST_EVERY_S = 30.0
-"""Seconds between two readings of the extender's start-time forecasts during a run."""
+FORECAST_EVERY_S = 5.0
+"""Seconds between two readings of the extender's start-time forecasts during a run (its refresh period: the
+CPU mix's jobs run for 15–45 s)."""
 
 
 class ContendedRun:
