@@ -40,15 +40,18 @@ def starts_given(
         left = run.waiting.any(axis=1)
         if not left.any() or (until is not None and not run.waiting[:, until].any()):
             return run.starts
-        run.forced[~run.waiting] = np.inf
-        nxt, take = run.ends.argmin(axis=1), run.forced.argmin(axis=1)
-        at, takes_at = run.ends[rows, nxt], run.forced[rows, take]
-        taking = takes_at < at
-        if taking.any():
-            changed = rows[taking]
-            run.now[changed] = takes_at[changed]
-            run.start(changed, take[changed])
-            continue
+        nxt = run.ends.argmin(axis=1)
+        at = run.ends[rows, nxt]
+        if run.forced is not None:
+            run.forced[~run.waiting] = np.inf
+            take = run.forced.argmin(axis=1)
+            takes_at = run.forced[rows, take]
+            taking = takes_at < at
+            if taking.any():
+                changed = rows[taking]
+                run.now[changed] = takes_at[changed]
+                run.start(changed, take[changed])
+                continue
         live = np.isfinite(at) & left
         if not live.any():
             return run.starts
@@ -82,7 +85,7 @@ class _Futures:
         self.starts = np.full((samples, columns), np.inf)
         left_out = np.zeros(columns, dtype=bool) if never is None else never
         self.waiting = np.tile(~left_out, (samples, 1))
-        self.forced = np.full((samples, columns), np.inf) if forced is None else np.where(self.waiting, forced, np.inf)
+        self.forced = None if forced is None else np.where(self.waiting, forced, np.inf)
         self.now = np.zeros(samples)
 
     def admit(self, rows: np.ndarray) -> None:
