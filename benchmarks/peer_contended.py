@@ -7,7 +7,8 @@ complete them. Under Coscheduling it also writes each PodGroup's status as sched
 For a scheduler with Kubernetes' own gangs each job gets a `scheduling.k8s.io` PodGroup of all its pods, made
 before the job (before the TFJob training-operator makes pods from, whose replica templates name the group),
 and the watch checks that every pod joined its job's group.
-A run ends when every job finished, or stalls; `run_contended` runs one workload for every seed and scheduler.
+A run ends when every job finished, or stalls; `run_contended` runs one workload for every seed and scheduler,
+recording the extender's start-time forecasts on the way where it runs (`peer_forecasts`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks.peer_forecasts import ForecastRecorder, forecast_scores
 from benchmarks.peer_lineup import Lineup, Scheduler
 from benchmarks.peer_outcomes import CONTENDED_COLUMNS, JobOutcome, RunSummary, fmt
 from benchmarks.peer_workloads import (
@@ -73,6 +75,11 @@ class PlacementWatch(BindWatch):
             if phase == "Succeeded":
                 self.done.setdefault(name, now)
             super().observe(name, pod, now)
+
+
+FORECAST_EVERY_S = 5.0
+"""Seconds between two readings of the extender's start-time forecasts during a run (its refresh period: the
+CPU mix's jobs run for 15–45 s)."""
 
 
 class ContendedRun:
@@ -309,9 +316,17 @@ def run_contended(
             set_nodes(api, node_objects(case.workload), args.threads)
             case = Contended(case.key, prefixed(case.workload), case.time_scale, case.through_operator)
             for scheduler in schedulers:
+                forecasts = None
                 with lineup.running(scheduler):
                     time.sleep(args.settle_s)
-                    summary = ContendedRun(plane, api, case, scheduler, seed, args).run()
+                    run = ContendedRun(plane, api, case, scheduler, seed, args)
+                    if scheduler.with_extender:
+                        with ForecastRecorder(plane.observe_url, run.namespace, FORECAST_EVERY_S) as recorder:
+                            summary = run.run()
+                        forecasts = forecast_scores(recorder, summary)
+                        summary.start_forecast = forecasts
+                    else:
+                        summary = run.run()
                 values = summary.values()
                 print(
                     f"# {key} seed {seed} {scheduler.key}: "
@@ -319,6 +334,12 @@ def run_contended(
                     + (" (stalled)" if summary.stalled else ""),
                     flush=True,
                 )
+                if forecasts is not None:
+                    print(
+                        f"# {key} seed {seed} {scheduler.key} start forecast: "
+                        + ", ".join(f"{name} {value:.3g}" for name, value in forecasts.items()),
+                        flush=True,
+                    )
                 runs.append(summary)
     finally:
         api.close()

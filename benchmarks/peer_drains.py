@@ -94,13 +94,18 @@ class PeerBench(Bench):
 
 SCHEDULER_SUMS = {
     "algorithm": ("scheduler_scheduling_algorithm_duration_seconds_sum", {}),
+    "group_cycle": ("scheduler_podgroup_scheduling_attempt_duration_seconds_sum", {}),
+    "patch": ("rest_client_request_duration_seconds_sum", {"verb": "PATCH"}),
+    "patch_calls": ("rest_client_request_duration_seconds_count", {"verb": "PATCH"}),
     **{
         point: ("scheduler_framework_extension_point_duration_seconds_sum", {"extension_point": point})
         for point in IN_TREE_POINTS
     },
 }
 """What is read from the kube-scheduler under test: the time its scheduling algorithm took (in-tree plugins and
-extender calls), and the time of each extension point its plugins ran (the extender is none of them)."""
+extender calls), the time of each extension point its plugins ran (the extender is none of them), the time of its
+PodGroup cycles (all members' algorithms and the PodGroup status PATCH each cycle ends with, in the scheduling
+loop), and its PATCH requests (in a drain where everything fits, only those PodGroup status PATCHes)."""
 EXTENDER_SUMS = {
     "filter_s": ("tfjob_extender_verb_duration_seconds_sum", {"verb": "filter"}),
     "prioritize_s": ("tfjob_extender_verb_duration_seconds_sum", {"verb": "prioritize"}),
@@ -193,7 +198,13 @@ def drain_costs(plane: LocalControlPlane, lineup: Lineup, scheduler: Scheduler) 
     """The running totals `DrainRow.costs` is the difference of (the clean-up between phases calls no verb
     and schedules nothing)."""
     sums = metric_sums(read_metrics(f"https://127.0.0.1:{lineup.port}/metrics", plane.token), SCHEDULER_SUMS)
-    totals = {"sched_algorithm_ms": sums["algorithm"], "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS)}
+    totals = {
+        "sched_algorithm_ms": sums["algorithm"],
+        "sched_in_tree_ms": sum(sums[p] for p in IN_TREE_POINTS),
+        "group_cycle_ms": sums["group_cycle"],
+        "patch_ms": sums["patch"],
+        "patch_calls": sums["patch_calls"],
+    }
     if scheduler.with_extender:
         extender = metric_sums(read_metrics(f"{plane.observe_url}/metrics"), EXTENDER_SUMS)
         totals.update(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from extender.policy.core.resources import CPU, GPU
 from extender.sim.report import percentile
@@ -42,6 +43,8 @@ class RunSummary:
     jobs: list[JobOutcome]
     end: float
     stalled: bool
+    start_forecast: dict[str, Any] | None = None
+    """The extender's start-time forecasts scored against this run (`peer_forecasts`), where it ran."""
 
     def values(self) -> dict[str, float]:
         first = min(job.submitted for job in self.jobs)

@@ -82,8 +82,9 @@ def drain_record(row: DrainRow) -> dict[str, Any]:
 
 
 def contended_record(run: RunSummary) -> dict[str, Any]:
+    """The run's record (`RECORD_KEYS`), and `start_forecast` where the extender's forecasts were scored."""
     values = run.values()
-    return {
+    record = {
         "scheduler": run.scheduler,
         "workload": run.workload,
         "seed": run.seed,
@@ -98,6 +99,7 @@ def contended_record(run: RunSummary) -> dict[str, Any]:
         "completed": sum(1 for job in run.jobs if job.finished is not None),
         "jobs": len(run.jobs),
     }
+    return record if run.start_forecast is None else {**record, "start_forecast": run.start_forecast}
 
 
 def write_records(path: Path, drains: Sequence[DrainRow], runs: Sequence[RunSummary]) -> None:

@@ -106,31 +106,34 @@ def median(values: list[float]) -> float:
 def print_drains(rows: list[DrainRow]) -> None:
     print(
         "\n| nodes | phase | scheduler | seed | pods | bound | pods/s | × default | partial s | sched CPU ms/pod | "
-        "extender CPU ms/pod | filter p50 / p99 ms |"
+        "extender CPU ms/pod | extender CPU after release ms/pod | filter p50 / p99 ms |"
     )
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     baseline = {(r.nodes, r.phase, r.seed): r.result.rate for r in rows if r.scheduler == "default"}
     for r in rows:
         base = baseline.get((r.nodes, r.phase, r.seed))
         ratio = f"{r.result.rate / base:.2f}" if base else "-"
         partial = "-" if r.result.gang_partial_s is None else f"{r.result.gang_partial_s:.2f}"
         extender = r.result.cpu_ms_per_pod.get("extender")
+        released = r.result.released_cpu_ms_per_pod.get("extender")
         filt = r.result.verb_ms.get("filter", (None, None))
         verb = "-" if filt[0] is None else f"{filt[0]:.2f} / {filt[1]:.2f}"
         print(
             f"| {r.nodes} | {r.phase} | {r.scheduler} | {r.seed} | {r.result.pods} | {r.result.bound} | "
             f"{r.result.rate:.1f} | {ratio} | {partial} | {r.result.cpu_ms_per_pod['sched']:.2f} | "
-            f"{'-' if extender is None else f'{extender:.2f}'} | {verb} |"
+            f"{'-' if extender is None else f'{extender:.2f}'} | {'-' if released is None else f'{released:.2f}'} | "
+            f"{verb} |"
         )
     print(
-        "\nper pod bound: kube-scheduler's scheduling algorithm and its in-tree plugins (ms), the extender's "
-        "filter and prioritize time as it measures them (ms) and calls"
+        "\nper pod bound: kube-scheduler's scheduling algorithm and its in-tree plugins (ms), its PodGroup cycles "
+        "(ms), its PATCH requests (ms, calls: PodGroup status in a drain), the extender's filter and prioritize time "
+        "as it measures them (ms) and calls"
     )
     print(
-        "| nodes | phase | scheduler | seed | algorithm ms | in-tree ms | ext filter ms | ext prioritize ms | "
-        "filter calls | prioritize calls |"
+        "| nodes | phase | scheduler | seed | algorithm ms | in-tree ms | group cycle ms | PATCH ms | PATCH calls | "
+        "ext filter ms | ext prioritize ms | filter calls | prioritize calls |"
     )
-    print("|" + "---|" * 10)
+    print("|" + "---|" * 13)
     for r in rows:
         c = r.costs
         cells = " | ".join(
@@ -138,6 +141,9 @@ def print_drains(rows: list[DrainRow]) -> None:
             for key in (
                 "sched_algorithm_ms",
                 "sched_in_tree_ms",
+                "group_cycle_ms",
+                "patch_ms",
+                "patch_calls",
                 "extender_filter_ms",
                 "extender_prioritize_ms",
                 "filter_calls",

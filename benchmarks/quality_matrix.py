@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -137,12 +137,19 @@ def summarise(
 
 def ours_settings(assignments: Sequence[str]) -> PolicySettings:
     """`PolicySettings` with `NAME=VALUE` fields changed (VALUE parsed as the field's type)."""
-    settings = PolicySettings()
+    return with_assignments(PolicySettings(), assignments)
+
+
+Settings = TypeVar("Settings")
+
+
+def with_assignments(settings: Settings, assignments: Sequence[str]) -> Settings:
+    """A settings dataclass with `NAME=VALUE` fields changed (VALUE parsed as the field's type)."""
     for assignment in assignments:
         name, _, text = assignment.partition("=")
         current = getattr(settings, name)
         value: Any = text.lower() in ("1", "true", "yes") if isinstance(current, bool) else type(current)(text)
-        settings = dataclasses.replace(settings, **{name: value})
+        settings = dataclasses.replace(settings, **{name: value})  # type: ignore[type-var]
     return settings
 
 

@@ -369,6 +369,9 @@ class Result:
     """Of those, the gangs every member of which was bound."""
     watch_restarts: int = 0
     baseline: float = field(default=0.0)
+    released_cpu_ms_per_pod: dict[str, float] = field(default_factory=dict)
+    """In `drain`: the CPU of `cpu_ms_per_pod` spent from SIGCONT on (what the creation before it cost is not
+    counted: admission, the watch of the created pods, objects a controller made for them)."""
 
     @property
     def rate(self) -> float:
@@ -512,6 +515,7 @@ class Bench:
         before_verbs = verb_buckets(self.plane.observe_port) if extender else {}
         before_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
         resumed = 0.0
+        released_cpu: dict[str, float] = {}
         if mode == "drain":
             os.kill(pids["sched"][0], signal.SIGSTOP)
             try:
@@ -522,6 +526,7 @@ class Bench:
                 self.before_release(namespace, count // phase.gang_size if phase.gang_size else 0)
                 time.sleep(1.0)
             finally:
+                released_cpu = {name: cpu_seconds(*group) for name, group in pids.items()}
                 resumed = time.monotonic()
                 os.kill(pids["sched"][0], signal.SIGCONT)
             start = resumed
@@ -576,6 +581,9 @@ class Bench:
             gangs=gangs,
             gangs_whole=gangs_whole,
             watch_restarts=watch.restarts,
+            released_cpu_ms_per_pod={
+                name: (after_cpu[name] - released_cpu[name]) * 1000 / max(1, len(bound)) for name in released_cpu
+            },
         )
 
 

@@ -113,10 +113,26 @@ def describe(body: dict[str, Any]) -> str:
             lines.append(f"  waiting on: {', '.join(waits['blockers'])}")
         if waits.get("wouldStart"):
             lines.append(f"  would start with: {waits['wouldStart']}")
+    forecast = body.get("startForecast")
+    if forecast:
+        lines.append(f"  {forecast['text']}" + _forecast_basis(forecast))
+        for smaller in forecast.get("whatIf") or []:
+            lines.append(
+                f"    with {smaller['workers']} workers instead of {forecast.get('workers')}: {smaller['text']}"
+            )
     if body.get("plan"):
         held = ", ".join(f"{entry['pod'].split('/')[-1]}→{entry['node']}" for entry in body["plan"])
         lines.append(f"  reserved plan: {held}")
     return "\n".join(lines)
+
+
+def _forecast_basis(forecast: dict[str, Any]) -> str:
+    """What the band rests on: its sampled futures and the past forecasts it was calibrated by."""
+    if forecast.get("unknown"):
+        return ""
+    calibrated = forecast.get("calibratedWith") or 0
+    basis = f"{forecast.get('samples', 0)} sampled futures"
+    return f" ({basis}, calibrated by {calibrated} past forecasts)" if calibrated else f" ({basis}, not calibrated yet)"
 
 
 def _weights(standing: dict[str, Any]) -> str:

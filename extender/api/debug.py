@@ -22,6 +22,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from extender.api.exposition import Exposition
+from extender.api.forecast_view import forecast_document
 from extender.api.history import render_record
 from extender.api.pacing import HAND_BACK, Piece, Pieces, Steps, in_steps, keys_in_steps, sorted_in_steps
 from extender.api.read_routes import json_reply, read_route
@@ -206,7 +207,13 @@ def add_gang_routes(router: APIRouter, service: Service) -> None:
         context = RankContext.of(snapshot, service.settings.policy, now)
         yield None
         keys = yield from gang_keys_in_steps(snapshot)
-        summaries = (gang_summary(snapshot, key, now, context) for key in keys)
+        summaries = (
+            {
+                **gang_summary(snapshot, key, now, context),
+                "startForecast": forecast_document(service.loops, snapshot, key),
+            }
+            for key in keys
+        )
         yield from json_document({"generation": snapshot.generation}, [("gangs", summaries)], chunk)
 
     @read_route(router, "/debug/gangs")
@@ -220,7 +227,10 @@ def add_gang_routes(router: APIRouter, service: Service) -> None:
         now = service.clock()
         context = RankContext.of(snapshot, service.settings.policy, now)
         yield None
-        return gang_summary(snapshot, key, now, context)
+        return {
+            **gang_summary(snapshot, key, now, context),
+            "startForecast": forecast_document(service.loops, snapshot, key),
+        }
 
     @read_route(router, "/debug/gangs/{namespace}/{name}")
     async def gang(namespace: str, name: str) -> Response:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from extender.loops.forecast_loop import ForecastLoop
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop, ScalerRecord
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 class LoopViews:
     scaler: ScalerLoop | None = None
     preemption: PreemptionLoop | None = None
+    forecast: ForecastLoop | None = None
 
     @property
     def shadow(self) -> bool:

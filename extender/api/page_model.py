@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from extender.api.forecast_view import forecast_document
 from extender.api.history import Record
 from extender.api.pacing import HAND_BACK, Steps, keys_in_steps, sorted_in_steps
 from extender.api.standing_view import RankContext, render_standing
@@ -70,7 +71,9 @@ def page_model_steps(service: Service, limits: PageLimits) -> Steps[dict[str, An
             break
         row = render_standing(standing, context)
         row["colour"] = job_colour(row["job"] or "")
+        row["startForecast"] = forecast_document(service.loops, snapshot, row["gang"])
         queue.append(row)
+    scale_bands(queue)
     nodes, hidden = yield from _nodes(snapshot, limits.nodes)
     jobs = []
     job_keys = yield from keys_in_steps(snapshot.jobs)
@@ -142,6 +145,26 @@ def _nodes(snapshot: ClusterSnapshot, limit: int) -> Steps[tuple[list[dict[str, 
         )
         yield None
     return rows, len(snapshot.nodes) - len(shown)
+
+
+def scale_bands(queue: list[dict[str, Any]]) -> None:
+    """Give each queue row with a known forecast its band's place on one scale shared by the rows (0 to the
+    longest p90, an open p90 drawn as twice the p50), in percent: `band` = {left, width, middle}."""
+    known = [row for row in queue if (f := row.get("startForecast")) and not f["unknown"]]
+    tops = [
+        f["p90Seconds"] if f["p90Seconds"] is not None else 2 * f["p50Seconds"]
+        for r in known
+        if (f := r["startForecast"])
+    ]
+    scale = max(tops, default=0.0) or 1.0
+    for row, top in zip(known, tops, strict=True):
+        forecast = row["startForecast"]
+        left = 100 * forecast["p10Seconds"] / scale
+        row["band"] = {
+            "left": round(left, 1),
+            "width": round(max(1.0, 100 * top / scale - left), 1),
+            "middle": round(100 * forecast["p50Seconds"] / scale, 1),
+        }
 
 
 def _share(used: int, whole: int) -> float:

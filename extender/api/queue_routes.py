@@ -20,9 +20,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
 
 from extender.api.debug import json_document
+from extender.api.forecast_view import forecast_document
 from extender.api.pacing import Piece, Steps
 from extender.api.read_routes import json_reply, read_route
-from extender.api.standing_view import UNKNOWN, RankContext, explanation_in_steps, render_standing
+from extender.api.standing_view import UNKNOWN, WAITING, RankContext, explanation_in_steps, render_standing
 from extender.api.verbs import Service
 from extender.policy.rank.standing import explain_queue
 
@@ -54,7 +55,10 @@ def make_queue_router(service: Service) -> APIRouter:
     def explanation(namespace: str, name: str) -> Steps[dict[str, Any]]:
         context = RankContext.of(service.state.snapshot(), settings.policy, service.clock())
         yield None
-        return (yield from explanation_in_steps(context, namespace, name))
+        body = yield from explanation_in_steps(context, namespace, name)
+        if body.get("podGroup") and body.get("status") == WAITING:
+            body["startForecast"] = forecast_document(service.loops, context.snapshot, body["podGroup"])
+        return body
 
     @read_route(router, "/debug/explain/{namespace}/{name}")
     async def explain(namespace: str, name: str) -> Response:

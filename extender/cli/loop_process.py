@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from extender.cli.native_wiring import NativeGangParts
     from extender.k8s.lease import KubeLease
     from extender.k8s.plans import PlanPublisher
+    from extender.loops.actuator import Actuator
+    from extender.loops.forecast_loop import ForecastLoop
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
 
@@ -51,14 +53,16 @@ class RunningLoops:
     """The Lease the loops take turns on (None when no loop runs)."""
     native: NativeGangParts | None = None
     """The native gangs' controller and webhook (with the preemption loop, unless `native_gangs` is off)."""
+    forecast: ForecastLoop | None = None
+    """The start-time forecast (with the preemption loop, whose run clock it reads)."""
 
     def start(self) -> None:
-        for loop in (self.preemption, self.scaler, self.native):
+        for loop in (self.preemption, self.scaler, self.native, self.forecast):
             if loop is not None:
                 loop.start()
 
     def stop(self) -> None:
-        for loop in (self.native, self.scaler, self.preemption):
+        for loop in (self.forecast, self.native, self.scaler, self.preemption):
             if loop is not None:
                 loop.stop()
 
@@ -94,7 +98,7 @@ def make_loops(
 ) -> RunningLoops:
     """The wanted loops over `state`, acting through the Kubernetes actuator while this instance holds the
     Lease (one lease for both: one instance acts cluster-wide), their counts exported on `registry`."""
-    from extender.api.loop_metrics import export_preemption_metrics
+    from extender.api.loop_metrics import export_forecast_metrics, export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics
     from extender.cli.native_wiring import make_native_gangs
     from extender.k8s.actuator import KubeActuator
@@ -143,7 +147,28 @@ def make_loops(
     if scaler is not None:
         export_scaler_metrics(registry, scaler)
     native = make_native_gangs(settings, state, api_client, lease) if wanted.preemption else None
-    return RunningLoops(preemption, scaler, lease if preemption is not None or scaler is not None else None, native)
+    forecast = make_forecast_loop(settings, state, preemption, actuator) if preemption is not None else None
+    if forecast is not None:
+        export_forecast_metrics(registry, forecast)
+    held = lease if preemption is not None or scaler is not None else None
+    return RunningLoops(preemption, scaler, held, native, forecast)
+
+
+def make_forecast_loop(
+    settings: Settings, state: ClusterState, preemption: PreemptionLoop, actuator: Actuator
+) -> ForecastLoop:
+    """The start-time forecast over `state`, reading `preemption`'s run clock, telling through `actuator`."""
+    from extender.loops.forecast_loop import ForecastLoop
+
+    return ForecastLoop(
+        state,
+        settings.policy,
+        lambda: preemption.suspensions.clock,
+        time.time,
+        settings.start_forecast,
+        actuator,
+        lambda: preemption.leading and not preemption.dry_run,
+    )
 
 
 def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
@@ -169,6 +194,7 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
+    service.loops.forecast = loops.forecast
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
     service.probes.needs_lease = True

@@ -143,6 +143,7 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     wanted = Loops(preemption=settings.with_loops, scaler=settings.with_scaler)
     loops = make_loops(settings, state, api_client, service.metrics.registry, publisher, wanted)
     service.loops.scaler, service.loops.preemption = loops.scaler, loops.preemption
+    service.loops.forecast = loops.forecast
     service.probes.informer_problems = informers.problems
     service.probes.lease = loops.lease.status if loops.lease is not None else None
     loops.probes(service.probes)
@@ -159,11 +160,13 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
 
 def shadow_loops(settings: Settings, state: ClusterState, service: Service, routers: list[APIRouter]) -> Part:
     """The preemption loop and (with --with-scaler) the scaler in shadow mode on an offline model: they plan
-    and show what they would do; the actuator they are given is never called."""
-    from extender.api.loop_metrics import export_preemption_metrics
+    and show what they would do; the actuator they are given is never called. The start-time forecast runs
+    beside them (it writes no Event here)."""
+    from extender.api.loop_metrics import export_forecast_metrics, export_preemption_metrics
     from extender.api.scaler import export_scaler_metrics, make_scaler_router
     from extender.cli.runtime import Part
     from extender.loops.actuator import RecordingActuator
+    from extender.loops.forecast_loop import ForecastLoop
     from extender.loops.preemption import PreemptionLoop
     from extender.loops.scaler import ScalerLoop
 
@@ -172,7 +175,12 @@ def shadow_loops(settings: Settings, state: ClusterState, service: Service, rout
     )
     export_preemption_metrics(service.metrics.registry, preemption)
     service.loops.preemption = preemption
-    loops: list[PreemptionLoop | ScalerLoop] = [preemption]
+    forecast = ForecastLoop(
+        state, settings.policy, lambda: preemption.suspensions.clock, time.time, settings.start_forecast
+    )
+    export_forecast_metrics(service.metrics.registry, forecast)
+    service.loops.forecast = forecast
+    loops: list[PreemptionLoop | ScalerLoop | ForecastLoop] = [preemption, forecast]
     if settings.with_scaler:
         scaler = ScalerLoop(
             state,

@@ -18,6 +18,7 @@ from pathlib import Path
 from extender.config.listeners import OBSERVE_LIMITS, VERB_LIMITS, AuthSettings, ListenerLimits
 from extender.config.rules import FilePath, Text, group
 from extender.config.webhook import NATIVE_GANG_MODES, WEBHOOK_LIMITS, WebhookSettings
+from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.preemption_settings import PreemptionLoopSettings
 from extender.loops.scaler_settings import ScalerLoopSettings
 from extender.policy.core.setting_rules import (
@@ -203,6 +204,13 @@ class Settings:
     )
     """How the preemption loop runs: its interval, per-tick limits and retry delays (its policy is in
     `policy`)."""
+    start_forecast: StartForecastSettings = group(
+        StartForecastSettings,
+        "The start-time forecast of waiting gangs (in the preemption loop's process)",
+        prefix="forecast-",
+        commands=("serve", "loops"),
+    )
+    """How often and how many futures each waiting gang's start is forecast over, and its calibration."""
     auth: AuthSettings = group(
         AuthSettings,
         "The verb listener's TLS and authentication (for a port off loopback)",

@@ -31,6 +31,7 @@ from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import PreemptionRecord
 from extender.policy.preemption.choice import PreemptionChoice, carried_out, choose_preemption
 from extender.policy.preemption.victims import PreemptionPlan
+from extender.policy.rank.jobstates import JobStatus
 from extender.policy.rank.partial import overdue_partial_gangs
 from extender.policy.rank.queue import queue_of
 from extender.state.store import ClusterState
@@ -137,7 +138,9 @@ class PreemptionLoop:
             return None
         choice = self._choose(snapshot, now)
         if self.dry_run:
-            return self._shadow(snapshot, choice, starving, now)
+            shadowed = self._shadow(snapshot, choice, starving, now)
+            self._observe_runs(self.state.snapshot(), now)
+            return shadowed
         plan, quiet_generation = self._carry_out(snapshot, choice, now)
         self._report(now)
         self._quiet = (quiet_generation, starving, now) if quiet_generation is not None else None
@@ -204,9 +207,14 @@ class PreemptionLoop:
     def _report(self, now: float) -> None:
         """Step 4: state Events, the run times of jobs seen finish, wait Events."""
         snapshot = self.state.snapshot()
+        statuses = self._observe_runs(snapshot, now)
+        self.reporter.report(snapshot, statuses, now)
+
+    def _observe_runs(self, snapshot: ClusterSnapshot, now: float) -> list[JobStatus]:
+        """Advance the run clock with the jobs' states (in shadow mode too: it writes nothing there)."""
         statuses = self.reporter.job_statuses(snapshot, now)
         self.suspensions.observe_runs(statuses, snapshot.jobs, now)
-        self.reporter.report(snapshot, statuses, now)
+        return statuses
 
     def _admit_in_rank(
         self, snapshot: ClusterSnapshot, choice: PreemptionChoice, now: float, admitted: int

@@ -1,6 +1,7 @@
 """A small cluster as a snapshot file, with something in every part of the page: running jobs (one
-elastic, with room to grow), a gang whose plan is reserved (ghosts), and a gang too large for the room
-left (it waits, with its best plan)."""
+elastic, with room to grow), a gang whose plan is reserved (ghosts), a gang too large for the room left
+(it waits, with its best plan), and finished TFJobs whose run times the loops recall, so the waiting gang
+gets a start-time forecast."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import orjson
 
 from extender.policy.core.resources import Resources
 from extender.policy.core.snapshot import Reservation
+from extender.state.gang_annotations import RUN_TIME_ANNOTATION
 from extender.state.manifests import dump_state
 from tests.builders import cluster, hold, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
 
@@ -28,6 +30,17 @@ def running(name: str, node: str, workers: int, **job: Any) -> list[dict[str, An
     return [*pods, make_podgroup(name, min_member=workers + 1), make_sized_tfjob(name, workers=workers, **job)]
 
 
+FINISHED_RUN_S = (240.0, 420.0, 660.0, 900.0)
+"""Run times of the finished TFJobs (seconds), as the loops wrote them on each (`tfjob-extender.io/run-s`)."""
+
+
+def finished(name: str, run_s: float) -> dict[str, Any]:
+    job = make_sized_tfjob(name, workers=2, cpu="1", memory="2Gi", created="2026-03-01T09:00:00Z")
+    job["metadata"]["annotations"][RUN_TIME_ANNOTATION] = f"{run_s:g}"
+    job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    return job
+
+
 def write_scene(path: Path) -> Path:
     recently = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - RECENTLY_S))
     state = cluster(
@@ -40,6 +53,7 @@ def write_scene(path: Path) -> Path:
         *tfjob_pods("bert", workers=13, cpu="2", memory="4Gi"),
         make_podgroup("bert", min_member=14),
         make_sized_tfjob("bert", workers=13, cpu="2", memory="4Gi", created=recently),
+        *(finished(f"done-{i}", run_s) for i, run_s in enumerate(FINISHED_RUN_S)),
     )
     expires = time.time() + RESERVATION_LIFETIME_S
     pods = ["mnist-ps-0", *(f"mnist-worker-{i}" for i in range(3))]

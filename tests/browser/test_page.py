@@ -1,7 +1,8 @@
 """The live page in a real browser: Debian's Chromium, headless, driven by Playwright, on the observe listener
 of an extender serving a snapshot file in shadow mode. Asserts what a person sees — the queue's rows and
 reasons, one row per node, a job's pods in one colour with its PS marked, reserved pods as ghosts, the
-scaler's planned growth arriving through the page's refresh — and saves a screenshot (`ui.png`) in the
+scaler's planned growth and the waiting gang's start-time band arriving through the page's refresh — and
+saves a screenshot (`ui.png`) in the
 test's tmp dir.
 Without Chromium the test is skipped, except in CI (CI=true), where hack/test.sh installs it first.
 """
@@ -26,6 +27,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
 SCALER_PLAN_TIMEOUT_MS = 20_000
+FORECAST_TIMEOUT_MS = 30_000
+"""The forecast's first refresh comes a `refresh_s` (5 s) after the loops' first tick."""
 
 
 def chromium_or_skip() -> str:
@@ -122,6 +125,10 @@ def test_the_page_shows_the_queue_nodes_coloured_by_job_and_the_shadow_plans(ext
             planned.first.wait_for(timeout=SCALER_PLAN_TIMEOUT_MS)
             assert "default/elastic" in planned.first.inner_text()
             assert page.locator("#chart polyline").count() == 3
+            band = page.locator('.queue-row[data-gang="default/bert"] .forecast .band')
+            band.wait_for(timeout=FORECAST_TIMEOUT_MS)
+            assert "most likely" in page.locator('.queue-row[data-gang="default/bert"] .forecast').inner_text()
+            assert "expected to start in" in str(band.get_attribute("title"))
             page.screenshot(path=str(tmp_path / "ui.png"), full_page=True)
         finally:
             browser.close()

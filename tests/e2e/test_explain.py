@@ -2,7 +2,8 @@
 
 A running job and a job too large for its scene (10 CPU on two 4-CPU nodes, 3 of them taken): explain
 says the first has started (exit 0) and words what the second waits for (exit 1); the preemption loop
-writes the stable reason on the waiting pods as Events.
+writes the stable reason on the waiting pods as Events; the start-time forecast says the second can never
+start, being larger than the whole cluster.
 """
 
 from __future__ import annotations
@@ -38,13 +39,19 @@ def test_explain_says_a_running_job_started_and_what_a_waiting_job_waits_for(
     started = wait_until("explain of the running job", lambda: _settled(explain(plane, f"{ns}/running"), 0), 30)
     assert started.stdout.splitlines()[0] == f"{ns}/running (TFJob): STARTED — {ns}/running has started: 3/3 pods bound"
 
-    waiting = wait_until("explain of the waiting job", lambda: _settled(explain(plane, f"{ns}/toobig"), 1), 60)
+    def forecast_given() -> subprocess.CompletedProcess[str] | None:
+        answer = _settled(explain(plane, f"{ns}/toobig"), 1)
+        return answer if answer is not None and "start time unknown" in answer.stdout else None
+
+    waiting = wait_until("explain of the waiting job, with its start forecast", forecast_given, 60)
     lines = waiting.stdout.splitlines()
     assert lines[0] == f"{ns}/toobig (TFJob): WAITING"
     assert any(line.startswith("  rank ") and "waiting gangs" in line for line in lines), waiting.stdout
     assert f"  waits for: GangWaitingForRoom — gang {ns}/toobig needs 10 pods (10 × 1 CPU, 1 GiB)" in waiting.stdout
     assert "  best plan found: places 5 of the 10 pods it needs" in waiting.stdout
     assert "  would start with: room for 5 more pod(s) of 1 CPU, 1 GiB" in waiting.stdout
+    never = "  start time unknown: it needs more than the whole cluster has, so it can never start: 10 CPU of 8 CPU"
+    assert never in lines, waiting.stdout
 
     by_pod = explain(plane, f"{ns}/toobig-worker-3")
     assert by_pod.returncode == 1 and "(Pod): WAITING" in by_pod.stdout

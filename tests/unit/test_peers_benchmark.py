@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.peer_contended import ContendedRun
 from benchmarks.peer_drains import DrainRow, PeerBench, metric_sums
+from benchmarks.peer_forecasts import ForecastRecorder, forecast_scores
 from benchmarks.peer_lineup import SCHEDULERS, Lineup
 from benchmarks.peer_outcomes import JobOutcome, RunSummary
 from benchmarks.peer_records import RECORD_KEYS, contended_record, drain_record, write_records
@@ -23,6 +24,7 @@ from benchmarks.peer_workloads import Contended, cpu_mix, native_podgroup, nativ
 from benchmarks.scheduler_throughput import Phase, Result
 from extender.devcluster import LocalControlPlane
 from extender.policy.core.resources import CPU, GPU
+from extender.policy.forecast.model import StartBand
 from extender.sim.workload import JobSpec, NodeSpec, Workload
 from tests.e2e.bulk import Api
 
@@ -358,3 +360,18 @@ def test_the_records_are_one_json_array_drains_first(tmp_path: Path) -> None:
     assert [(r["workload"], r["scheduler"]) for r in records] == [("drain-500-gang8", "native"), ("cpu-mix", "ours")]
     assert records[1]["makespan_s"] == 2.0 and records[1]["colocated"] == 0.0
     assert [p.name for p in tmp_path.iterdir()] == ["runs.json"]
+
+
+def test_the_forecasts_seen_during_a_run_are_scored_against_its_starts() -> None:
+    recorder = ForecastRecorder("http://127.0.0.1:1", "cpu-mix-ours-s1", 30.0)
+    recorder.seen = [
+        ("a", 100.0, StartBand(5.0, 10.0, 20.0)),
+        ("a", 130.0, StartBand(100.0, 120.0, 140.0)),
+        ("b", 100.0, StartBand(unknown="fewer than 3 jobs seen finish (0): no run times to go by")),
+    ]
+    a = JobOutcome(spec("a"), submitted=90.0, started=140.0, finished=200.0, first_bind=139.0)
+    b = JobOutcome(spec("b"), submitted=90.0, started=150.0, finished=210.0, first_bind=149.0)
+    scores = forecast_scores(recorder, RunSummary("cpu-mix", "ours", 1, [a, b], end=210.0, stalled=False))
+    assert (scores["forecasts"], scores["unknown"]) == (3, 1)
+    assert scores["coverage_p90"] == 0.5 and scores["below_p10"] == 0.5
+    assert scores["asked_failed"] == 0

@@ -58,6 +58,10 @@ def job_state(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicyS
     bound = sum(1 for pod in pods if pod.holds_node)
     if pods and all(pod.phase == "Succeeded" for pod in pods):
         return JobStatus(key, JobState.COMPLETED, "every pod succeeded", len(pods), bound)
+    job = snapshot.jobs.get(key)
+    if job is not None and (job.succeeded or job.failed) and not bound:
+        ended = "succeeded" if job.succeeded else "failed"
+        return JobStatus(key, JobState.COMPLETED, f"the TFJob {ended}; no pod of it holds a node", len(pods), 0)
     group = next((pod.group for pod in pods if pod.group), "")
     preempted = _preemption_of(snapshot, key, group)
     running = _running(snapshot, group, pods)

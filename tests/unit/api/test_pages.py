@@ -3,12 +3,14 @@ again once the model changes or that time has passed, the same as made whole."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
 from extender.api import ui
 from extender.api.app import make_service
-from extender.api.page_model import PageLimits, page_model_steps
+from extender.api.page_model import PageLimits, page_model_steps, scale_bands
 from extender.api.ui import VIEW_JSON, Pages
 from extender.config import Settings
 from extender.policy.core.stepwise import run_whole
@@ -53,3 +55,23 @@ def test_a_changed_model_or_an_old_page_is_made_again(pages: Pages, monkeypatch:
     monkeypatch.setattr(ui, "PAGE_REUSE_S", 0.0)
     run_whole(pages.body_steps(VIEW_JSON))
     assert pages.latest is not second
+
+
+def test_the_queue_bands_share_one_scale() -> None:
+    def row(p10: float, p50: float, p90: float | None) -> dict[str, Any]:
+        forecast = {"p10Seconds": p10, "p50Seconds": p50, "p90Seconds": p90, "unknown": None}
+        return {"startForecast": forecast}
+
+    unknown: dict[str, Any] = {"startForecast": {"unknown": "fewer than 3 jobs seen finish (0): no run times to go by"}}
+    queue: list[dict[str, Any]] = [
+        row(0.0, 60.0, 120.0),
+        row(120.0, 240.0, 600.0),
+        row(100.0, 150.0, None),
+        unknown,
+        {"startForecast": None},
+    ]
+    scale_bands(queue)
+    assert queue[0]["band"] == {"left": 0.0, "width": 20.0, "middle": 10.0}
+    assert queue[1]["band"] == {"left": 20.0, "width": 80.0, "middle": 40.0}
+    assert queue[2]["band"] == {"left": 16.7, "width": 33.3, "middle": 25.0}
+    assert "band" not in queue[3] and "band" not in queue[4]

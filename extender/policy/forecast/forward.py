@@ -1,0 +1,115 @@
+"""The forward run itself: every sampled future advanced together, event by event, as arrays (pure).
+
+Columns are waiting gangs in rank order. At every instant each column that waits and whose start needs fit
+in its future's free room starts (the first in rank order first, until none fits); a started column holds
+its needs until it ends (`durations` after it started); a running job frees what it holds when its
+`remaining` time is up. A column may start at a given time whether it fits or not (`forced`: room taken
+for it by preemption, lent from the free room, which may go below zero so that the columns after it wait
+for as much to free again). Each step handles one event in every future, so a run costs about as many
+array steps as there are jobs, whatever the number of futures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extender.policy.forecast.model import FIT_SLACK, ForecastInputs
+
+
+def starts_given(
+    inputs: ForecastInputs,
+    remaining: np.ndarray,
+    durations: np.ndarray,
+    never: np.ndarray | None = None,
+    until: int | None = None,
+    forced: np.ndarray | None = None,
+) -> np.ndarray:
+    """Start times (samples × columns; `inf`: not in that future) when the running jobs end after
+    `remaining` and the waiting ones run for `durations` (both samples × jobs). The columns are
+    `inputs.waiting` in rank order; `never`: columns left out; `until`: stop once that column has started
+    in every sample (the others' starts are then partial); `forced` (samples × columns): when each starts
+    whether or not it fits (room taken by preemption)."""
+    samples = remaining.shape[0]
+    if not inputs.waiting:
+        return np.zeros((samples, 0))
+    run = _Futures(inputs, remaining, durations, never, forced)
+    rows = np.arange(samples)
+    changed = rows
+    while True:
+        run.admit(changed)
+        left = run.waiting.any(axis=1)
+        if not left.any() or (until is not None and not run.waiting[:, until].any()):
+            return run.starts
+        nxt = run.ends.argmin(axis=1)
+        at = run.ends[rows, nxt]
+        if run.forced is not None:
+            run.forced[~run.waiting] = np.inf
+            take = run.forced.argmin(axis=1)
+            takes_at = run.forced[rows, take]
+            taking = takes_at < at
+            if taking.any():
+                changed = rows[taking]
+                run.now[changed] = takes_at[changed]
+                run.start(changed, take[changed])
+                continue
+        live = np.isfinite(at) & left
+        if not live.any():
+            return run.starts
+        changed = rows[live]
+        run.now[changed] = at[changed]
+        run.end(changed, nxt[changed])
+
+
+class _Futures:
+    """Every sampled future's state, as arrays with one row per future."""
+
+    def __init__(
+        self,
+        inputs: ForecastInputs,
+        remaining: np.ndarray,
+        durations: np.ndarray,
+        never: np.ndarray | None,
+        forced: np.ndarray | None,
+    ) -> None:
+        samples, running, width = remaining.shape[0], len(inputs.running), len(inputs.resources)
+        self.needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
+        columns = len(self.needs)
+        holds = np.asarray([job.holds for job in inputs.running], dtype=np.float64).reshape(running, width)
+        self.running = running
+        self.durations = durations
+        self.ends = np.full((samples, running + columns), np.inf)
+        self.ends[:, :running] = remaining
+        self.released = np.concatenate([holds, self.needs])
+        """What each job frees when it ends."""
+        self.free = np.tile(np.asarray(inputs.free, dtype=np.float64), (samples, 1))
+        self.starts = np.full((samples, columns), np.inf)
+        left_out = np.zeros(columns, dtype=bool) if never is None else never
+        self.waiting = np.tile(~left_out, (samples, 1))
+        self.forced = None if forced is None else np.where(self.waiting, forced, np.inf)
+        self.now = np.zeros(samples)
+
+    def admit(self, rows: np.ndarray) -> None:
+        """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order, until
+        none fits."""
+        slack = 1 + FIT_SLACK
+        while len(rows):
+            fits = self.waiting[rows].copy()
+            for resource in range(self.needs.shape[1]):
+                fits &= self.needs[None, :, resource] <= self.free[rows, resource, None] * slack + FIT_SLACK
+            admitting = fits.any(axis=1)
+            rows = rows[admitting]
+            self.start(rows, fits[admitting].argmax(axis=1))
+
+    def start(self, rows: np.ndarray, columns: np.ndarray) -> None:
+        """Start `columns` in `rows` now, fitting or not: what does not fit is lent from the free room (it
+        goes below zero, so that what starts after waits for as much to free again)."""
+        if not len(rows):
+            return
+        self.waiting[rows, columns] = False
+        self.starts[rows, columns] = self.now[rows]
+        self.ends[rows, self.running + columns] = self.now[rows] + self.durations[rows, columns]
+        self.free[rows] -= self.needs[columns]
+
+    def end(self, rows: np.ndarray, jobs: np.ndarray) -> None:
+        self.free[rows] += self.released[jobs]
+        self.ends[rows, jobs] = np.inf

@@ -1,0 +1,118 @@
+"""What the forward run starts from, read from a snapshot and the run times seen (pure).
+
+Only what a cluster shows is read: the schedulable nodes' allocatable and what is free on them, the gang
+queue in rank order at `now` (`GangQueue.waiting`), what each gang's bound members hold and since when, and
+the run times of the jobs seen finish (`RunClock`, passed in as numbers). A waiting gang's start needs are
+what its PodGroup's `minMember` asks of its TFJob (every other replica and the workers that make up
+the rest, at least the job's minimum; `GangSummary.demand` without a TFJob) less what its members already
+hold; for a job whose workers may be fewer than that, each smaller size down to its minimum is kept for the
+what-if (`WaitingGang.smaller`). A gang whose plan is already
+reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
+band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
+the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any
+gang hold their room for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.views import GroupView, JobView, Role
+from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.preemption.residual_life import RunTimes
+from extender.policy.rank.gang_summary import GangSummary
+from extender.policy.rank.queue import queue_of
+from extender.policy.rank.standing import free_capacity
+from extender.policy.rank.weights import JobRank, cluster_capacity
+
+BASE_RESOURCES = (CPU, MEMORY, GPU)
+
+
+def forecast_inputs(
+    snapshot: ClusterSnapshot,
+    settings: PolicySettings,
+    now: float,
+    finished_run_s: Iterable[float],
+    attained_s: Mapping[str, float],
+    starving_delays_s: Sequence[float] | None = None,
+) -> tuple[ForecastInputs, tuple[str, ...]]:
+    """The inputs, and the waiting gangs whose plan is reserved (they start now). `attained_s`: job key →
+    seconds run, for the running jobs the caller's clock knows; `starving_delays_s`: how long gangs seen
+    start took from starving (`starvation_limit_s`) to starting — given, a gang is counted on to start
+    about as long after it starves, by preemption, whether or not room frees (none when not given)."""
+    queue = queue_of(snapshot, settings)
+    capacity, free = cluster_capacity(snapshot), free_capacity(snapshot)
+    ranked = [(rank, queue.summaries[rank.subject]) for rank in queue.waiting(now, settings)]
+    reserved = tuple(summary.key for _, summary in ranked if summary.reserved)
+    ranked = [(rank, summary) for rank, summary in ranked if not summary.reserved]
+    running = [summary for summary in queue.summaries.values() if summary.satisfied and summary.bound_pods]
+    names = tuple(
+        sorted(
+            set(BASE_RESOURCES) | capacity.names() | {name for _, s in ranked for name in s.demand.names()},
+            key=lambda name: (name not in BASE_RESOURCES, name),
+        )
+    )
+    gangs = tuple(_waiting(snapshot, rank, summary, settings, names) for rank, summary in ranked)
+    jobs = tuple(
+        RunningJob(
+            summary.key,
+            _vector(summary.bound, names),
+            attained_s.get(summary.job, max(0.0, now - (summary.started or now))),
+        )
+        for summary in running
+    )
+    inputs = ForecastInputs(
+        resources=names,
+        capacity=_vector(capacity, names),
+        free=_vector(free, names),
+        running=jobs,
+        waiting=gangs,
+        curve=RunTimes.estimate(finished_run_s, (job.attained_s for job in jobs)),
+        starving=None
+        if starving_delays_s is None
+        else RunTimes.estimate(starving_delays_s, (g.starving_s for g in gangs if g.starves_in_s == 0.0)),
+    )
+    return inputs, reserved
+
+
+def _waiting(
+    snapshot: ClusterSnapshot,
+    rank: JobRank,
+    summary: GangSummary,
+    settings: PolicySettings,
+    names: tuple[str, ...],
+) -> WaitingGang:
+    """One waiting gang as the forward run takes it (see the module docstring)."""
+    sizes = _sizes(snapshot.jobs.get(summary.job), snapshot.groups.get(summary.origin))
+    need = sizes[0][1] if sizes else summary.demand
+    return WaitingGang(
+        summary.key,
+        _vector(need.shortfall(summary.bound), names),
+        tuple((workers, _vector(demand.shortfall(summary.bound), names)) for workers, demand in sizes[1:]),
+        sizes[0][0] if sizes else 0,
+        starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
+        starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
+    )
+
+
+def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:
+    """(workers, what the job needs to start with them): first the size its gang starts at (the PodGroup's
+    `minMember` less its other replicas, at least the job's minimum of workers), then each smaller one
+    down to that minimum; empty without a TFJob with workers."""
+    if job is None or Role.WORKER not in job.replicas:
+        return []
+    others = EMPTY
+    for role, count in job.replicas.items():
+        if role is not Role.WORKER:
+            others = others + job.role_requests.get(role, EMPTY).scaled(count)
+    other_pods = sum(count for role, count in job.replicas.items() if role is not Role.WORKER)
+    starts_with = max(job.min_workers, (group.min_member - other_pods) if group is not None else job.min_workers)
+    worker = job.role_requests.get(Role.WORKER, EMPTY)
+    return [(workers, others + worker.scaled(workers)) for workers in range(starts_with, job.min_workers - 1, -1)]
+
+
+def _vector(amounts: Resources, names: tuple[str, ...]) -> tuple[float, ...]:
+    return tuple(float(amounts.get(name)) for name in names)

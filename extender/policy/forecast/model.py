@@ -1,0 +1,77 @@
+"""What the start-time forecast reads and answers, as plain values (pure).
+
+`ForecastInputs` is the cluster as the forward run sees it — capacity and free room summed over the
+schedulable nodes, the running gangs with what they hold and have run, the waiting gangs in rank order with
+what they need to start, the run-time curve and the starving-to-start curve —
+and `StartBand` is one gang's answer. `inputs.forecast_inputs` builds the first from a snapshot;
+`montecarlo.forecast_starts` turns it into the second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from extender.policy.preemption.residual_life import RunTimes
+
+QUANTILES = (0.1, 0.5, 0.9)
+FIT_SLACK = 1e-9
+"""Relative slack of the fit comparison (float round-off of summed capacities)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    key: str
+    holds: tuple[float, ...]
+    """What it holds, in the order of `ForecastInputs.resources`."""
+    attained_s: float
+    """Seconds it has run."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingGang:
+    key: str
+    needs: tuple[float, ...]
+    """What it must be given to start (its minimum, less what its members already hold)."""
+    smaller: tuple[tuple[int, tuple[float, ...]], ...] = ()
+    """(workers, needs) at each smaller size its TFJob may start at, largest first (the what-if)."""
+    workers: int = 0
+    """The workers it starts with (0: not known, no TFJob with workers)."""
+    starves_in_s: float = math.inf
+    """Seconds from now until it starves (0: it does already); from then on the preemption loop may take
+    room for it from running work."""
+    starving_s: float = 0.0
+    """How long it has starved already."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastInputs:
+    resources: tuple[str, ...]
+    capacity: tuple[float, ...]
+    """The schedulable nodes' allocatable, summed."""
+    free: tuple[float, ...]
+    """What they have left after bound pods and reserved plans, summed."""
+    running: tuple[RunningJob, ...]
+    waiting: tuple[WaitingGang, ...]
+    """Highest rank first."""
+    curve: RunTimes
+    starving: RunTimes | None = None
+    """The Kaplan–Meier curve of how long gangs took from starving to starting (those still starving
+    censored): each waiting gang starts, room or not, that long after it starves (a draw, conditioned on
+    how long it has starved). None: starving gangs are not counted on to start sooner than room frees."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartBand:
+    """Seconds from now to the gang's start: p10, p50, p90 (`None`: later than any draw could tell), or why
+    there is no answer."""
+
+    p10_s: float | None = None
+    p50_s: float | None = None
+    p90_s: float | None = None
+    unknown: str = ""
+    samples: int = 0
+
+    @property
+    def known(self) -> bool:
+        return not self.unknown

@@ -1,0 +1,166 @@
+"""When each waiting gang starts: the queue run forward over sampled futures (pure).
+
+The forward run is the admission rule in aggregate: at every instant, the waiting gangs are taken in rank
+order and each one whose start needs fit in what the cluster has free starts (a gang that does not fit lets
+the ones behind it go first, as the extender lets a lower gang take room a higher one cannot use yet); a
+started gang holds what it started with until it ends. What is not known is how long each job runs: a
+running job's remaining time and a waiting job's run time are drawn from the Kaplan–Meier curve of the run
+times seen finish (`RunTimes`), conditioned on what the running one has run. Each of `samples` futures is
+one draw of every job; all of them advance together, event by event, as arrays (samples × jobs), so a
+refresh costs a few hundred array steps whatever the sample count.
+
+A gang that starves (`starvation_limit_s`) gets room by preemption: it starts, room or not, after a
+draw from the curve of how long gangs in this cluster took from starving to starting
+(`ForecastInputs.starving`), and the room it takes is lent from what is free, so what starts after it
+waits for as much to free again (`forward`).
+
+What it assumes, and where it says "unknown" instead of a number:
+- capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
+- jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
+  later arrivals from the recent rate and mix of TFJobs into the run was measured worse on the CPU, GPU
+  and mixed scenarios it was tried on: see docs/start-forecast.md);
+- a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
+  runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
+- a gang whose start needs exceed the whole cluster never starts, and one that does not fit even once every
+  running gang has ended (pods outside any gang hold the rest) has no p50: both are "unknown", with why;
+  so is every gang while fewer than `min_history` run times have been seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from extender.policy.core.resources import describe_amount
+from extender.policy.forecast.forward import starts_given
+from extender.policy.forecast.model import (
+    FIT_SLACK,
+    QUANTILES,
+    ForecastInputs,
+    StartBand,
+)
+from extender.policy.preemption.residual_life import RunTimes
+
+
+def draw_remaining(curve: RunTimes, attained: np.ndarray, uniforms: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """Remaining run times (samples × jobs) of jobs that have run `attained` seconds, by inverting the
+    survival curve conditioned on it at `uniforms`. A draw past the longest run seen finish (the curve's
+    censored tail) runs on from there for `tail` (standard exponential draws) × the longer of that run and
+    what the job has run: a job that has run long is taken to run about as long again."""
+    times = np.asarray(curve.times, dtype=np.float64)
+    survival = np.asarray(curve.survival, dtype=np.float64)
+    step = np.searchsorted(times, attained, side="right")
+    alive = np.where(step > 0, survival[np.maximum(step - 1, 0)], 1.0)
+    target = uniforms * alive[None, :]
+    # The first observed time at which survival has fallen to the target or below: survival is
+    # non-increasing, so search its negation.
+    index = np.searchsorted(-survival, -target, side="left")
+    index = np.maximum(index, step[None, :])
+    past_end = index >= len(times)
+    ends = times[np.minimum(index, len(times) - 1)]
+    longest = times[-1]
+    beyond = np.maximum(longest - attained, 0.0)[None, :] + tail * np.maximum(attained, longest)[None, :]
+    drawn: np.ndarray = np.where(past_end, beyond, np.maximum(ends - attained[None, :], 0.0))
+    return drawn
+
+
+def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history: int = 3) -> dict[str, StartBand]:
+    """Each waiting gang's start band, seconds from now (see the module docstring)."""
+    waiting = inputs.waiting
+    if not waiting:
+        return {}
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    needs = np.asarray([gang.needs for gang in waiting], dtype=np.float64).reshape(len(waiting), len(capacity))
+    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
+    bands = {
+        gang.key: StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
+        for index, gang in enumerate(waiting)
+        if too_big[index]
+    }
+    if inputs.curve.finished < min_history:
+        why = f"fewer than {min_history} jobs seen finish ({inputs.curve.finished}): no run times to go by"
+        return {gang.key: bands.get(gang.key, StartBand(unknown=why)) for gang in waiting}
+    starts = _run_forward(inputs, needs, too_big, samples, seed)
+    for index, gang in enumerate(waiting):
+        if too_big[index]:
+            continue
+        p10, p50, p90 = (_quantile(starts[:, index], q) for q in QUANTILES)
+        if p50 is None:
+            why = "it does not fit even once every running gang has ended (pods outside any gang hold the rest)"
+            bands[gang.key] = StartBand(unknown=why, samples=samples)
+            continue
+        bands[gang.key] = StartBand(p10, p50, p90, samples=samples)
+    return bands
+
+
+def _run_forward(
+    inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int, until: int | None = None
+) -> np.ndarray:
+    """Start times (samples × waiting gangs) over `samples` drawn futures."""
+    rng = np.random.default_rng(seed)
+    attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
+    shape_running, shape_waiting = (samples, len(attained)), (samples, len(needs))
+    remaining = draw_remaining(inputs.curve, attained, rng.random(shape_running), rng.exponential(size=shape_running))
+    durations = draw_remaining(
+        inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
+    )
+    forced = _forced_starts(inputs, rng, samples)
+    return starts_given(inputs, remaining, durations, never, until, forced=forced)
+
+
+def _forced_starts(inputs: ForecastInputs, rng: np.random.Generator, samples: int) -> np.ndarray | None:
+    """When each waiting gang starts by preemption (samples × gangs): when it starves, plus a draw from
+    `ForecastInputs.starving` conditioned on how long it has starved; None without that curve."""
+    curve = inputs.starving
+    if curve is None or not curve.times:
+        return None
+    starves_in = np.asarray([gang.starves_in_s for gang in inputs.waiting], dtype=np.float64)
+    starved = np.asarray([gang.starving_s for gang in inputs.waiting], dtype=np.float64)
+    shape = (samples, len(starves_in))
+    delay = draw_remaining(curve, starved, rng.random(shape), rng.exponential(size=shape))
+    forced: np.ndarray = starves_in[None, :] + delay
+    return forced
+
+
+def what_if(
+    inputs: ForecastInputs, key: str, samples: int, seed: int, min_history: int = 3
+) -> tuple[tuple[int, StartBand], ...]:
+    """The gang `key`'s start band at each of its smaller sizes (`WaitingGang.smaller`), each from a forward
+    run in which it needs only that much, stopped once it has started in every future."""
+    index = next((i for i, gang in enumerate(inputs.waiting) if gang.key == key), None)
+    if index is None or inputs.curve.finished < min_history:
+        return ()
+    gang = inputs.waiting[index]
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    bands = []
+    for workers, needs in gang.smaller:
+        variant = replace(
+            inputs, waiting=(*inputs.waiting[:index], replace(gang, needs=needs), *inputs.waiting[index + 1 :])
+        )
+        matrix = np.asarray([g.needs for g in variant.waiting], dtype=np.float64).reshape(-1, len(capacity))
+        never: np.ndarray = np.asarray((matrix > capacity * (1 + FIT_SLACK)).any(axis=1))
+        if never[index]:
+            continue
+        starts = _run_forward(variant, matrix, never, samples, seed, until=index)[:, index]
+        p10, p50, p90 = (_quantile(starts, q) for q in QUANTILES)
+        if p50 is not None:
+            bands.append((workers, StartBand(p10, p50, p90, samples=samples)))
+    return tuple(bands)
+
+
+def _quantile(values: np.ndarray, q: float) -> float | None:
+    """The `q` quantile of the sampled start times, `None` when it falls on a start no draw could tell."""
+    ordered = np.sort(values)
+    at = ordered[min(len(ordered) - 1, int(np.ceil(q * len(ordered))) - 1)]
+    return float(at) if np.isfinite(at) else None
+
+
+def _bigger_than_cluster(inputs: ForecastInputs, needs: Sequence[float]) -> str:
+    short = [
+        f"{describe_amount(name, round(need))} of {describe_amount(name, round(have))}"
+        for name, need, have in zip(inputs.resources, needs, inputs.capacity, strict=True)
+        if need > have * (1 + FIT_SLACK)
+    ]
+    return "it needs more than the whole cluster has, so it can never start: " + ", ".join(short)

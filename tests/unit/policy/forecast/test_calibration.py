@@ -1,0 +1,75 @@
+"""Correcting bands by past errors: coverage restored, nothing corrected by too few, its own words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from extender.policy.forecast.calibration import ForecastRecord, adapted, corrected, correction
+from extender.policy.forecast.model import StartBand
+from extender.policy.forecast.wording import start_phrase
+
+
+def records(bands: list[StartBand], actual: list[float]) -> list[ForecastRecord]:
+    return [ForecastRecord(band, float(i), wait) for i, (band, wait) in enumerate(zip(bands, actual, strict=True))]
+
+
+def test_bands_too_narrow_are_widened_to_the_stated_coverage() -> None:
+    rng = np.random.default_rng(7)
+    actual = rng.lognormal(np.log(300), 0.6, 400)
+    narrow = [StartBand(280.0, 300.0, 320.0)] * 400
+    shift = correction(records(narrow, actual.tolist()), (0.9, 0.9), 30.0, 20)
+    fixed = corrected(StartBand(280.0, 300.0, 320.0), shift, 30.0)
+    assert fixed.p10_s is not None and fixed.p90_s is not None
+    fresh = rng.lognormal(np.log(300), 0.6, 4000)
+    assert 0.85 <= float(np.mean(fresh <= fixed.p90_s)) <= 0.95
+    assert 0.85 <= float(np.mean(fresh >= fixed.p10_s)) <= 0.95
+
+
+def test_a_late_bias_moves_the_median() -> None:
+    late = [StartBand(100.0, 200.0, 400.0)] * 50
+    shift = correction(records(late, [100.0] * 50), (0.9, 0.9), 30.0, 20)
+    assert corrected(late[0], shift, 30.0).p50_s == pytest.approx(100.0)
+
+
+def test_nothing_is_corrected_below_the_minimum_records() -> None:
+    band = StartBand(10.0, 20.0, 30.0)
+    shift = correction(records([band] * 5, [500.0] * 5), (0.9, 0.9), 30.0, 20)
+    assert not shift.applied and corrected(band, shift, 30.0) == band
+
+
+def test_an_unknown_band_stays_unknown() -> None:
+    shift = correction(records([StartBand(10.0, 20.0, 30.0)] * 30, [25.0] * 30), (0.9, 0.9), 30.0, 20)
+    unknown = StartBand(unknown="no run times")
+    assert corrected(unknown, shift, 30.0) == unknown
+
+
+@pytest.mark.parametrize(
+    ("band", "words"),
+    [
+        ((240.0, 360.0, 660.0), "expected to start in 4–11 min, most likely 6 min"),
+        ((5.0, 20.0, 60.0), "expected to start in 5–60 s, most likely 20 s"),
+        ((3600.0, 7200.0, 18000.0), "expected to start in 1.0–5.0 h, most likely 2.0 h"),
+        ((0.0, 0.0, 0.0), "expected to start now"),
+        ((60.0, 120.0, None), "expected to start in 1 min or later, most likely 2 min"),
+    ],
+)
+def test_start_phrase(band: tuple[float, float, float | None], words: str) -> None:
+    assert start_phrase(*band) == words
+
+
+def test_start_phrase_unknown() -> None:
+    assert start_phrase(None, None, None, "no run times") == "start time unknown: no run times"
+
+
+def test_levels_rise_while_the_published_bands_miss_and_fall_while_they_hold() -> None:
+    band = StartBand(10.0, 20.0, 30.0)
+    missed = ForecastRecord(band, 0.0, 100.0, band)
+    held = ForecastRecord(band, 0.0, 20.0, band)
+    levels = (0.9, 0.9)
+    for _ in range(10):
+        levels = adapted(levels, missed, 0.9, 0.01)
+    assert levels[1] == pytest.approx(0.99) and levels[0] == pytest.approx(0.89)
+    for _ in range(10):
+        levels = adapted(levels, held, 0.9, 0.01)
+    assert levels[1] == pytest.approx(0.98) and levels[0] == pytest.approx(0.88)
