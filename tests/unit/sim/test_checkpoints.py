@@ -64,11 +64,11 @@ def test_a_job_that_keeps_every_step_loses_nothing() -> None:
 
 def test_checkpoints_count_training_time_across_spans_and_restarts() -> None:
     progress = trained(100.0, [250.0])
-    assert (progress.saved, progress.since_save_s) == (pytest.approx(RATE * 200), pytest.approx(50.0))
+    assert (progress.saved, progress.since_save_s) == pytest.approx((RATE * 200, 50.0))
     stopped(progress)
     progress.done += RATE * 120
     checkpoint(progress, RATE, 120.0)
-    assert (progress.saved, progress.since_save_s) == (pytest.approx(RATE * 300), pytest.approx(20.0))
+    assert (progress.saved, progress.since_save_s) == pytest.approx((RATE * 300, 20.0))
 
 
 def test_built_in_scenarios_draw_intervals_apart_from_the_rest_of_the_workload() -> None:
