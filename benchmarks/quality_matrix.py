@@ -75,7 +75,9 @@ def summarise(
         f"Every scenario × policy × seeds {', '.join(map(str, all_seeds))}; each cell is the mean over seeds "
         "(avg JCT: mean [smallest seed – largest seed]); max queue and max wait after fit are the largest over "
         "seeds. Utilisation is the busy share of GPUs in the GPU scenarios, of CPU in the KOD2 one. Jobs that "
-        "never complete count until the end of the run (censored). Regenerate with "
+        "never complete count until the end of the run (censored). Every job checkpoints on its own interval "
+        "(5–60 min; a fifth never): lost work is the training its restarts threw away (GPU-seconds, CPU-seconds "
+        "without GPUs; mean over seeds), restarts/job the most and the p95 over seeds. Regenerate with "
         "`nice -n 10 python benchmarks/quality_matrix.py --out docs/simulation/matrix.md`.",
         "",
     ]
@@ -87,9 +89,9 @@ def summarise(
         lines += [f"## {scenario}", ""]
         lines.append(
             "| policy | resizes jobs | avg JCT s | p95 JCT s | makespan s | max queue s | max wait after fit s "
-            "| utilisation | censored |"
+            "| utilisation | censored | lost work s | restarts/job max, p95 |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         means: dict[str, float] = {}
         for policy in policies:
             cells = [runs[(scenario, policy, seed)] for seed in seeds if (scenario, policy, seed) in runs]
@@ -102,7 +104,9 @@ def summarise(
                 f"| {policy} | {cells[0]['resizes']} | {mean(jct):.0f} [{min(jct):.0f}–{max(jct):.0f}] "
                 f"| {mean([c['p95_jct_s'] for c in cells]):.0f} | {mean([c['makespan_s'] for c in cells]):.0f} "
                 f"| {max(c['max_queue_s'] for c in cells):.0f} | {max(c['max_fit_wait_s'] for c in cells):.0f} "
-                f"| {mean([c[util_key] for c in cells]):.1%} | {sum(c['censored_jobs'] for c in cells)} |"
+                f"| {mean([c[util_key] for c in cells]):.1%} | {sum(c['censored_jobs'] for c in cells)} "
+                f"| {mean([c['lost_work_s'] for c in cells]):.0f} | {max(c['max_restarts'] for c in cells)}, "
+                f"{max(c['p95_restarts'] for c in cells):.1f} |"
             )
         lines.append("")
         honest = {p: v for p, v in means.items() if p in HONEST_BASELINES}

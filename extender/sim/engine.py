@@ -5,8 +5,10 @@ and — while pods are pending, or for a policy that grows running jobs while an
 periodic step. Between two events every rate is constant, so
 progress, attained service and busy cores are integrated exactly. A job trains only once it is runnable
 (every PS bound, and all its workers — or, for an elastic job, at least its minimum) and `startup_s` has
-passed since it became so; losing a PS or falling below its worker minimum stops it, and the next start
-pays `startup_s` again (a restart from the latest checkpoint; progress is kept).
+passed since it became so; losing a PS or falling below its worker minimum stops it: a restart, which
+loses the progress since its last checkpoint (every `JobSpec.checkpoint_s` seconds of training; all of it
+for a job that never checkpoints) and pays `startup_s` again. `JobProgress.lost_work_s` counts what is
+lost, in GPU-seconds (CPU-seconds for a job without GPUs), and `restarts` how often, for every policy alike.
 When nothing can happen any more (no job trains, no event is due, the policy's steps have changed nothing
 for `stall_quiet_s`, long enough for kube-scheduler to retry every unschedulable pod) the run is stalled:
 if some job holds nodes without being runnable (a partial placement) the youngest such job is declared
@@ -184,6 +186,7 @@ class Simulation:
             if progress.started is None:
                 progress.started = progress.ready_at
             progress.service += self._share(self.cluster.jobs[name]) * span
+            checkpoint(progress, rate.samples_s, span)
 
     def _share(self, job: SimJob) -> float:
         """Node-equivalents the job holds: its largest share of one node's CPU, memory or GPU, summed."""
@@ -219,6 +222,8 @@ class Simulation:
                 if progress.placed is None:
                     progress.placed = now
             else:
+                if progress.ready_at is not None:
+                    restart(progress, job)
                 progress.ready_at = None
 
     def _note_fits(self, now: float) -> None:
@@ -257,6 +262,34 @@ class Simulation:
         self.policy.step(later)
         self._update_runnable(later)
         return later
+
+
+def checkpoint(progress: JobProgress, samples_s: float, span: float) -> None:
+    """`span` seconds of training at `samples_s` have passed: move the last checkpoint to the last multiple
+    of the job's interval within them."""
+    interval = progress.spec.checkpoint_s
+    if interval is None:
+        progress.since_save_s += span
+        return
+    if interval <= 0:
+        progress.saved, progress.since_save_s = progress.done, 0.0
+        return
+    trained = progress.since_save_s + span
+    if trained >= interval:
+        progress.since_save_s = trained % interval
+        progress.saved = progress.done - samples_s * progress.since_save_s
+    else:
+        progress.since_save_s = trained
+
+
+def restart(progress: JobProgress, job: SimJob) -> None:
+    """The job stopped training before it finished: back to its last checkpoint."""
+    progress.restarts += 1
+    size = float(sum(pod.requests.get(GPU) for pod in job.pods.values()))
+    if not size:
+        size = sum(pod.requests.get(CPU) for pod in job.pods.values()) / 1000
+    progress.lost_work_s += progress.since_save_s * size
+    progress.done, progress.since_save_s = progress.saved, 0.0
 
 
 def minimum_requests(job: SimJob) -> list[Resources]:

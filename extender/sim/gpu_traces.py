@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from extender.sim.throughput import MODELS, HardwareProfile
-from extender.sim.workload import JobSpec, NodeSpec, Workload, replace_spec, with_run_time
+from extender.sim.workload import JobSpec, NodeSpec, Workload, replace_spec, with_checkpoints, with_run_time
 
 GPU_GANG_WORKER_COUNTS: Mapping[int, float] = {1: 0.35, 2: 0.2, 3: 0.04, 4: 0.2, 5: 0.03, 6: 0.05, 7: 0.03, 8: 0.1}
 """Share of jobs per worker count (one GPU each) in the GPU-trace scenarios: mostly 1, 2 and 4 GPUs, a
@@ -114,4 +114,4 @@ def gpu_trace(
     for spec, _ in drafts:
         clock += rng.expovariate(1.0 / mean_gap)
         specs.append(replace_spec(spec, arrival_s=round(clock, 1)))
-    return Workload(name, node_specs, tuple(specs), nic_gbps=GPU_TRACE_NIC_GBPS)
+    return with_checkpoints(Workload(name, node_specs, tuple(specs), nic_gbps=GPU_TRACE_NIC_GBPS), seed)

@@ -54,6 +54,14 @@ class JobProgress:
     """The first step, before it was placed, after which the job's minimum (every PS and its minimum of
     workers) would have fit in the free capacity: from then on only the policy's choices kept it waiting."""
     deadlocked: bool = False
+    saved: float = 0.0
+    """Samples trained as of its last checkpoint (what a restart goes back to)."""
+    since_save_s: float = 0.0
+    """Seconds trained since its last checkpoint (what a restart throws away)."""
+    restarts: int = 0
+    """Times it stopped training before it finished: evicted, suspended, or left below what it needs."""
+    lost_work_s: float = 0.0
+    """GPU-seconds (CPU-seconds for a job without GPUs) of training thrown away by its restarts."""
 
 
 class Policy:

@@ -9,7 +9,10 @@ unplaced after the first step at which its minimum would have fit in the free ca
 a policy's order, holds and reservations cost it; the starvation bound is stated on it). Utilisation is
 what the jobs actually
 keep busy (see `throughput`), averaged over the policy's own makespan; pods of a job that cannot train
-hold their requests but use nothing. Plots need matplotlib (the `sim` extra); without it they are skipped.
+hold their requests but use nothing. `lost_work_s` is the training the restarts threw away (GPU-seconds,
+CPU-seconds for jobs without GPUs: the progress since each one's last checkpoint), `max_restarts` and
+`p95_restarts` how often a job was stopped before it finished (evicted, suspended, left below its minimum).
+Plots need matplotlib (the `sim` extra); without it they are skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ COLUMNS = (
     ("gpu_util_mean", "GPU util", "{:.1%}"),
     ("censored_jobs", "censored", "{}"),
     ("preemptions", "preemptions", "{}"),
+    ("lost_work_s", "lost work s", "{:.0f}"),
+    ("max_restarts", "max restarts/job", "{}"),
+    ("p95_restarts", "p95 restarts/job", "{:.1f}"),
     ("scale_actions", "scale actions", "{}"),
     ("resizes", "resizes jobs", "{}"),
 )
@@ -72,6 +78,11 @@ def metrics(result: RunResult) -> dict[str, Any]:
         "gpu_util_mean": round(result.gpu_busy_s / (result.gpu_capacity * span), 4) if result.gpu_capacity else 0.0,
         "censored_jobs": len(result.jobs) - len(done),
         "preemptions": result.preemptions,
+        "lost_work_s": round(sum(p.lost_work_s for p in result.jobs.values()), 1),
+        "max_restarts": max((p.restarts for p in result.jobs.values()), default=0),
+        "p95_restarts": round(percentile([float(p.restarts) for p in result.jobs.values()], 0.95), 1)
+        if result.jobs
+        else 0.0,
         "scale_actions": result.scale_actions,
         "resizes": "yes" if result.resizes else "no",
         "completed_jobs": len(done),

@@ -12,7 +12,7 @@ import json
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,10 @@ class JobSpec:
     worker_gpu: int = 0
     elastic: bool = True
     """Submitted with `enableDynamicWorker` and min/max annotations (policies that resize may use them)."""
+    checkpoint_s: float | None = 0.0
+    """Seconds of training between two checkpoints: a restart (eviction, suspension) loses the progress
+    made since the last one. None: it never checkpoints (a restart loses everything); 0: it keeps every
+    step (no loss)."""
 
     @property
     def samples(self) -> float:
@@ -96,10 +100,35 @@ class Workload:
 
 
 def load_trace(path: Path) -> Workload:
+    """A trace file; its jobs' `checkpoint_s` where given, else drawn as the built-in scenarios draw it."""
     document = json.loads(path.read_text())
     nodes = tuple(NodeSpec(**node) for node in document["nodes"])
     jobs = tuple(sorted((JobSpec(**job) for job in document["jobs"]), key=lambda j: (j.arrival_s, j.name)))
-    return Workload(str(document.get("name") or path.stem), nodes, jobs, float(document.get("nic_gbps", 1.0)))
+    declared = {str(job["name"]) for job in document["jobs"] if "checkpoint_s" in job}
+    name = str(document.get("name") or path.stem)
+    drawn = with_checkpoints(Workload(name, nodes, jobs, float(document.get("nic_gbps", 1.0))), 0)
+    return replace(
+        drawn, jobs=tuple(j if j.name not in declared else old for j, old in zip(drawn.jobs, jobs, strict=True))
+    )
+
+
+CHECKPOINT_RANGE_S = (300.0, 3600.0)
+"""Seconds between checkpoints in the built-in scenarios: log-uniform over 5 to 60 minutes."""
+NEVER_CHECKPOINTS_SHARE = 0.2
+"""Share of jobs in the built-in scenarios that never checkpoint (a restart loses all their progress)."""
+
+
+def with_checkpoints(workload: Workload, seed: int) -> Workload:
+    """`workload` with each job's checkpoint interval drawn (`CHECKPOINT_RANGE_S`, `NEVER_CHECKPOINTS_SHARE`)
+    from a generator of its own, so the rest of the workload is the same as without."""
+    rng = random.Random(f"{workload.name}/{seed}/checkpoints")
+    low, high = (math.log(bound) for bound in CHECKPOINT_RANGE_S)
+    jobs = []
+    for job in workload.jobs:
+        never = rng.random() < NEVER_CHECKPOINTS_SHARE
+        interval = math.exp(rng.uniform(low, high))
+        jobs.append(replace(job, checkpoint_s=None if never else round(interval, 1)))
+    return replace(workload, jobs=tuple(jobs))
 
 
 KOD2_WORKER_SHAPES: Mapping[str, tuple[str, str]] = {
@@ -132,7 +161,7 @@ def kod2_cell(model: str, batch: int, seed: int = 1) -> Workload:
         )
         for index, job in enumerate(mixed.jobs)
     )
-    return Workload(f"kod2-{model}-b{batch}", mixed.nodes, jobs)
+    return with_checkpoints(Workload(f"kod2-{model}-b{batch}", mixed.nodes, jobs), seed)
 
 
 def kod2(seed: int = 1) -> Workload:
@@ -163,7 +192,7 @@ def kod2(seed: int = 1) -> Workload:
                 worker_memory=memory,
             )
         )
-    return Workload("kod2", nodes, tuple(jobs))
+    return with_checkpoints(Workload("kod2", nodes, tuple(jobs)), seed)
 
 
 def pai_like(seed: int = 1, jobs: int = 200, nodes: int = 32, mean_interarrival_s: float = 15.0) -> Workload:
@@ -210,7 +239,7 @@ def pai_like(seed: int = 1, jobs: int = 200, nodes: int = 32, mean_interarrival_
             hardware,
         ).samples_s
         specs.append(replace_spec(spec, epochs=round(run_s * rate / CIFAR10_TRAIN_SAMPLES, 3)))
-    return Workload(f"pai-{jobs}x{nodes}", node_specs, tuple(specs), nic_gbps=PAI_NIC_GBPS)
+    return with_checkpoints(Workload(f"pai-{jobs}x{nodes}", node_specs, tuple(specs), nic_gbps=PAI_NIC_GBPS), seed)
 
 
 def with_load(workload: Workload, load: float) -> Workload:
@@ -267,7 +296,7 @@ def from_snapshot(path: Path, default_model: str = "resnet50", default_batch: in
     specs = tuple(
         _with_arrival(spec, created - first) for created, spec in sorted(jobs, key=lambda item: (item[0], item[1].name))
     )
-    return Workload(path.stem, tuple(nodes), specs)
+    return with_checkpoints(Workload(path.stem, tuple(nodes), specs), 0)
 
 
 def _with_arrival(spec: JobSpec, arrival: float) -> JobSpec:
