@@ -113,6 +113,9 @@ def describe(body: dict[str, Any]) -> str:
             lines.append(f"  waiting on: {', '.join(waits['blockers'])}")
         if waits.get("wouldStart"):
             lines.append(f"  would start with: {waits['wouldStart']}")
+    risk = body.get("atRisk")
+    if risk and risk.get("basis") != "not running":
+        lines.append(f"  {risk['text']}")
     forecast = body.get("startForecast")
     if forecast:
         lines.append(f"  {forecast['text']}" + _forecast_basis(forecast))

@@ -14,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from extender.api.at_risk_view import render_at_risk
 from extender.api.pacing import HAND_BACK, Steps
 from extender.policy.core.resources import Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import KUEUE_LEFT_ALONE, JobView
 from extender.policy.gang.state import gang_state
+from extender.policy.preemption.lost_work import at_risk
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.standing import (
@@ -183,6 +185,9 @@ def explanation_in_steps(context: RankContext, namespace: str, name: str) -> Ste
         if (held := snapshot.reservations.get(pod.key)) is not None
     ]
     body["plan"] = plan
+    if bound:
+        risk = at_risk(snapshot.jobs.get(job_key) if job_key else None, pods, context.now, context.settings)
+        body["atRisk"] = render_at_risk(risk)
     started = bool(pods) and not pending and bool(bound or any(pod.finished for pod in pods))
     body["status"] = STARTED if started else WAITING
     body["summary"] = _summary(body, pods_total=len(pods), bound=len(bound))

@@ -25,6 +25,7 @@ from extender.state.gang_annotations import ANNOTATION_PREFIX as ANNOTATION_PREF
 from extender.state.gang_annotations import CONSOLIDATED_AT_ANNOTATION as CONSOLIDATED_AT_ANNOTATION
 from extender.state.gang_annotations import GANG_GROUPS_ANNOTATION as GANG_GROUPS_ANNOTATION
 from extender.state.gang_annotations import GANG_PLAN_ANNOTATION as GANG_PLAN_ANNOTATION
+from extender.state.gang_annotations import LAST_CHECKPOINT_ANNOTATION as LAST_CHECKPOINT_ANNOTATION
 from extender.state.gang_annotations import MAX_WORKERS_ANNOTATION as MAX_WORKERS_ANNOTATION
 from extender.state.gang_annotations import MIN_WORKERS_ANNOTATION as MIN_WORKERS_ANNOTATION
 from extender.state.gang_annotations import NATIVE_GANG_ANNOTATION as NATIVE_GANG_ANNOTATION
@@ -196,8 +197,23 @@ def _pod(obj: Json) -> PodView:
         scheduling_gated=bool(fields.objects(spec, "schedulingGates", "spec.schedulingGates")),
         topology_index=_topology_index(meta),
         scheduled_at=_scheduled_at(status),
+        last_checkpoint=_last_checkpoint(meta),
         resource_claims=bool(fields.objects(spec, "resourceClaims", "spec.resourceClaims")),
     )
+
+
+def _last_checkpoint(meta: Json) -> float:
+    """The pod's `tfjob-extender.io/last-checkpoint` (RFC 3339 or seconds since the epoch); 0 when absent or
+    not a time: the pod's training code writes it, and a value it got wrong must not hide the pod."""
+    value = annotation_of(meta, LAST_CHECKPOINT_ANNOTATION)
+    if value is None:
+        return 0.0
+    for read in (fields.timestamp, fields.seconds_text):
+        try:
+            return float(read(value, f"annotation {LAST_CHECKPOINT_ANNOTATION}"))
+        except FieldError:
+            continue
+    return 0.0
 
 
 def _scheduled_at(status: Json) -> float:

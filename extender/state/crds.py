@@ -17,6 +17,7 @@ from extender.state import fields, gang_annotations, kueue
 from extender.state.fields import FieldError, Json
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
+    CHECKPOINT_INTERVAL_ANNOTATION,
     CONSOLIDATED_AT_ANNOTATION,
     MAX_WORKERS_ANNOTATION,
     MIN_RUN_ANNOTATION,
@@ -95,6 +96,7 @@ def _job(obj: Json) -> JobView:
         failed=_condition_true(obj, "Failed"),
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
         run_s=_seconds(meta, RUN_TIME_ANNOTATION),
+        checkpoint_interval_s=_seconds(meta, CHECKPOINT_INTERVAL_ANNOTATION) or None,
         suspensions=_times(meta, SUSPENSIONS_ANNOTATION),
         min_run_before_preemption_s=_seconds(meta, MIN_RUN_ANNOTATION)
         if annotation_of(meta, MIN_RUN_ANNOTATION) is not None

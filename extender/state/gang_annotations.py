@@ -63,6 +63,13 @@ MIN_RUN_ANNOTATION = ANNOTATION_PREFIX + "min-run-before-preemption-s"
 RUN_TIME_ANNOTATION = ANNOTATION_PREFIX + "run-s"
 """Written by the preemption loop when it sees a TFJob finish: the seconds it ran in all. A loop that
 starts later (after a restart, or a new leader) reads its run-time history back from these."""
+CHECKPOINT_INTERVAL_ANNOTATION = ANNOTATION_PREFIX + "checkpoint-interval-s"
+"""On a TFJob, set by its owner: the seconds of training between two of its checkpoints (what a restart
+loses at most)."""
+LAST_CHECKPOINT_ANNOTATION = ANNOTATION_PREFIX + "last-checkpoint"
+"""On one of a TFJob's own pods, written by its training code or a sidecar watching the checkpoint
+directory (it needs the right to patch its own pod, not the TFJob): when the job last checkpointed, RFC 3339
+or seconds since the epoch. A value that is neither is read as absent (the pod is kept)."""
 NATIVE_GANG_ANNOTATION = ANNOTATION_PREFIX + "native-gang"
 """On a TFJob, written by the extender's admission webhook as it creates the job: the `scheduling.k8s.io`
 PodGroup it named in the job's replica templates, whose Workload and PodGroup the extender then keeps."""

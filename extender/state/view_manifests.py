@@ -17,6 +17,7 @@ from extender.policy.core.views import NODE_LAYER, GroupView, JobView, NetworkLa
 from extender.state import convert, workload_api
 from extender.state.gang_annotations import (
     ATTAINED_ANNOTATION,
+    CHECKPOINT_INTERVAL_ANNOTATION,
     MIN_RUN_ANNOTATION,
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
@@ -90,13 +91,16 @@ def pod_manifest(pod: PodView, snapshot: ClusterSnapshot) -> dict[str, Any]:
     if pod.role is not Role.NONE or pod.index:
         labels[convert.REPLICA_INDEX_LABEL] = str(pod.index)
     index = pod.topology_index
+    annotations = {convert.NETWORK_TOPOLOGY_INDEX_ANNOTATION: str(index)} if index is not None else {}
+    if pod.last_checkpoint:
+        annotations[convert.LAST_CHECKPOINT_ANNOTATION] = f"{pod.last_checkpoint:.3f}"
     meta = _meta(
         pod.name,
         pod.namespace,
         pod.created,
         uid=pod.uid,
         labels=labels,
-        annotations={convert.NETWORK_TOPOLOGY_INDEX_ANNOTATION: str(index)} if index is not None else {},
+        annotations=annotations,
         ownerReferences=owners,
         deletionTimestamp=_time(pod.created or 1.0) if pod.terminating else None,
     )
@@ -268,6 +272,8 @@ def _suspension_annotations(job: JobView) -> dict[str, str]:
         annotations[SUSPENSIONS_ANNOTATION] = ",".join(f"{at:.3f}" for at in job.suspensions)
     if job.min_run_before_preemption_s is not None:
         annotations[MIN_RUN_ANNOTATION] = f"{job.min_run_before_preemption_s:g}"
+    if job.checkpoint_interval_s is not None:
+        annotations[CHECKPOINT_INTERVAL_ANNOTATION] = f"{job.checkpoint_interval_s:g}"
     return annotations
 
 

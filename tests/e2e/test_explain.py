@@ -3,7 +3,8 @@
 A running job and a job too large for its scene (10 CPU on two 4-CPU nodes, 3 of them taken): explain
 says the first has started (exit 0) and words what the second waits for (exit 1); the preemption loop
 writes the stable reason on the waiting pods as Events; the start-time forecast says the second can never
-start, being larger than the whole cluster.
+start, being larger than the whole cluster; for the running job, what it would lose if taken now (nothing
+declared, so on the assumed interval).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def test_explain_says_a_running_job_started_and_what_a_waiting_job_waits_for(
 
     started = wait_until("explain of the running job", lambda: _settled(explain(plane, f"{ns}/running"), 0), 30)
     assert started.stdout.splitlines()[0] == f"{ns}/running (TFJob): STARTED — {ns}/running has started: 3/3 pods bound"
+    at_risk = "  if taken now it would lose about "
+    assert any(line.startswith(at_risk) and "every 30 min is assumed" in line for line in started.stdout.splitlines())
 
     def forecast_given() -> subprocess.CompletedProcess[str] | None:
         answer = _settled(explain(plane, f"{ns}/toobig"), 1)

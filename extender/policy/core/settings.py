@@ -187,6 +187,15 @@ class PolicySettings:
     off. The job loses what it ran (at most this long) and its start-up, and queues again by its own
     rank."""
 
+    assumed_checkpoint_interval_s: float = setting(
+        1800.0,
+        POSITIVE_SECONDS,
+        "seconds between checkpoints assumed for a TFJob that declares none (counted from its current run's start)",
+    )
+    """What a job that says nothing about its checkpoints is taken to lose if taken now: the time since the
+    last multiple of this interval in its current run. A TFJob declares its own interval with
+    `tfjob-extender.io/checkpoint-interval-s`, and its pods may report its last checkpoint with
+    `tfjob-extender.io/last-checkpoint`."""
     min_run_before_preemption_s: float = setting(
         60.0, SECONDS, "seconds a job runs before a preemption may evict, shrink or suspend it (0: no minimum)"
     )

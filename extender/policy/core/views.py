@@ -147,6 +147,9 @@ class PodView:
     """The pod's rank in its gang's collective operations (network-topology index annotation), if any."""
     scheduled_at: float = 0.0
     """When the pod was bound (its PodScheduled condition turned true), seconds since the epoch; 0 if not."""
+    last_checkpoint: float = 0.0
+    """When its job last checkpointed, as this pod reports it (`tfjob-extender.io/last-checkpoint`; seconds
+    since the epoch, 0 when it reports nothing)."""
     resource_claims: bool = False
     """`spec.resourceClaims` is not empty: it needs devices kube-scheduler's DRA plugin allocates, on
     capacity the extender cannot see, so neither it nor its gang is planned by the extender."""
@@ -282,6 +285,9 @@ class JobView:
     suspensions: tuple[float, ...] = ()
     """When the preemption loop suspended it within the hour before its last suspension (annotation
     `tfjob-extender.io/suspensions`, seconds since the epoch, oldest first)."""
+    checkpoint_interval_s: float | None = None
+    """Seconds of training between two checkpoints, as its owner declares it
+    (`tfjob-extender.io/checkpoint-interval-s`); None when it declares nothing."""
     min_run_before_preemption_s: float | None = None
     """Its owner's minimum run before a preemption may take it (annotation
     `tfjob-extender.io/min-run-before-preemption-s`); None: the policy setting."""

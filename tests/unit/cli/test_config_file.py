@@ -42,6 +42,7 @@ EVERY_FIELD_CHANGED: dict[str, Any] = {
     "suspension_min_history": 3,
     "suspension_newcomer_s": 0,
     "min_run_before_preemption_s": 45,
+    "assumed_checkpoint_interval_s": 900,
     "max_suspensions_per_hour": 3,
     "suspension_history_jobs": 50,
     "scale_out_step": 3,
