@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from extender.policy.core.resources import CPU, EMPTY, GPU, Resources
 from extender.policy.core.views import Role
+from extender.policy.preemption.lost_work import work_size
 from extender.sim.cluster import SimCluster, SimJob
 from extender.sim.policies import JobProgress, Policy
 from extender.sim.throughput import MODELS, HardwareProfile, Rate, Task, job_rate
@@ -285,9 +286,7 @@ def checkpoint(progress: JobProgress, samples_s: float, span: float) -> None:
 def restart(progress: JobProgress, job: SimJob) -> None:
     """The job stopped training before it finished: back to its last checkpoint."""
     progress.restarts += 1
-    size = float(sum(pod.requests.get(GPU) for pod in job.pods.values()))
-    if not size:
-        size = sum(pod.requests.get(CPU) for pod in job.pods.values()) / 1000
+    size, _ = work_size(pod.requests for pod in job.pods.values())
     progress.lost_work_s += progress.since_save_s * size
     progress.done, progress.since_save_s = progress.saved, 0.0
 

@@ -16,15 +16,26 @@ hold, or their CPU cores when they hold no GPU.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from extender.policy.core.resources import CPU, GPU
+from extender.policy.core.resources import CPU, GPU, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.views import JobView, PodView
 
 Basis = Literal["reported", "declared", "assumed", "not running"]
+Unit = Literal["GPU", "CPU"]
+
+
+def work_size(requests: Iterable[Resources]) -> tuple[float, Unit]:
+    """What a second of a job's training is worth, and in what: the GPUs its pods request, or their CPU
+    cores when they request no GPU (how lost work is counted here and in the simulator)."""
+    held = list(requests)
+    gpus = sum(request.get(GPU) for request in held)
+    if gpus:
+        return float(gpus), "GPU"
+    return sum(request.get(CPU) for request in held) / 1000, "CPU"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +46,7 @@ class AtRisk:
     """Seconds of training thrown away."""
     resource_seconds: float
     """`seconds` × the GPUs its bound pods hold (CPU cores when they hold none)."""
-    unit: Literal["GPU", "CPU"]
+    unit: Unit
     basis: Basis
     interval_s: float | None
     """The interval the loss was counted on (declared or assumed); None when a reported time was used."""
@@ -53,9 +64,7 @@ def at_risk(job: JobView | None, pods: Sequence[PodView], now: float, settings: 
     if not bound or not started:
         return NOT_RUNNING
     ran = max(0.0, now - min(started))
-    gpus = sum(pod.requests.get(GPU) for pod in bound)
-    unit: Literal["GPU", "CPU"] = "GPU" if gpus else "CPU"
-    size = float(gpus) if gpus else sum(pod.requests.get(CPU) for pod in bound) / 1000
+    size, unit = work_size(pod.requests for pod in bound)
     declared = job.checkpoint_interval_s if job is not None else None
     interval = declared or settings.assumed_checkpoint_interval_s
     reported = max((pod.last_checkpoint for pod in pods if min(started) <= pod.last_checkpoint <= now), default=0.0)
