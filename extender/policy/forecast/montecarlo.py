@@ -71,9 +71,7 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
     waiting = inputs.waiting
     if not waiting:
         return {}
-    capacity = np.asarray(inputs.capacity, dtype=np.float64)
-    needs = np.asarray([gang.needs for gang in waiting], dtype=np.float64).reshape(len(waiting), len(capacity))
-    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
+    needs, too_big = _needs(inputs)
     bands = {
         gang.key: StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
         for index, gang in enumerate(waiting)
@@ -82,29 +80,39 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
     if inputs.curve.finished < min_history:
         why = f"fewer than {min_history} jobs seen finish ({inputs.curve.finished}): no run times to go by"
         return {gang.key: bands.get(gang.key, StartBand(unknown=why)) for gang in waiting}
-    starts = _run_forward(inputs, needs, too_big, samples, seed)
+    starts = _run_forward(inputs, too_big, samples, seed)
     for index, gang in enumerate(waiting):
-        if too_big[index]:
-            continue
-        p10, p50, p90 = (_quantile(starts[:, index], q) for q in QUANTILES)
-        if p50 is None:
+        if not too_big[index]:
             why = "it does not fit even once every running gang has ended (pods outside any gang hold the rest)"
-            bands[gang.key] = StartBand(unknown=why, samples=samples)
-            continue
-        bands[gang.key] = StartBand(p10, p50, p90, samples=samples)
+            bands[gang.key] = _band(starts[:, index]) or StartBand(unknown=why, samples=samples)
     return bands
 
 
+def _needs(inputs: ForecastInputs) -> tuple[np.ndarray, np.ndarray]:
+    """The waiting gangs' start needs (gangs × resources), and which of them exceed the whole cluster."""
+    capacity = np.asarray(inputs.capacity, dtype=np.float64)
+    needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, len(capacity))
+    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
+    return needs, too_big
+
+
+def _band(starts: np.ndarray) -> StartBand | None:
+    """The band of one gang's sampled start times; None when its p50 falls on a start no draw could tell."""
+    p10, p50, p90 = (_quantile(starts, q) for q in QUANTILES)
+    return None if p50 is None else StartBand(p10, p50, p90, samples=len(starts))
+
+
 def _run_forward(
-    inputs: ForecastInputs, needs: np.ndarray, never: np.ndarray, samples: int, seed: int, until: int | None = None
+    inputs: ForecastInputs, never: np.ndarray, samples: int, seed: int, until: int | None = None
 ) -> np.ndarray:
     """Start times (samples × waiting gangs) over `samples` drawn futures."""
     rng = np.random.default_rng(seed)
     attained = np.asarray([job.attained_s for job in inputs.running], dtype=np.float64)
-    shape_running, shape_waiting = (samples, len(attained)), (samples, len(needs))
+    waiting = len(inputs.waiting)
+    shape_running, shape_waiting = (samples, len(attained)), (samples, waiting)
     remaining = draw_remaining(inputs.curve, attained, rng.random(shape_running), rng.exponential(size=shape_running))
     durations = draw_remaining(
-        inputs.curve, np.zeros(len(needs)), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
+        inputs.curve, np.zeros(waiting), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
     forced = _forced_starts(inputs, rng, samples)
     return starts_given(inputs, remaining, durations, never, until, forced=forced)
@@ -133,20 +141,17 @@ def what_if(
     if index is None or inputs.curve.finished < min_history:
         return ()
     gang = inputs.waiting[index]
-    capacity = np.asarray(inputs.capacity, dtype=np.float64)
     bands = []
     for workers, needs in gang.smaller:
         variant = replace(
             inputs, waiting=(*inputs.waiting[:index], replace(gang, needs=needs), *inputs.waiting[index + 1 :])
         )
-        matrix = np.asarray([g.needs for g in variant.waiting], dtype=np.float64).reshape(-1, len(capacity))
-        never: np.ndarray = np.asarray((matrix > capacity * (1 + FIT_SLACK)).any(axis=1))
+        _, never = _needs(variant)
         if never[index]:
             continue
-        starts = _run_forward(variant, matrix, never, samples, seed, until=index)[:, index]
-        p10, p50, p90 = (_quantile(starts, q) for q in QUANTILES)
-        if p50 is not None:
-            bands.append((workers, StartBand(p10, p50, p90, samples=samples)))
+        band = _band(_run_forward(variant, never, samples, seed, until=index)[:, index])
+        if band is not None:
+            bands.append((workers, band))
     return tuple(bands)
 
 
