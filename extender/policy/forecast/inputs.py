@@ -48,7 +48,10 @@ def forecast_inputs(
     ranked = [(rank, queue.summaries[rank.subject]) for rank in queue.waiting(now, settings)]
     reserved = tuple(summary.key for _, summary in ranked if summary.reserved)
     ranked = [(rank, summary) for rank, summary in ranked if not summary.reserved]
-    running = [summary for summary in queue.summaries.values() if summary.satisfied and summary.bound_pods]
+    running = sorted(
+        (summary for summary in queue.summaries.values() if summary.satisfied and summary.bound_pods),
+        key=lambda summary: summary.key,
+    )
     names = tuple(
         sorted(
             set(BASE_RESOURCES) | capacity.names() | {name for _, s in ranked for name in s.demand.names()},
