@@ -44,10 +44,9 @@ RESERVED_BAND = StartBand(0.0, 0.0, 0.0)
 
 @dataclass(frozen=True, slots=True)
 class StartForecast:
-    """A gang's band as published: corrected seconds from `as_of` (wall clock), and the raw one."""
+    """A gang's band as published: corrected seconds from `as_of` (wall clock)."""
 
     band: StartBand
-    raw: StartBand
     as_of: float
     correction: Correction = NO_CORRECTION
     workers: int = 0
@@ -111,10 +110,7 @@ class StartForecaster:
         for key, band in raw.items():
             shift = NO_CORRECTION if key in reserved else shifts.for_band(band)
             smaller = tuple((n, corrected(b, shifts.for_band(b), offset)) for n, b in sizes.get(key, ()))
-            published[key] = StartForecast(
-                corrected(band, shift, offset), band, now, shift, workers.get(key, 0), smaller
-            )
-        for key, band in raw.items():
+            published[key] = StartForecast(corrected(band, shift, offset), now, shift, workers.get(key, 0), smaller)
             self._keep_open(key, band, published[key].band, now)
         self.forecasts = MappingProxyType(published)
         return self.forecasts

@@ -11,11 +11,11 @@ with `c` = `offset_s`, because waits span seconds to hours and an error is as ba
 Errors differ by how far off a start is (a start forecast in a minute is early or late for other reasons than
 one forecast in an hour), so the shifts are taken per band of the raw p50 (`P50_BINS_S`: under 1 min, 1–5
 min, 5–20 min, over 20 min; Mondrian conformal), each from the records of its bin, or from all records
-while its bin has fewer than `min_records`. The levels the shifts are taken at start at the stated coverage and adapt
-to the misses of the bands actually published (`adapted`). Only records resolved before the forecast being
-corrected are used (a forecast is never corrected by its own outcome), the most recent `kept` of them, and none until
-there are `min_records`. A `None` p90 ("later than
-any draw could tell") stays `None`; a record whose p90 was `None` scores only p10 and p50.
+while its bin has fewer than `min_records`. The levels the shifts are taken at start at the stated coverage
+and adapt to the misses of the bands actually published (`adapted`). Only records resolved before the
+forecast being corrected are used (a forecast is never corrected by its own outcome), the most recent
+`kept` of them, and none until there are `min_records`. A `None` p90 ("later than any draw could tell")
+stays `None`; a record whose p90 was `None` scores only p10 and p50.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Correction:
 
 
 NO_CORRECTION = Correction()
+LEAST_LEVEL, MOST_LEVEL = 0.5, 0.995
+"""The range the adapted levels are kept in."""
 P50_BINS_S = (60.0, 300.0, 1200.0)
 """Upper bounds of the raw-p50 bins each calibrated on its own (seconds); the last bin is open."""
 
@@ -71,9 +73,6 @@ class Corrections:
             return self.overall
         own = self.by_bin[bin_of(band.p50_s)]
         return own if own.applied else self.overall
-
-
-NO_CORRECTIONS = Corrections()
 
 
 def bin_of(p50_s: float) -> int:
@@ -95,10 +94,6 @@ def adapted(levels: tuple[float, float], record: ForecastRecord, coverage: float
         min(MOST_LEVEL, max(LEAST_LEVEL, lower + step * (below - allowed))),
         min(MOST_LEVEL, max(LEAST_LEVEL, upper + step * (above - allowed))),
     )
-
-
-LEAST_LEVEL, MOST_LEVEL = 0.5, 0.995
-"""The range the adapted levels are kept in."""
 
 
 def corrections(

@@ -107,14 +107,13 @@ def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Reso
     down to that minimum; empty without a TFJob with workers."""
     if job is None or Role.WORKER not in job.replicas:
         return []
-    others = EMPTY
-    for role, count in job.replicas.items():
-        if role is not Role.WORKER:
-            others = others + job.role_requests.get(role, EMPTY).scaled(count)
     other_pods = sum(count for role, count in job.replicas.items() if role is not Role.WORKER)
     starts_with = max(job.min_workers, (group.min_member - other_pods) if group is not None else job.min_workers)
-    worker = job.role_requests.get(Role.WORKER, EMPTY)
-    return [(workers, others + worker.scaled(workers)) for workers in range(starts_with, job.min_workers - 1, -1)]
+    worker, minimum = job.role_requests.get(Role.WORKER, EMPTY), job.minimum_demand()
+    return [
+        (workers, minimum + worker.scaled(workers - job.min_workers))
+        for workers in range(starts_with, job.min_workers - 1, -1)
+    ]
 
 
 def _vector(amounts: Resources, names: tuple[str, ...]) -> tuple[float, ...]:
