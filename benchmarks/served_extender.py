@@ -30,17 +30,12 @@ import orjson
 import yaml
 
 from benchmarks.raw_http import Address, Reply, connect, exchange, read_reply, request_bytes
+from extender.devcluster.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_CLUSTER = REPO / "examples" / "cluster.yaml"
 READY_TIMEOUT_S = 120.0
 MB = 10**6
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def serve_command(snapshot: Path, *flags: str) -> list[str]:

@@ -50,7 +50,6 @@ import argparse
 import http.client
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,7 @@ from benchmarks.served_extender import served_extender
 from extender.api.app import make_service
 from extender.api.verbs import HANDLERS, Service, answer
 from extender.config import Settings
+from extender.devcluster.processes import free_port
 from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
 from extender.state.store import ClusterState
@@ -148,12 +148,6 @@ def submitted_now(obj: dict[str, Any]) -> dict[str, Any]:
     limit for the whole run, so they hold no capacity back and the steered gang stays admitted."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {**obj, "metadata": {**obj["metadata"], "creationTimestamp": stamp}}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def this_script(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:

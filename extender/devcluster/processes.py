@@ -34,10 +34,45 @@ class ControlPlaneError(RuntimeError):
     """A component did not come up; the message names it and ends with its log tail."""
 
 
+LISTEN_PORTS_FROM = 20000
+"""The lowest port a local component is told to listen on."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+
+
+def ephemeral_floor() -> int:
+    """The lowest port the kernel gives outgoing connections (and `bind(0)`); 32768 where it is not said."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A port on 127.0.0.1 free now, for a component started later. Chosen below the ephemeral range where
+    there is room, so no outgoing connection made in between (kube-apiserver to etcd, a client to the
+    apiserver) can take it before the component binds; never the same port twice in one process."""
+    floor = ephemeral_floor()
+    candidates = range(LISTEN_PORTS_FROM, floor) if floor - LISTEN_PORTS_FROM >= 1000 else range(0)
+    for _ in range(200 if candidates else 0):
+        port = secrets.choice(candidates)
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        port = int(sock.getsockname()[1])
+    _handed_out.add(port)
+    return port
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def wait_until(what: str, condition: Callable[[], T | None], timeout_s: float, interval_s: float = 0.2) -> T:

@@ -28,11 +28,11 @@ from benchmarks.served_extender import (
     REPO,
     FilterProbe,
     ServedExtender,
-    free_port,
     serve_command,
     served_extender,
     stop,
 )
+from extender.devcluster.processes import free_port
 from tests.contract.listener_checks import PROMPT_S, assert_json_error, refused
 
 TOKEN = "verb-secret"
