@@ -194,7 +194,8 @@ class PreemptionLoop:
         """Step 3: admit in rank, carry out the preemption, then admit in the room it freed. Returns the
         preemption carried out and, when the pass found nothing to do, the model generation it saw."""
         admitted, snapshot, choice = self._admit_in_rank(snapshot, choice, now, 0)
-        quiet_generation = snapshot.generation if choice.plan is None and choice.admit is None else None
+        idle = choice.plan is None and choice.admit is None and choice.held is None
+        quiet_generation = snapshot.generation if idle else None
         plan = self.executor.unblocked(choice.plan, now)
         if plan is None or self.executor.carry_out(snapshot, plan, now) != "carried-out":
             return None, quiet_generation
