@@ -22,6 +22,7 @@ from extender.loops.executor import PreemptionExecutor, Publish
 from extender.loops.leadership import AlwaysLeader, LeaderElector, tick_role
 from extender.loops.preemption_counts import PreemptionCounts
 from extender.loops.preemption_settings import PreemptionLoopSettings
+from extender.loops.priority_booster import PriorityBooster
 from extender.loops.reporter import PreemptionReporter
 from extender.loops.run_clock import RunClock
 from extender.loops.suspension import SuspensionKeeper
@@ -82,6 +83,7 @@ class PreemptionLoop:
     suspensions: SuspensionKeeper = field(init=False)
     executor: PreemptionExecutor = field(init=False)
     reporter: PreemptionReporter = field(init=False)
+    booster: PriorityBooster = field(init=False)
     _quiet: tuple[int, tuple[str, ...], float] | None = field(default=None, init=False)
     """(model generation, starving gangs, when) of the last pass that found nothing to do: an unchanged
     model with no gang newly starving gives the same answer until the ranks of starving gangs have
@@ -103,6 +105,7 @@ class PreemptionLoop:
             self.dry_run,
         )
         self.reporter = PreemptionReporter(self.actuator, self.settings, self.loop_settings)
+        self.booster = PriorityBooster(self.actuator, self.settings, self.loop_settings.priority_boost_interval_s)
 
     @property
     def history(self) -> list[PreemptionRecord]:
@@ -134,6 +137,8 @@ class PreemptionLoop:
         if not self.leading:
             return None
         snapshot, starving = self._settle(now)
+        if not self.dry_run:
+            self.booster.tick(snapshot, now)
         if self._still_quiet(snapshot, starving, now):
             return None
         choice = self._choose(snapshot, now)

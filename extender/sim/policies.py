@@ -211,6 +211,10 @@ class SimActuator:
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         self.cluster.annotate(job.split("/", 1)[1], dict(annotations), self.now)
 
+    def annotate_kueue_workloads(self, job: str, job_uid: str, annotations: Mapping[str, str]) -> int:
+        """No Kueue runs in the simulator."""
+        return 0
+
     def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
         """A suspension restarts the job at once: training-operator deletes its pods, the loop resumes it
         once they are gone, and it comes back pending (a restart from its checkpoint), resumed as soon

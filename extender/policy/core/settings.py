@@ -214,6 +214,23 @@ class PolicySettings:
     )
     """The longest a preemption is held so that its victims reach their next checkpoint first (seconds; 0:
     preemptions are never held)."""
+    kueue_priority_boost: bool = setting(
+        False,
+        Switch(),
+        "write kueue.x-k8s.io/priority-boost on running Kueue-admitted TFJobs' Workloads from what taking them costs",
+    )
+    """Kueue chooses its own victims among the TFJobs it admits; with this on (and Kueue's alpha gate
+    `PriorityBoost` on), the preemption loop writes each running one's cost of taking as a priority boost on
+    its Workload, so Kueue takes the cheaper of two jobs of one PriorityClass first (`priority_boost`)."""
+    priority_boost_resource_s: float = setting(
+        60.0,
+        POSITIVE_SECONDS,
+        "resource-seconds (GPU, else CPU-core) of lost training and restart per point of Kueue priority boost",
+    )
+    """The cost of taking a job that one point of `kueue.x-k8s.io/priority-boost` stands for (GPU-seconds, or
+    CPU-core-seconds for a job without GPUs)."""
+    max_priority_boost: int = setting(1000, COUNT, "the largest Kueue priority boost written (points)")
+    """The boost is also kept below the gap to the next higher PriorityClass in the cluster."""
     min_run_before_preemption_s: float = setting(
         60.0,
         SECONDS,
