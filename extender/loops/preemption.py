@@ -199,6 +199,8 @@ class PreemptionLoop:
         """Step 3: admit in rank, carry out the preemption, then admit in the room it freed. Returns the
         preemption carried out and, when the pass found nothing to do, the model generation it saw."""
         admitted, snapshot, choice = self._admit_in_rank(snapshot, choice, now, 0)
+        if choice.held is not None:
+            log.info("preemption for gang %s held %.0f s for its victims' next checkpoints", *choice.held)
         idle = choice.plan is None and choice.admit is None and choice.held is None
         quiet_generation = snapshot.generation if idle else None
         plan = self.executor.unblocked(choice.plan, now)
