@@ -102,11 +102,14 @@ class SuspensionKeeper:
             return NO_SUSPENSIONS
         curve = RunTimes.estimate(clock.finished, clock.running(snapshot.jobs, now).values())
         window = self.settings.suspension_newcomer_s
+        runs = _current_runs(snapshot, self.settings, now)
         newcomers = frozenset(
             job
             for job, ran in candidates.items()
             if window > 0
-            and (minimum := fallback_min_run_s(snapshot.jobs[job], self.settings)) <= ran <= minimum + window
+            and (minimum := fallback_min_run_s(snapshot.jobs[job], self.settings))
+            <= runs.get(job, ran)
+            <= minimum + window
             and not snapshot.jobs[job].suspended_at
         )
         margins = suspension_margins(curve, candidates, self.settings.suspension_min_history)
@@ -148,3 +151,14 @@ class SuspensionKeeper:
             self.actuator.annotate_job(job, {RUN_TIME_ANNOTATION: f"{ran:.3f}"})
         except Exception as error:  # the history of this process keeps it all the same
             log.warning("could not record the run time of %s: %s", job, error)
+
+
+def _current_runs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> dict[str, float]:
+    """TFJob → seconds since the first binding of its bound pods (its current run, as its pods tell it):
+    what a newcomer is judged by. The run clock's time restarts whenever the job is seen not running (a
+    member pending after a scale-out, say), which would make a job that trained for an hour a newcomer."""
+    runs: dict[str, float] = {}
+    for summary in queue_of(snapshot, settings).summaries.values():
+        if summary.job and summary.started:
+            runs[summary.job] = max(runs.get(summary.job, 0.0), now - summary.started)
+    return runs

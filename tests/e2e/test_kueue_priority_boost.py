@@ -43,6 +43,8 @@ BOOST_ARGS = (
 RAN_BEFORE_URGENT_S = 8.0
 """How long both jobs run before `urgent` arrives: `costly` then stands to lose at least this much more."""
 TIMEOUT_S = 90.0
+ADMISSIONS_APART_S = 2.0
+"""Between the two admissions: Kueue orders victims by admission time, which it stores to the second."""
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +140,7 @@ def taken_by_kueue(plane: LocalControlPlane, run: str) -> str | None:
 def kueue_takes(plane: LocalControlPlane, run: str, *, boosted: bool) -> str:
     queue_of_four_cpu(plane, run)
     started(plane, run, "cheap", LOW)
+    time.sleep(ADMISSIONS_APART_S)
     started(plane, run, "costly", LOW)
     time.sleep(RAN_BEFORE_URGENT_S)
     report_checkpoint(plane, run, "cheap")
