@@ -109,6 +109,7 @@ class PreemptionExecutor:
                 log.warning("%s: not released yet (tried again next tick): %s", partial.gang, error)
                 continue
             for job in sorted({pod.job for pod in partial.bound if pod.job}):
+                self._note_taken(snapshot, job, now)
                 self.actuator.record_event("TFJob", job, "ReleasedWhole", reason)
 
     def carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> PreemptionOutcome:
@@ -158,8 +159,9 @@ class PreemptionExecutor:
         return "carried-out"
 
     def _note_taken(self, snapshot: ClusterSnapshot, job: str, now: float) -> None:
-        """Add this taking to the times on the evicted job's TFJob (`max_takings_per_hour`); a job that is
-        gone, or a write that fails, leaves the eviction done all the same."""
+        """Add this taking to the times on the evicted job's TFJob (`max_takings_per_hour`: a half-placed
+        gang released whole counts too, though it is never refused); a job that is gone, or a write that
+        fails, leaves the eviction done all the same."""
         try:
             self.actuator.annotate_job(job, {TAKEN_ANNOTATION: takings_with(snapshot.jobs.get(job), now)})
         except Exception as error:
