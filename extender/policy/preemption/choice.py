@@ -10,8 +10,9 @@ older gang's pods sit in their backoff) cannot take its room. A gang that fits b
 scale-in (`scale_in`) and then the whole-gang search (`victims`). A plan whose victims are due to
 checkpoint soon is held when waiting for those checkpoints costs the gang less than taking them now
 would throw away (`taking_cost.checkpoint_wait_s`): the pass then carries nothing out and the next pass
-asks again. `carried_out` is the ledger change that holds the freed room for the whole preemptor gang and
-remembers the preemption.
+asks again. A starving gang is never held: its wait is bounded first, its victims still the cheapest.
+`carried_out` is the ledger change that holds the freed room for the whole preemptor gang and remembers
+the preemption.
 """
 
 from __future__ import annotations
@@ -105,7 +106,11 @@ def choose_preemption(
                 snapshot, origin, settings, now, terminating_victims=terminating, suspendable=suspendable
             )
         if isinstance(decision, PreemptionPlan):
-            wait = _checkpoint_wait(snapshot, decision, queue.summaries[rank.subject], settings, now)
+            wait = (
+                None
+                if rank.starving
+                else _checkpoint_wait(snapshot, decision, queue.summaries[rank.subject], settings, now)
+            )
             if wait is not None:
                 return PreemptionChoice(None, refusals, held=(key, wait))
             return PreemptionChoice(decision, refusals)
