@@ -206,10 +206,7 @@ def open_search(
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    margins = {
-        summary.key: math.inf if preemptor.starving else suspendable.margins_s.get(summary.job, math.inf)
-        for summary in suspensions
-    }
+    margins = {summary.key: suspendable.margins_s.get(summary.job, math.inf) for summary in suspensions}
     subjects = candidate_subjects(snapshot, state, preemptor, settings, now, margins)
     deficit = demand.shortfall(room)
     return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
@@ -260,7 +257,7 @@ def candidate_subjects(
     """Every subject the preemptor may take, in no order: surplus workers; the gangs of `suspensions` (suspended
     whole, whatever their PriorityClass up to the preemptor's, when the seconds each is expected to outrun a
     fresh job — its margin — exceed what suspending it loses: its training since its last checkpoint and its
-    restart; for a starving preemptor, whatever the margin); whole gangs of a lower PriorityClass (suspended
+    restart); whole gangs of a lower PriorityClass (suspended
     when their TFJob may be, else evicted); lower-priority pods without a gang. Never the pods of a TFJob Kueue
     admits (Kueue preempts those, and would requeue one resized). A gang at rest (running, not waiting) ranks by
     its size class, base weight and arrival, read straight from its summary: no rank is built per candidate.
