@@ -350,6 +350,10 @@ def hold(
 # -- running and waiting TFJob gangs (the preemption and scaling tests) -----------------------------------
 
 
+def make_priority_class(name: str, value: int) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
 def cpu_nodes(count: int, cpu: str = "4") -> list[Obj]:
     """Nodes `node-0` … with `cpu` CPU and 64 GiB each."""
     return [make_node(f"node-{i}", cpu=cpu, memory="64Gi") for i in range(count)]

@@ -2,7 +2,8 @@
 
 `atRisk`: `seconds` (training thrown away), `resourceSeconds` with its `unit` (GPU or CPU), `basis` (what it
 rests on: a checkpoint its pods `reported`, an interval its owner `declared`, or the interval `assumed`
-for jobs that say nothing), `intervalSeconds`, `sinceCheckpointSeconds` and `text` (the same in words).
+for jobs that say nothing), `intervalSeconds`, `sinceCheckpointSeconds`, `nextCheckpointSeconds` (when its
+next checkpoint is due, for a job that declares its interval) and `text` (the same in words).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def render_at_risk(risk: AtRisk) -> dict[str, Any]:
         "basis": risk.basis,
         "intervalSeconds": risk.interval_s,
         "sinceCheckpointSeconds": None if risk.since_checkpoint_s is None else round(risk.since_checkpoint_s, 1),
+        "nextCheckpointSeconds": None if risk.next_checkpoint_s is None else round(risk.next_checkpoint_s, 1),
         "text": at_risk_phrase(risk),
     }
 

@@ -3,7 +3,8 @@
 `hack/build-kueue.sh` builds `sigs.k8s.io/kueue/cmd/kueue` from the Go module proxy into a cache keyed by its
 version, with its CRDs and its webhook configurations. `start_kueue` installs the CRDs, writes Kueue's
 configuration (only the `kubeflow.org/tfjob` integration, which Kueue leaves off by default; no leader
-election; health and metrics on free loopback ports; the visibility API server off) and starts the
+election; health and metrics on free loopback ports; the visibility API server off; the alpha gate
+`PriorityBoost` on, so the priority boost the preemption loop may write is read) and starts the
 manager against this control plane. There is no Service to reach a webhook through (no kube-proxy, no
 cluster network), so the webhook configurations are registered with `clientConfig.url`
 (`https://127.0.0.1:PORT/PATH`) and the caBundle of a CA made here with openssl, whose serving
@@ -74,7 +75,7 @@ def start_kueue(plane: PlaneAccess, cache: Path) -> None:
             str(cache / "bin" / "kueue"),
             f"--config={config}",
             f"--kubeconfig={plane.kubeconfig}",
-            "--feature-gates=VisibilityOnDemand=false",
+            "--feature-gates=VisibilityOnDemand=false,PriorityBoost=true",
         ],
     )
     wait_until("Kueue /readyz", lambda: plane.probe(f"http://127.0.0.1:{health_port}/readyz"), READY_TIMEOUT_S)

@@ -89,6 +89,15 @@ class KubeActuator:
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         self._annotate(_job_path(job), annotations)
 
+    def annotate_kueue_workloads(self, job: str, job_uid: str, annotations: Mapping[str, str]) -> int:
+        namespace = job.split("/", 1)[0]
+        path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads"
+        listed = self._call("GET", f"{path}?labelSelector={JOB_UID_LABEL}%3D{job_uid}")
+        names = [item["metadata"]["name"] for item in listed.get("items") or []]
+        for name in names:
+            self._annotate(f"{path}/{name}", annotations)
+        return len(names)
+
     def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
         patch = {"metadata": {"annotations": dict(annotations)}, "spec": {"runPolicy": {"suspend": suspend}}}
         self._call("PATCH", _job_path(job), patch, "application/merge-patch+json")
@@ -148,6 +157,10 @@ class KubeActuator:
             self._call("POST", f"/api/v1/namespaces/{namespace}/events", event)
         except ApiCallError as error:
             log.warning("could not record event %s on %s %s: %s", reason, kind, key, error)
+
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""The label Kueue puts on the Workload it makes for a job: the job's UID."""
 
 
 def _job_path(job: str) -> str:

@@ -54,6 +54,10 @@ class Actuator(Protocol):
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         """Add `annotations` to the TFJob `namespace/name`."""
 
+    def annotate_kueue_workloads(self, job: str, job_uid: str, annotations: Mapping[str, str]) -> int:
+        """Add `annotations` to the Kueue Workloads of the TFJob `namespace/name` (those labelled
+        `kueue.x-k8s.io/job-uid` with its UID); how many there were."""
+
     def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
         """Set `spec.runPolicy.suspend` of the TFJob `namespace/name` and merge `annotations` into its own,
         in one write: training-operator deletes the pods of a suspended job (and its PodGroup) and recreates
@@ -82,6 +86,8 @@ class RecordingActuator:
     protected: set[str] = field(default_factory=set)
     """Pods (`namespace/name`) a PodDisruptionBudget protects: evicting them is refused."""
     dry_runs: list[str] = field(default_factory=list)
+    annotated_workloads: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    """(TFJob, annotations) written on its Kueue Workloads."""
 
     def evict(self, pod: PodView, reason: str, *, dry_run: bool = False) -> None:
         if pod.key in self.protected:
@@ -119,3 +125,7 @@ class RecordingActuator:
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         self.annotated.append((job, dict(annotations)))
+
+    def annotate_kueue_workloads(self, job: str, job_uid: str, annotations: Mapping[str, str]) -> int:
+        self.annotated_workloads.append((job, dict(annotations)))
+        return 1

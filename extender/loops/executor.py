@@ -21,6 +21,7 @@ from extender.loops.preemption_counts import PreemptionCounts, PreemptionOutcome
 from extender.loops.suspension import SuspensionKeeper
 from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.core.takings import takings_with
 from extender.policy.core.views import GangKey, PodView, PreemptionRecord, Role
 from extender.policy.gang.planner import GangVerdict
 from extender.policy.preemption.choice import carried_out
@@ -31,6 +32,7 @@ from extender.state.commits import decide_and_commit
 from extender.state.gang_annotations import (
     GANG_PLAN_ANNOTATION,
     PREEMPTION_ANNOTATION,
+    TAKEN_ANNOTATION,
     group_plans,
     preemption_annotation,
 )
@@ -107,6 +109,7 @@ class PreemptionExecutor:
                 log.warning("%s: not released yet (tried again next tick): %s", partial.gang, error)
                 continue
             for job in sorted({pod.job for pod in partial.bound if pod.job}):
+                self._note_taken(snapshot, job, now)
                 self.actuator.record_event("TFJob", job, "ReleasedWhole", reason)
 
     def carry_out(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> PreemptionOutcome:
@@ -143,8 +146,11 @@ class PreemptionExecutor:
             # its room held until the plan lapses (then it is decided again).
             self.publish(change, snapshot)
             raise
-        self._scale_in(snapshot, plan)
+        self._scale_in(snapshot, plan, now)
+        suspended = {job for job, _ in plan.suspended}
         for job in sorted({pod.job for pod in plan.victims if pod.job and pod.job not in plan.scale_ins}):
+            if job not in suspended:
+                self._note_taken(snapshot, job, now)
             self.actuator.record_event("TFJob", job, "Preempted", plan.reason)
         self.publish(_without_group(change, announced), snapshot)
         self.blocked.pop(plan.gang, None)
@@ -152,12 +158,22 @@ class PreemptionExecutor:
         self.counts.preemptions["carried-out"] += 1
         return "carried-out"
 
-    def _scale_in(self, snapshot: ClusterSnapshot, plan: PreemptionPlan) -> None:
+    def _note_taken(self, snapshot: ClusterSnapshot, job: str, now: float) -> None:
+        """Add this taking to the times on the evicted job's TFJob (`max_takings_per_hour`: a half-placed
+        gang released whole counts too, though it is never refused); a job that is gone, or a write that
+        fails, leaves the eviction done all the same."""
+        try:
+            self.actuator.annotate_job(job, {TAKEN_ANNOTATION: takings_with(snapshot.jobs.get(job), now)})
+        except Exception as error:
+            log.warning("could not note the taking of %s: %s", job, error)
+
+    def _scale_in(self, snapshot: ClusterSnapshot, plan: PreemptionPlan, now: float) -> None:
         """Lower the Worker replicas of the plan's scaled-in jobs, each only while it still has the count
-        the plan was made from (training-operator deletes exactly the surplus pods)."""
+        the plan was made from (training-operator deletes exactly the surplus pods), noting the taking."""
         for job, replicas in sorted(plan.scale_ins.items()):
             expected = snapshot.jobs[job].replicas.get(Role.WORKER, 0)
-            resize = self.actuator.resize_workers(job, expected, replicas, {}, plan.reason)
+            taken = {TAKEN_ANNOTATION: takings_with(snapshot.jobs.get(job), now)}
+            resize = self.actuator.resize_workers(job, expected, replicas, taken, plan.reason)
             if not resize.applied:
                 log.info("not scaling %s in: %d workers, planned from %d", job, resize.observed, expected)
                 continue

@@ -22,6 +22,7 @@ from extender.loops.executor import PreemptionExecutor, Publish
 from extender.loops.leadership import AlwaysLeader, LeaderElector, tick_role
 from extender.loops.preemption_counts import PreemptionCounts
 from extender.loops.preemption_settings import PreemptionLoopSettings
+from extender.loops.priority_booster import PriorityBooster
 from extender.loops.reporter import PreemptionReporter
 from extender.loops.run_clock import RunClock
 from extender.loops.suspension import SuspensionKeeper
@@ -82,6 +83,7 @@ class PreemptionLoop:
     suspensions: SuspensionKeeper = field(init=False)
     executor: PreemptionExecutor = field(init=False)
     reporter: PreemptionReporter = field(init=False)
+    booster: PriorityBooster = field(init=False)
     _quiet: tuple[int, tuple[str, ...], float] | None = field(default=None, init=False)
     """(model generation, starving gangs, when) of the last pass that found nothing to do: an unchanged
     model with no gang newly starving gives the same answer until the ranks of starving gangs have
@@ -103,6 +105,7 @@ class PreemptionLoop:
             self.dry_run,
         )
         self.reporter = PreemptionReporter(self.actuator, self.settings, self.loop_settings)
+        self.booster = PriorityBooster(self.actuator, self.settings, self.loop_settings.priority_boost_interval_s)
 
     @property
     def history(self) -> list[PreemptionRecord]:
@@ -134,6 +137,8 @@ class PreemptionLoop:
         if not self.leading:
             return None
         snapshot, starving = self._settle(now)
+        if not self.dry_run:
+            self.booster.tick(snapshot, now)
         if self._still_quiet(snapshot, starving, now):
             return None
         choice = self._choose(snapshot, now)
@@ -194,7 +199,10 @@ class PreemptionLoop:
         """Step 3: admit in rank, carry out the preemption, then admit in the room it freed. Returns the
         preemption carried out and, when the pass found nothing to do, the model generation it saw."""
         admitted, snapshot, choice = self._admit_in_rank(snapshot, choice, now, 0)
-        quiet_generation = snapshot.generation if choice.plan is None and choice.admit is None else None
+        if choice.held is not None:
+            log.info("preemption for gang %s held %.0f s for its victims' next checkpoints", *choice.held)
+        idle = choice.plan is None and choice.admit is None and choice.held is None
+        quiet_generation = snapshot.generation if idle else None
         plan = self.executor.unblocked(choice.plan, now)
         if plan is None or self.executor.carry_out(snapshot, plan, now) != "carried-out":
             return None, quiet_generation

@@ -37,6 +37,9 @@ class PreemptionLoopSettings:
     pdb_retry_s: float = setting(
         30.0, SECONDS, "seconds before a preemption a PodDisruptionBudget refused is tried again for the same gang"
     )
+    priority_boost_interval_s: float = setting(
+        30.0, POSITIVE_SECONDS, "least seconds between two writes of one Kueue Workload's priority boost"
+    )
     quiet_recheck_s: float = setting(
         30.0, SECONDS, "seconds after which a pass that found nothing to do is made again on an unchanged model"
     )

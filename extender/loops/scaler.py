@@ -45,6 +45,7 @@ from extender.loops.ticking import Ticker
 from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.takings import takings_with
 from extender.policy.scaling.consolidation import plan_consolidation
 from extender.policy.scaling.scale_out import ActionKind, ScalingAction, plan_scale_out
 from extender.state.convert import (
@@ -53,6 +54,7 @@ from extender.state.convert import (
     WORKER_PLAN_ANNOTATION,
     plan_annotation,
 )
+from extender.state.gang_annotations import TAKEN_ANNOTATION
 from extender.state.store import ClusterState
 
 log = logging.getLogger(__name__)
@@ -218,6 +220,7 @@ class ScalerLoop:
                 annotations = {
                     CONSOLIDATED_AT_ANNOTATION: f"{now:.3f}",
                     WORKER_PLAN_ANNOTATION: _plan_annotation(action),
+                    TAKEN_ANNOTATION: takings_with(snapshot.jobs.get(action.job), now),
                 }
                 self.actuator.annotate_job(action.job, annotations)
         except EvictionRefused as error:

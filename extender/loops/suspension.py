@@ -21,9 +21,10 @@ from extender.loops.preemption_counts import PreemptionCounts
 from extender.loops.run_clock import RunClock
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.takings import takings_with
 from extender.policy.core.views import JobView
-from extender.policy.preemption.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, worth_suspending
-from extender.policy.preemption.run_protection import min_run_s, suspension_times_with
+from extender.policy.preemption.residual_life import NO_SUSPENSIONS, RunTimes, Suspendable, suspension_margins
+from extender.policy.preemption.run_protection import fallback_min_run_s
 from extender.policy.preemption.victims import PreemptionPlan
 from extender.policy.rank.jobstates import JobStatus
 from extender.policy.rank.queue import queue_of
@@ -32,7 +33,7 @@ from extender.state.gang_annotations import (
     RESUMED_AT_ANNOTATION,
     RUN_TIME_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
-    SUSPENSIONS_ANNOTATION,
+    TAKEN_ANNOTATION,
 )
 from extender.state.store import ClusterState
 
@@ -84,14 +85,14 @@ class SuspensionKeeper:
     def weigh(self, snapshot: ClusterSnapshot, now: float) -> bool:
         """Refresh `suspendable` on `snapshot`; whether it changed (a refused plan may be possible now)."""
         suspendable = self._candidates(snapshot, now)
-        if suspendable == self.suspendable:
-            return False
+        changed = suspendable != self.suspendable
         self.suspendable = suspendable
-        return True
+        return changed
 
     def _candidates(self, snapshot: ClusterSnapshot, now: float) -> Suspendable:
         """The running suspendable TFJobs expected to run on for longer than a fresh job runs in all, and
-        those that started at most `suspension_newcomer_s` ago and were never suspended (none while no
+        those that ran past their minimum (none for a job that declares its checkpoints:
+        `fallback_min_run_s`) by at most `suspension_newcomer_s` and were never suspended (none while no
         gang waits)."""
         if next(queue_of(snapshot, self.settings).waiting(now, self.settings), None) is None:
             return NO_SUSPENSIONS
@@ -101,14 +102,18 @@ class SuspensionKeeper:
             return NO_SUSPENSIONS
         curve = RunTimes.estimate(clock.finished, clock.running(snapshot.jobs, now).values())
         window = self.settings.suspension_newcomer_s
+        runs = _current_runs(snapshot, self.settings, now)
         newcomers = frozenset(
             job
             for job, ran in candidates.items()
             if window > 0
-            and (minimum := min_run_s(snapshot.jobs[job], self.settings)) <= ran <= minimum + window
+            and (minimum := fallback_min_run_s(snapshot.jobs[job], self.settings))
+            <= runs.get(job, ran)
+            <= minimum + window
             and not snapshot.jobs[job].suspended_at
         )
-        return Suspendable(worth_suspending(curve, candidates, self.settings.suspension_min_history), newcomers)
+        margins = suspension_margins(curve, candidates, self.settings.suspension_min_history)
+        return Suspendable(frozenset(margins), newcomers, margins)
 
     def suspend(self, plan: PreemptionPlan, now: float) -> None:
         """Suspend the plan's suspended jobs, each with the seconds it has run in all."""
@@ -121,7 +126,7 @@ class SuspensionKeeper:
                 self._to_resume[job] = float(stamp)
             annotations = {
                 SUSPENDED_AT_ANNOTATION: stamp,
-                SUSPENSIONS_ANNOTATION: suspension_times_with(jobs.get(job), now),
+                TAKEN_ANNOTATION: takings_with(jobs.get(job), now),
             }
             if job in self.suspendable.long_runners or job not in self.suspendable.newcomers:
                 # a newcomer is not demoted: it had barely started, and queues again by its own rank
@@ -146,3 +151,14 @@ class SuspensionKeeper:
             self.actuator.annotate_job(job, {RUN_TIME_ANNOTATION: f"{ran:.3f}"})
         except Exception as error:  # the history of this process keeps it all the same
             log.warning("could not record the run time of %s: %s", job, error)
+
+
+def _current_runs(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> dict[str, float]:
+    """TFJob → seconds since the first binding of its bound pods (its current run, as its pods tell it):
+    what a newcomer is judged by. The run clock's time restarts whenever the job is seen not running (a
+    member pending after a scale-out, say), which would make a job that trained for an hour a newcomer."""
+    runs: dict[str, float] = {}
+    for summary in queue_of(snapshot, settings).summaries.values():
+        if summary.job and summary.started:
+            runs[summary.job] = max(runs.get(summary.job, 0.0), now - summary.started)
+    return runs

@@ -21,7 +21,11 @@ from extender.policy.core.views import Role
 from extender.sim.throughput import HardwareProfile
 from extender.sim.workload import JobSpec, NodeSpec
 from extender.state import convert
-from extender.state.gang_annotations import SUSPENDABLE_ANNOTATION
+from extender.state.gang_annotations import (
+    CHECKPOINT_INTERVAL_ANNOTATION,
+    LAST_CHECKPOINT_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
+)
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.store import ClusterState
 
@@ -48,6 +52,8 @@ class SimPod:
     phase: str = "Pending"
     bound_at: float = 0.0
     """Virtual time it was bound (0: not bound, or bound by a policy that does not say when)."""
+    last_checkpoint: float = 0.0
+    """Virtual time of its job's last checkpoint in this pod's run, as the pod reports it (0: none)."""
 
     @property
     def bound(self) -> bool:
@@ -83,6 +89,7 @@ class SimCluster:
         feed_model: bool,
         hardware: HardwareProfile | None = None,
         scheduler_name: str = SCHEDULER_NAME,
+        tells_checkpoints: bool = True,
     ) -> None:
         self.hardware = hardware or HardwareProfile()
         """The throughput model's hardware (policies that estimate speed read it)."""
@@ -96,6 +103,9 @@ class SimCluster:
         """Bumped by every pod change only: the cluster events kube-scheduler moves unschedulable pods back
         to its queue on (it watches pods and nodes, which do not change here, not TFJobs or PodGroups)."""
         self.scheduler_name = scheduler_name
+        self.tells_checkpoints = tells_checkpoints
+        """Jobs that checkpoint declare their interval on the TFJob and their pods report each checkpoint
+        (False: no job tells anything, and the policy's assumptions stand)."""
         self._uids = 0
         self.model: ClusterState | None = ClusterState() if feed_model else None
         if self.model is not None:
@@ -200,6 +210,16 @@ class SimCluster:
             if key in self.pods:
                 self.delete_pod(key, now)
 
+    def report_checkpoint(self, name: str, at: float) -> None:
+        """The job checkpointed at virtual time `at`: its bound pods say so (an annotation each, as its
+        training code would write). Not a cluster event to kube-scheduler: nothing it schedules changed."""
+        if not self.tells_checkpoints:
+            return
+        for pod in self.jobs[name].pods.values():
+            if pod.bound:
+                pod.last_checkpoint = at
+                self._feed(Kind.POD, "MODIFIED", self.pod_object(pod))
+
     def finish_job(self, name: str) -> None:
         job = self.jobs[name]
         job.finished = True
@@ -244,6 +264,9 @@ class SimCluster:
         }
         if pod.node:
             spec["nodeName"] = pod.node
+        annotations = {}
+        if pod.last_checkpoint:
+            annotations[LAST_CHECKPOINT_ANNOTATION] = f"{EPOCH + pod.last_checkpoint:.3f}"
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -252,6 +275,7 @@ class SimCluster:
                 "namespace": NAMESPACE,
                 "uid": pod.uid,
                 "creationTimestamp": stamp(pod.created),
+                "annotations": annotations,
                 "labels": {
                     convert.POD_GROUP_LABEL: pod.job,
                     convert.JOB_NAME_LABEL: pod.job,
@@ -267,10 +291,13 @@ class SimCluster:
         }
 
     def _tfjob_object(self, job: SimJob, now: float) -> dict[str, Any]:
-        """The TFJob as the model reads it. Every simulated job checkpoints (a restart keeps its progress,
-        as the Tiresias and KOD2 baselines assume), so it is marked suspendable."""
+        """The TFJob as the model reads it, marked suspendable (every policy may restart any job; what a
+        restart loses is the engine's to count). A job that checkpoints declares its interval when jobs
+        tell (`tells_checkpoints`; one that keeps every step declares 1 s)."""
         spec = job.spec
         annotations = {SUSPENDABLE_ANNOTATION: "true", **job.annotations}
+        if self.tells_checkpoints and spec.checkpoint_s is not None:
+            annotations[CHECKPOINT_INTERVAL_ANNOTATION] = f"{max(spec.checkpoint_s, 1.0):g}"
         if job.elastic:
             annotations[convert.MIN_WORKERS_ANNOTATION] = str(spec.min_workers)
             annotations[convert.MAX_WORKERS_ANNOTATION] = str(spec.max_workers)

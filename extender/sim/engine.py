@@ -66,6 +66,7 @@ class Simulation:
         stall_timeout_s: float = 600.0,
         stall_quiet_s: float = 60.0,
         on_progress: Callable[[float], None] | None = None,
+        tells_checkpoints: bool = True,
     ) -> None:
         self.workload = workload
         self.policy = policy
@@ -77,7 +78,9 @@ class Simulation:
         """Virtual seconds of steps that change nothing before the run counts as stalled: kube-scheduler
         retries an unschedulable pod without any cluster event after its flush interval (60 s), so a gang
         whose plan was reserved meanwhile is bound by then."""
-        self.cluster = SimCluster(workload.nodes, feed_model=policy.feed_model, hardware=self.hw)
+        self.cluster = SimCluster(
+            workload.nodes, feed_model=policy.feed_model, hardware=self.hw, tells_checkpoints=tells_checkpoints
+        )
         self.progress = {job.name: JobProgress(job) for job in workload.jobs}
         policy.attach(self.cluster, random.Random(seed), self.progress)
         self.on_progress = on_progress
@@ -187,7 +190,8 @@ class Simulation:
             if progress.started is None:
                 progress.started = progress.ready_at
             progress.service += self._share(self.cluster.jobs[name]) * span
-            checkpoint(progress, rate.samples_s, span)
+            if checkpoint(progress, rate.samples_s, span) and progress.spec.checkpoint_s:
+                self.cluster.report_checkpoint(name, later - progress.since_save_s)
 
     def _share(self, job: SimJob) -> float:
         """Node-equivalents the job holds: its largest share of one node's CPU, memory or GPU, summed."""
@@ -265,22 +269,23 @@ class Simulation:
         return later
 
 
-def checkpoint(progress: JobProgress, samples_s: float, span: float) -> None:
+def checkpoint(progress: JobProgress, samples_s: float, span: float) -> bool:
     """`span` seconds of training at `samples_s` have passed: move the last checkpoint to the last multiple
-    of the job's interval within them."""
+    of the job's interval within them. Whether the job checkpointed in them."""
     interval = progress.spec.checkpoint_s
     if interval is None:
         progress.since_save_s += span
-        return
+        return False
     if interval <= 0:
         progress.saved, progress.since_save_s = progress.done, 0.0
-        return
+        return True
     trained = progress.since_save_s + span
-    if trained >= interval:
-        progress.since_save_s = trained % interval
-        progress.saved = progress.done - samples_s * progress.since_save_s
-    else:
+    if trained < interval:
         progress.since_save_s = trained
+        return False
+    progress.since_save_s = trained % interval
+    progress.saved = progress.done - samples_s * progress.since_save_s
+    return True
 
 
 def restart(progress: JobProgress, job: SimJob) -> None:

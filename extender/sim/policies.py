@@ -62,6 +62,8 @@ class JobProgress:
     """Times it stopped training before it finished: evicted, suspended, or left below what it needs."""
     lost_work_s: float = 0.0
     """GPU-seconds (CPU-seconds for a job without GPUs) of training thrown away by its restarts."""
+    taken_at: list[float] = field(default_factory=list)
+    """Virtual times the extender's loops took it (evicted, suspended, scaled it in, moved a worker)."""
 
 
 class Policy:
@@ -153,6 +155,8 @@ class SimActuator:
     (`EPOCH` + virtual time)."""
 
     cluster: SimCluster
+    progress: Mapping[str, JobProgress] = field(default_factory=dict)
+    """Where each taking is noted (`JobProgress.taken_at`)."""
     now: float = 0.0
     scaled: int = 0
     """Worker-replica changes carried out (scale-in and scale-out)."""
@@ -165,8 +169,15 @@ class SimActuator:
         if dry_run:
             return
         self.evicted += 1
+        self._taken(pod.job)
         if pod.key in self.cluster.pods:
             self.cluster.delete_pod(pod.key, self.now)
+
+    def _taken(self, job: str) -> None:
+        """Note a taking of `job` now (one per job per moment: a gang's evictions are one taking)."""
+        progress = self.progress.get(job.split("/", 1)[-1])
+        if progress is not None and (not progress.taken_at or progress.taken_at[-1] != self.now):
+            progress.taken_at.append(self.now)
 
     def record_event(self, kind: str, key: str, reason: str, message: str) -> None:
         self.events.append((key, reason, message))
@@ -182,6 +193,8 @@ class SimActuator:
         if observed != expected or self.cluster.jobs[name].finished:
             return Resize(False, observed)
         self.scaled += 1
+        if replicas < observed:
+            self._taken(job)
         self.cluster.annotate(name, dict(annotations), self.now)
         self.cluster.set_workers(name, replicas, self.now)
         return Resize(True, observed)
@@ -191,11 +204,16 @@ class SimActuator:
         if current is None or current.uid != pod.uid:
             return False
         self.restarted += 1
+        self._taken(pod.job)
         self.cluster.delete_pod(pod.key, self.now)
         return True
 
     def annotate_job(self, job: str, annotations: Mapping[str, str]) -> None:
         self.cluster.annotate(job.split("/", 1)[1], dict(annotations), self.now)
+
+    def annotate_kueue_workloads(self, job: str, job_uid: str, annotations: Mapping[str, str]) -> int:
+        """No Kueue runs in the simulator."""
+        return 0
 
     def suspend_job(self, job: str, suspend: bool, annotations: Mapping[str, str | None]) -> None:
         """A suspension restarts the job at once: training-operator deletes its pods, the loop resumes it
@@ -205,6 +223,7 @@ class SimActuator:
             return
         name = job.split("/", 1)[1]
         self.suspended += 1
+        self._taken(job)
         written = {key: value for key, value in annotations.items() if value is not None}
         written[RESUMED_AT_ANNOTATION] = written.get(SUSPENDED_AT_ANNOTATION, f"{EPOCH + self.now:.3f}")
         self.cluster.annotate(name, written, self.now)
@@ -233,7 +252,7 @@ class Ours(Policy):
         assert cluster.model is not None
         self.extender = ModelExtender(cluster.model, self.settings)
         self.kube = KubeScheduler(cluster, rng, self.extender)
-        self.actuator = SimActuator(cluster)
+        self.actuator = SimActuator(cluster, progress)
         self.now = 0.0
         knobs = PreemptionLoopSettings(interval_s=self.tick_s)
         self.loop = PreemptionLoop(cluster.model, self.actuator, self.settings, self._wall, knobs)

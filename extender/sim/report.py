@@ -11,7 +11,9 @@ what the jobs actually
 keep busy (see `throughput`), averaged over the policy's own makespan; pods of a job that cannot train
 hold their requests but use nothing. `lost_work_s` is the training the restarts threw away (GPU-seconds,
 CPU-seconds for jobs without GPUs: the progress since each one's last checkpoint), `max_restarts` and
-`p95_restarts` how often a job was stopped before it finished (evicted, suspended, left below its minimum).
+`p95_restarts` how often a job was stopped before it finished (evicted, suspended, left below its minimum),
+`max_takings_per_hour` the most times the extender's loops took one job (evicted, suspended, scaled it in,
+moved a worker) within any hour (0 for the other policies, which do not say).
 Plots need matplotlib (the `sim` extra); without it they are skipped.
 """
 
@@ -44,6 +46,19 @@ COLUMNS = (
     ("scale_actions", "scale actions", "{}"),
     ("resizes", "resizes jobs", "{}"),
 )
+
+
+HOUR_S = 3600.0
+
+
+def _most_in_an_hour(times: Sequence[float]) -> int:
+    """The most of `times` (ascending) within any hour."""
+    most, first = 0, 0
+    for last, at in enumerate(times):
+        while at - times[first] >= HOUR_S:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -83,6 +98,7 @@ def metrics(result: RunResult) -> dict[str, Any]:
         "p95_restarts": round(percentile([float(p.restarts) for p in result.jobs.values()], 0.95), 1)
         if result.jobs
         else 0.0,
+        "max_takings_per_hour": max((_most_in_an_hour(p.taken_at) for p in result.jobs.values()), default=0),
         "scale_actions": result.scale_actions,
         "resizes": "yes" if result.resizes else "no",
         "completed_jobs": len(done),

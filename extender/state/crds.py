@@ -28,7 +28,7 @@ from extender.state.gang_annotations import (
     SCALED_AT_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
-    SUSPENSIONS_ANNOTATION,
+    TAKEN_ANNOTATION,
     WORKER_PLAN_ANNOTATION,
 )
 from extender.state.objects import NON_NEGATIVE, annotation_of, converted, created_at, key_of, requests_of, role_of
@@ -97,7 +97,7 @@ def _job(obj: Json) -> JobView:
         attained_s=_seconds(meta, ATTAINED_ANNOTATION),
         run_s=_seconds(meta, RUN_TIME_ANNOTATION),
         checkpoint_interval_s=_seconds(meta, CHECKPOINT_INTERVAL_ANNOTATION) or None,
-        suspensions=_times(meta, SUSPENSIONS_ANNOTATION),
+        taken=_times(meta, TAKEN_ANNOTATION),
         min_run_before_preemption_s=_seconds(meta, MIN_RUN_ANNOTATION)
         if annotation_of(meta, MIN_RUN_ANNOTATION) is not None
         else None,

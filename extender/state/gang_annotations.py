@@ -53,10 +53,11 @@ RESUMED_AT_ANNOTATION = ANNOTATION_PREFIX + "resumed-at"
 whose suspension is not newer than its resumption was suspended by someone else: the loop leaves it."""
 ATTAINED_ANNOTATION = ANNOTATION_PREFIX + "attained-s"
 """Written with each suspension the preemption loop makes: the seconds the job has run in all so far."""
-SUSPENSIONS_ANNOTATION = ANNOTATION_PREFIX + "suspensions"
-"""Written with each suspension the preemption loop makes: the times (seconds since the epoch,
-comma-separated) of its suspensions within the last hour, this one included, which bound how often one
-job is suspended (`PolicySettings.max_suspensions_per_hour`) across restarts of the loop."""
+TAKEN_ANNOTATION = ANNOTATION_PREFIX + "taken"
+"""Written each time the loops take the job (an eviction, a suspension, a scale-in, a worker moved): the
+times (seconds since the epoch, comma-separated) of its takings within the last hour, this one included,
+which bound how often one job is taken (`PolicySettings.max_takings_per_hour`) across restarts of the
+loops."""
 MIN_RUN_ANNOTATION = ANNOTATION_PREFIX + "min-run-before-preemption-s"
 """On a TFJob, set by its owner: the seconds it runs before a preemption may evict, shrink or suspend it
 (overrides `PolicySettings.min_run_before_preemption_s` for this job)."""

@@ -23,7 +23,7 @@ from extender.state.gang_annotations import (
     RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
-    SUSPENSIONS_ANNOTATION,
+    TAKEN_ANNOTATION,
 )
 from extender.state.kinds import BY_KIND, Kind
 from extender.state.kueue import QUEUE_NAME_LABEL
@@ -268,8 +268,8 @@ def _suspension_annotations(job: JobView) -> dict[str, str]:
     ):
         if seconds:
             annotations[name] = f"{seconds:.3f}"
-    if job.suspensions:
-        annotations[SUSPENSIONS_ANNOTATION] = ",".join(f"{at:.3f}" for at in job.suspensions)
+    if job.taken:
+        annotations[TAKEN_ANNOTATION] = ",".join(f"{at:.3f}" for at in job.taken)
     if job.min_run_before_preemption_s is not None:
         annotations[MIN_RUN_ANNOTATION] = f"{job.min_run_before_preemption_s:g}"
     if job.checkpoint_interval_s is not None:

@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
 from extender.devcluster.kueue import KUEUE_NAMESPACE
-from extender.devcluster.resources import source
 from extender.explain import explain
 from extender.policy.core.views import KUEUE_LEFT_ALONE
 from extender.state.kueue import QUEUE_NAME_LABEL
+from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_cached
 from tests.e2e.waits import stays, wait_until
 from tests.e2e.workloads import bind_times, bound, job_pods, not_failed, ps_and_workers_by_node, tfjob
 from tests.e2e.workloads import tfjob_object as read_tfjob
@@ -39,7 +37,6 @@ pytestmark = pytest.mark.e2e
 
 NAMESPACE = "kueue-e2e"
 FLAVOR_LABEL = {"pool": "kueue"}
-KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 RUN_TIMES_S = (5.0, 5.0, 5.0, 3000.0)
 """The run times the extender recalls: after 5 s a running job is expected to run on for far longer than a
 fresh job runs in all (mean residual life 2995 s against a mean of 754 s)."""
@@ -73,17 +70,10 @@ TOGETHER_S = 3.0
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[LocalControlPlane]:
-    if shutil.which("go") is None and not _kueue_cached():
+    if shutil.which("go") is None and not kueue_cached():
         pytest.skip("the Kueue end-to-end test needs Go (to build Kueue) or a cached build")
     with LocalControlPlane(build_control_plane(), with_kueue=True, extender_args=LOOP_ARGS) as control_plane:
         yield control_plane
-
-
-def _kueue_cached() -> bool:
-    printed = subprocess.run(
-        ["bash", str(source().kueue_build_script), "--print-dir"], check=True, capture_output=True, text=True
-    )
-    return (Path(printed.stdout.strip()) / "bin" / "kueue").exists()
 
 
 def queues(plane: LocalControlPlane) -> None:
@@ -144,8 +134,8 @@ def debug_jobs(plane: LocalControlPlane) -> dict[str, Any]:
 
 def admitted(plane: LocalControlPlane, name: str) -> dict[str, Any] | None:
     """The TFJob once Kueue admitted it: unsuspended, its templates narrowed to the flavor's nodes."""
-    job = read_tfjob(plane, NAMESPACE, name)
-    if (job["spec"].get("runPolicy") or {}).get("suspend"):
+    job = admitted_by_kueue(plane, NAMESPACE, name)
+    if job is None:
         return None
     selectors = [spec["template"]["spec"].get("nodeSelector") or {} for spec in job["spec"]["tfReplicaSpecs"].values()]
     return job if all(selector.get("pool") == "kueue" for selector in selectors) else None

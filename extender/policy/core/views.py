@@ -282,9 +282,10 @@ class JobView:
     attained_s: float = 0.0
     """Seconds it ran before its last suspension by the extender (annotation `tfjob-extender.io/attained-s`;
     0 if never suspended). A job with attained service ranks after fresh jobs of its PriorityClass."""
-    suspensions: tuple[float, ...] = ()
-    """When the preemption loop suspended it within the hour before its last suspension (annotation
-    `tfjob-extender.io/suspensions`, seconds since the epoch, oldest first)."""
+    taken: tuple[float, ...] = ()
+    """When the extender's loops took it (evicted, suspended, scaled it in or moved a worker of it) within
+    the hour before the last time (annotation `tfjob-extender.io/taken`, seconds since the epoch, oldest
+    first)."""
     checkpoint_interval_s: float | None = None
     """Seconds of training between two checkpoints, as its owner declares it
     (`tfjob-extender.io/checkpoint-interval-s`); None when it declares nothing."""

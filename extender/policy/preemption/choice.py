@@ -7,8 +7,12 @@ start now without delaying a gang that goes before it (`admission.admissible_pla
 plan is reserved at once, so that pods kube-scheduler happens to retry first (a newer gang's, while the
 older gang's pods sit in their backoff) cannot take its room. A gang that fits but yields is left to
 `filter`. When none can be admitted, the pass asks, for the highest-ranked gangs that cannot start, KOD2
-scale-in (`scale_in`) and then the whole-gang search (`victims`). `carried_out` is the ledger change that
-holds the freed room for the whole preemptor gang and remembers the preemption.
+scale-in (`scale_in`) and then the whole-gang search (`victims`). A plan whose victims are due to
+checkpoint soon is held when waiting for those checkpoints costs the gang less than taking them now
+would throw away (`taking_cost.checkpoint_wait_s`): the pass then carries nothing out and the next pass
+asks again. A starving gang is never held: its wait is bounded first, its victims still the cheapest.
+`carried_out` is the ledger change that holds the freed room for the whole preemptor gang and remembers
+the preemption.
 """
 
 from __future__ import annotations
@@ -20,15 +24,19 @@ from extender.policy.core.ledger import LedgerChange
 from extender.policy.core.resources import Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.takings import taken_too_often
 from extender.policy.core.views import PreemptionRecord
 from extender.policy.gang.planner import GangVerdict
 from extender.policy.gang.state import gang_state
+from extender.policy.preemption.lost_work import work_size
 from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.preemption.run_protection import suspended_too_often, too_young_to_preempt
+from extender.policy.preemption.run_protection import too_young_to_preempt
 from extender.policy.preemption.scale_in import plan_scale_in
+from extender.policy.preemption.taking_cost import checkpoint_wait_s, summary_at_risk
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.policy.rank.admission import admissible_plan
 from extender.policy.rank.backfill import least_room_needed
+from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import queue_of
 
 
@@ -42,6 +50,8 @@ class PreemptionChoice:
     """Gangs whose search found nothing, with (model generation, aged weight) they were tried at."""
     admit: GangVerdict | None = None
     """The plan of a gang that may start now, to reserve (instead of a preemption)."""
+    held: tuple[str, float] | None = None
+    """(gang, seconds): a preemption for the gang held until its victims' next checkpoints."""
 
 
 def choose_preemption(
@@ -61,7 +71,8 @@ def choose_preemption(
     scale-in (surplus workers of lower-ranked elastic jobs, a bounded count per job) and, when that cannot
     admit the gang, job-level preemption. A gang refused at the same model generation and weight
     (`refused`) gives the same refusal and is skipped: running victims do not age, so nothing else could
-    change the answer. `suspendable`: TFJobs that may be suspended for a fresh gang (`residual_life`)."""
+    change the answer; unless some long runner may be suspended, whose margin and loss move with time.
+    `suspendable`: TFJobs that may be suspended for a fresh gang (`residual_life`)."""
     queue = queue_of(snapshot, settings)
     room = free_in_all(snapshot)
     walked = checked = 0
@@ -95,21 +106,43 @@ def choose_preemption(
                 snapshot, origin, settings, now, terminating_victims=terminating, suspendable=suspendable
             )
         if isinstance(decision, PreemptionPlan):
+            wait = (
+                None
+                if rank.starving
+                else _checkpoint_wait(snapshot, decision, queue.summaries[rank.subject], settings, now)
+            )
+            if wait is not None:
+                return PreemptionChoice(None, refusals, held=(key, wait))
             return PreemptionChoice(decision, refusals)
-        if not held_back_by_time(snapshot, settings, now):
+        if not (held_back_by_time(snapshot, settings, now) or suspendable.margins_s):
             refusals[key] = (snapshot.generation, rank.weight)
     return PreemptionChoice(None, refusals)
 
 
+def _checkpoint_wait(
+    snapshot: ClusterSnapshot, plan: PreemptionPlan, preemptor: GangSummary, settings: PolicySettings, now: float
+) -> float | None:
+    """Seconds to hold `plan` for the next checkpoints of the gangs it takes whole (`taking_cost`), or None
+    to carry it out now (it takes none whole, or one of them does not say when it checkpoints)."""
+    summaries = queue_of(snapshot, settings).summaries
+    risks = []
+    for subject in plan.removed_whole:
+        victim = summaries.get(subject)
+        if victim is None:
+            return None
+        risks.append(summary_at_risk(snapshot.jobs.get(victim.job) if victim.job else None, victim, now, settings))
+    return checkpoint_wait_s(risks, work_size((preemptor.demand,))[0], settings)
+
+
 def held_back_by_time(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> bool:
-    """Some running job is kept from being taken only until a time passes: it has not run its minimum yet,
-    or it was suspended as often as an hour allows (`run_protection`). A refusal then holds only until
-    that time, on the same model: it is not remembered."""
+    """Some running job is kept from being taken (whole, or scaled in) only until a time passes: it has
+    not run its minimum yet, or it was taken as often as an hour allows (`run_protection`). A refusal then
+    holds only until that time, on the same model: it is not remembered."""
     for summary in queue_of(snapshot, settings).summaries.values():
         if not summary.bound_pods or summary.ages:
             continue
         job = snapshot.jobs.get(summary.job) if summary.job else None
-        if too_young_to_preempt(job, summary.started, settings, now) or suspended_too_often(job, settings, now):
+        if too_young_to_preempt(job, summary.started, settings, now) or taken_too_often(job, settings, now):
             return True
     return False
 

@@ -52,6 +52,11 @@ class AtRisk:
     """The interval the loss was counted on (declared or assumed); None when a reported time was used."""
     since_checkpoint_s: float | None = None
     """Seconds since the checkpoint its pods reported, when they reported one in this run."""
+    size: float = 0.0
+    """What a second of its training is worth (`work_size`): GPUs, else CPU cores."""
+    next_checkpoint_s: float | None = None
+    """Seconds until its next checkpoint is due, when its owner declared an interval (None: not known, and
+    never taken from an assumed one)."""
 
 
 NOT_RUNNING = AtRisk(0.0, 0.0, "CPU", "not running", None)
@@ -60,18 +65,41 @@ NOT_RUNNING = AtRisk(0.0, 0.0, "CPU", "not running", None)
 def at_risk(job: JobView | None, pods: Sequence[PodView], now: float, settings: PolicySettings) -> AtRisk:
     """What the job of `pods` (its TFJob `job`, if known) would lose if taken at `now`."""
     bound = [pod for pod in pods if pod.holds_node]
-    started = [pod.scheduled_at for pod in bound if pod.scheduled_at]
-    if not bound or not started:
+    started = min((pod.scheduled_at for pod in bound if pod.scheduled_at), default=0.0)
+    if not started:
         return NOT_RUNNING
-    ran = max(0.0, now - min(started))
-    size, unit = work_size(pod.requests for pod in bound)
+    reported = max((pod.last_checkpoint for pod in pods if started <= pod.last_checkpoint <= now), default=0.0)
+    return at_risk_of(job, started, reported, work_size(pod.requests for pod in bound), now, settings)
+
+
+def at_risk_of(
+    job: JobView | None,
+    started: float,
+    reported: float,
+    size: tuple[float, Unit],
+    now: float,
+    settings: PolicySettings,
+) -> AtRisk:
+    """What a job would lose if taken at `now`, from its current run's start, the latest checkpoint its
+    pods reported in that run (0: none) and its `work_size`."""
+    if not started:
+        return NOT_RUNNING
+    ran = max(0.0, now - started)
+    amount, unit = size
     declared = job.checkpoint_interval_s if job is not None else None
     interval = declared or settings.assumed_checkpoint_interval_s
-    reported = max((pod.last_checkpoint for pod in pods if min(started) <= pod.last_checkpoint <= now), default=0.0)
-    if reported:
+    if reported and started <= reported <= now:
         since = now - reported
         lost = min(since, ran, declared) if declared else min(since, ran)
-        return AtRisk(lost, lost * size, unit, "reported", declared, since)
+        due = max(0.0, declared - since) if declared else None
+        return AtRisk(lost, lost * amount, unit, "reported", declared, since, amount, due)
     lost = ran % interval if interval > 0 else ran
-    basis: Basis = "declared" if declared else "assumed"
-    return AtRisk(lost, lost * size, unit, basis, interval)
+    if declared:
+        return AtRisk(lost, lost * amount, unit, "declared", declared, None, amount, declared - lost)
+    return AtRisk(lost, lost * amount, unit, "assumed", interval, None, amount)
+
+
+def tells_nothing(risk: AtRisk) -> bool:
+    """Its owner neither declared an interval nor its pods reported a checkpoint: what it would lose is
+    an assumption, and the fixed minimum run (`run_protection`) protects it instead."""
+    return risk.basis == "assumed"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -77,6 +77,10 @@ class Suspendable:
     newcomers: frozenset[str] = frozenset()
     """Started running at most `suspension_newcomer_s` ago and never suspended before: a starving gang of
     their PriorityClass or a higher one may suspend them (they lose little work, and are not demoted)."""
+    margins_s: Mapping[str, float] = field(default_factory=dict, compare=False)
+    """Long runner → seconds its expected further run exceeds a fresh job's whole run (`suspension_margins`):
+    suspending it pays only when it loses less than this (its lost training and restart, `taking_cost`).
+    A long runner not listed has no bound. Not compared: the margins move with every second run."""
 
     def __bool__(self) -> bool:
         return bool(self.long_runners or self.newcomers)
@@ -88,7 +92,14 @@ NO_SUSPENSIONS = Suspendable()
 def worth_suspending(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> frozenset[str]:
     """The jobs (of `attained`: job → seconds run) expected to run on for longer than a job that has just
     started runs in all; none until `min_history` finished run times are known."""
+    return frozenset(suspension_margins(curve, attained, min_history))
+
+
+def suspension_margins(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> dict[str, float]:
+    """Of `worth_suspending`'s jobs, by how much (seconds) each is expected to outrun a fresh job: Tiresias'
+    gain from letting the fresh job go first, before what the suspension costs the job itself."""
     if curve.finished < min_history:
-        return frozenset()
+        return {}
     fresh = curve.residual(0.0)
-    return frozenset(job for job, ran in attained.items() if ran > 0 and curve.residual(ran) > fresh)
+    margins = {job: curve.residual(ran) - fresh for job, ran in attained.items() if ran > 0}
+    return {job: margin for job, margin in margins.items() if margin > 0}

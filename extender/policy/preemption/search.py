@@ -12,7 +12,8 @@ that walks them is `victims`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -22,9 +23,11 @@ from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GangKey, PodView, Role
 from extender.policy.gang.planner import GangVerdict, plan_gang
 from extender.policy.gang.room import roomy_nodes
-from extender.policy.gang.state import GangState, gang_state, waiting_reason
+from extender.policy.gang.state import GangState, gang_state
+from extender.policy.preemption.gang_needs import ineligible_reason, least_demand, still_needed
 from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.preemption.run_protection import suspended_too_often, too_young_to_preempt
+from extender.policy.preemption.run_protection import protected, too_young_to_preempt
+from extender.policy.preemption.taking_cost import cost_of, summary_at_risk
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import GangQueue, queue_of
 from extender.policy.rank.ranking import JobRank, cluster_capacity, gang_rank
@@ -42,6 +45,8 @@ class VictimUnit:
     """For a surplus unit: the job's Worker replicas once this unit (and those before it) are taken."""
     suspend: bool = False
     """The whole gang goes by suspending its TFJob (it resumes later from its checkpoint), not by eviction."""
+    cost: float = 0.0
+    """Resource-seconds taking it throws away (`Subject.cost`)."""
 
     @property
     def is_surplus(self) -> bool:
@@ -64,9 +69,10 @@ class Subject(NamedTuple):
     without a gang. Its totals come from the gang queue, so the search can rule it out without its pods;
     its rank is only worked out once the search takes it (a plain tuple: thousands are listed per search)."""
 
-    order: tuple[int, int, int, int, float, float, str]
-    """Cheapest first: surplus, suspensions, whole gangs, pods without a gang; then lowest rank first (`ascending`:
-    PriorityClass, demoted first, larger size class, aged weight, later arrival first, key)."""
+    order: tuple[int, int, float, int, int, float, float, str]
+    """Cheapest first: surplus, suspensions, whole gangs, pods without a gang; then the lowest PriorityClass,
+    what taking it costs (`taking_cost`: lost work and restart, for a whole gang), and the lowest rank
+    (`ascending`: demoted first, larger size class, aged weight, later arrival first, key)."""
     key: str
     """The gang key, or the pod key of a pod without a gang."""
     origin: str
@@ -82,6 +88,9 @@ class Subject(NamedTuple):
     """Known up front for a pod without a gang; a gang's is read from `summary` when needed."""
     suspend: bool = False
     """A whole gang taken by suspending its TFJob."""
+    cost: float = 0.0
+    """Resource-seconds taking it whole throws away (`taking_cost.cost_of`); 0 for surplus workers, whose
+    job trains on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +136,7 @@ class Search:
                 units = tuple(_surplus_units(self.snapshot, subject.key, bound, rank))
             else:
                 job = bound[0].job if bound else ""
-                units = (VictimUnit(subject.key, job, bound, rank, suspend=subject.suspend),)
+                units = (VictimUnit(subject.key, job, bound, rank, suspend=subject.suspend, cost=subject.cost),)
         self._units[(subject.key, subject.surplus)] = units
         return units
 
@@ -197,8 +206,8 @@ def open_search(
     room = _room(snapshot, roomy) + total(
         snapshot.reservations[pod.key].requests for pod in pending if pod.key in snapshot.reservations
     )
-    keys = frozenset(summary.key for summary in suspensions)
-    subjects = candidate_subjects(snapshot, state, preemptor, settings, now, keys)
+    margins = {summary.key: suspendable.margins_s.get(summary.job, math.inf) for summary in suspensions}
+    subjects = candidate_subjects(snapshot, state, preemptor, settings, now, margins)
     deficit = demand.shortfall(room)
     return Search(snapshot, state, settings, now, preemptor, subjects, tuple(needs), demand, roomy, room, deficit)
 
@@ -243,17 +252,20 @@ def candidate_subjects(
     preemptor: JobRank,
     settings: PolicySettings,
     now: float,
-    suspensions: frozenset[str] = frozenset(),
+    suspensions: Mapping[str, float] | None = None,
 ) -> tuple[Subject, ...]:
-    """Every subject the preemptor may take, in no order: surplus workers, the gangs of `suspensions`
-    (suspended whole, whatever their PriorityClass up to the preemptor's), whole gangs of a lower
-    PriorityClass (suspended when their TFJob may be, else evicted), lower-priority pods without a gang;
-    never the pods of a TFJob Kueue admits (Kueue preempts those, and would requeue one resized).
-    A gang at rest (running, not waiting) ranks by its size class, base weight and arrival, read straight
-    from its summary: no rank is built per candidate. Within the preemptor's PriorityClass only a lower
-    rank on size and weight is taken (`may_preempt`), or a suspension. A job that has not run its minimum
-    yet is not taken at all, and one suspended too often in the last hour is not taken whole
-    (`run_protection`)."""
+    """Every subject the preemptor may take, in no order: surplus workers; the gangs of `suspensions` (suspended
+    whole, whatever their PriorityClass up to the preemptor's, when the seconds each is expected to outrun a
+    fresh job — its margin — exceed what suspending it loses: its training since its last checkpoint and its
+    restart); whole gangs of a lower PriorityClass (suspended when their TFJob may be, else evicted);
+    lower-priority pods without a gang. Never the pods of a TFJob Kueue admits (Kueue preempts those, and would
+    requeue one resized). A gang at rest (running, not waiting) ranks by its size class, base weight and
+    arrival, read straight from its summary: no rank is built per candidate. Within the preemptor's
+    PriorityClass only a lower rank on size and weight is taken (`may_preempt`), or a suspension. A job that
+    tells nothing of its checkpoints and has not run its minimum yet, or was taken as often as an hour allows,
+    is not taken at all; none is scaled in before its minimum run (a scale-in loses no training to weigh, and
+    the minimum keeps it from undoing a start moments old: `run_protection`). Whole gangs of one PriorityClass
+    go cheapest first: by the training they would lose and their restart (`taking_cost`)."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
     subjects: list[Subject] = []
@@ -261,11 +273,14 @@ def candidate_subjects(
         if summary.priority > preemptor.priority or not summary.bound or _kueue_managed(snapshot, summary.job):
             continue
         job = snapshot.jobs.get(summary.job) if summary.job else None
-        if too_young_to_preempt(job, summary.started, settings, now):
+        risk = summary_at_risk(job, summary, now, settings)
+        if protected(job, summary.started, risk, settings, now):
             continue
         lower = summary.priority < preemptor.priority
-        suspend = summary.key in suspensions or (lower and _may_suspend(snapshot, summary.job))
-        whole = (lower or suspend) and not (suspend and suspended_too_often(job, settings, now))
+        margin = (suspensions or {}).get(summary.key)
+        pays = margin is not None and margin > risk.seconds + settings.restart_cost_s
+        suspend = pays or (lower and _may_suspend(snapshot, summary.job))
+        whole = lower or suspend
         if not (whole or summary.surplus):
             continue
         if summary.origin in own or own.intersection(GangKey(summary.key).groups):
@@ -276,18 +291,22 @@ def candidate_subjects(
         else:
             size, weight, arrival = summary.size_class, summary.base_weight, summary.arrival or now
         key, origin, pods = summary.key, summary.origin, summary.bound_pods
-        if summary.surplus and (lower or _lower_in_class(size, weight, preemptor)):
-            order = (SURPLUS, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
+        young = too_young_to_preempt(job, summary.started, settings, now)
+        if summary.surplus and not young and (lower or _lower_in_class(size, weight, preemptor)):
+            order = (SURPLUS, summary.priority, 0.0, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))
         if whole:
             kind = SUSPENSION if suspend else WHOLE_GANG
-            order = (kind, summary.priority, -int(summary.demoted), -size, weight, -arrival, key)
-            subjects.append(Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend))
+            cost = cost_of(risk, settings)
+            order = (kind, summary.priority, cost, -int(summary.demoted), -size, weight, -arrival, key)
+            subjects.append(
+                Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend, cost=cost)
+            )
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
         if _kueue_managed(snapshot, pod.job):
             continue
         rank = _pod_rank(pod, settings)
-        order = (LOOSE_POD, *ascending(rank))
+        order = (LOOSE_POD, rank.priority, 0.0, *ascending(rank)[1:])
         subjects.append(Subject(order, pod.key, "", False, pod.requests, 1, None, pod, rank))
     return tuple(subjects)
 
@@ -351,48 +370,6 @@ def freed_by(chosen: Sequence[VictimUnit]) -> dict[str, Resources]:
     for pod in victims_of(chosen):
         freed[pod.node_name] = freed.get(pod.node_name, EMPTY) + pod.requests
     return freed
-
-
-def ineligible_reason(
-    snapshot: ClusterSnapshot, state: GangState, pending: Sequence[PodView], terminating: Iterable[str]
-) -> str | None:
-    """Why the gang may not take anything from other jobs now, or None."""
-    waiting = waiting_reason(state)
-    if waiting is not None:
-        return waiting
-    if not pending:
-        return f"gang {state.key} has no pending member"
-    never = [pod.name for pod in pending if pod.preemption_policy == "Never"]
-    if never:
-        return f"gang {state.key}: preemptionPolicy Never on {', '.join(sorted(never))}"
-    still = sorted(key for key in terminating if (pod := snapshot.pods.get(key)) is not None and pod.terminating)
-    if still:
-        return f"gang {state.key}: victims of its last preemption are still terminating ({', '.join(still)})"
-    return None
-
-
-def still_needed(state: GangState) -> list[tuple[int, tuple[PodView, ...]]]:
-    """Per PodGroup of the gang: how many more members a plan must place to reach `minMember`, and the
-    pending members it may choose them from."""
-    needs = []
-    for group in state.groups:
-        members = state.members[group.key]
-        placed = sum(1 for pod in members if pod.node_name or pod.finished)
-        needs.append((max(0, group.min_member - placed), tuple(pod for pod in members if pod.pending)))
-    return needs
-
-
-def least_demand(needs: Sequence[tuple[int, Sequence[PodView]]]) -> Resources:
-    """A lower bound on what any plan admitting the gang places: per group and per resource, the sum of the
-    `k` smallest requests among its pending members (a plan may leave members beyond the minimum out)."""
-    amounts: dict[str, int] = {}
-    for count, pods in needs:
-        if count <= 0:
-            continue
-        for name in set().union(*(pod.requests.names() for pod in pods)):
-            smallest_k = sorted(pod.requests.get(name) for pod in pods)[:count]
-            amounts[name] = amounts.get(name, 0) + sum(smallest_k)
-    return Resources(amounts)
 
 
 def victims_of(chosen: Sequence[VictimUnit]) -> tuple[PodView, ...]:

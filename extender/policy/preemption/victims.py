@@ -26,8 +26,11 @@ weight, whatever their arrival. The search:
    what bound gangs and loose pods hold and what elastic jobs hold beyond their minimum, so a hopeless
    gang is refused without looking at a single victim — or no node could hold a member even empty;
 2. prefer a set touching one job: each candidate subject alone (its surplus, else the whole gang), the
-   feasible one with the fewest pods, then the lowest rank;
-3. otherwise add units cheapest first (surplus, then suspensions, then evictions, lowest rank first) until the dry run
+   feasible one that throws the least work away (`taking_cost`: the training since its last checkpoint
+   and its restart; surplus workers cost nothing, their job trains on), then with the fewest pods, then
+   the lowest rank;
+3. otherwise add units cheapest first (surplus, then suspensions, then evictions; within a PriorityClass
+   the least work thrown away, then the lowest rank) until the dry run
    plans the whole gang, then hand back every unit the plan can do without.
 Each feasibility test is the gang planner itself, run with the victims' requests handed back. Candidates
 are listed as subjects with their totals (from the gang queue); a subject's pods are only looked up when
@@ -158,7 +161,8 @@ def _admits(dry_run: DryRun, chosen: Sequence[VictimUnit]) -> bool:
 
 
 def _one_subject(search: Search) -> list[VictimUnit] | None:
-    """The feasible single-subject set with the fewest pods (a surplus prefix counts as its subject)."""
+    """The feasible single-subject set that throws the least work away, then with the fewest pods (a
+    surplus prefix counts as its subject, and costs nothing: its job trains on)."""
     dry_run = search.dry_run
     options: list[list[VictimUnit]] = []
     for subject in search.subjects:
@@ -170,7 +174,10 @@ def _one_subject(search: Search) -> list[VictimUnit] | None:
         options.append(_hand_back(list(group), dry_run) if subject.surplus else list(group))
     if not options:
         return None
-    return min(options, key=lambda chosen: (len(victims_of(chosen)), ascending(chosen[0].rank)))
+    return min(
+        options,
+        key=lambda chosen: (sum(unit.cost for unit in chosen), len(victims_of(chosen)), ascending(chosen[0].rank)),
+    )
 
 
 def _accumulate(search: Search) -> list[VictimUnit] | None:

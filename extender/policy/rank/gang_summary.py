@@ -69,6 +69,9 @@ class GangSummary:
     started: float = 0.0
     """When its current run began: the first binding of a member holding a node (seconds since the epoch;
     0 when none is bound or the times are unknown)."""
+    last_checkpoint: float = 0.0
+    """The latest checkpoint its members reported in its current run (`PodView.last_checkpoint`, seconds
+    since the epoch; 0 when none did)."""
     demoted: bool = False
     """Its job ran before and was suspended (`JobView.attained_s`): it ranks after fresh jobs of its
     PriorityClass, unless it starves."""
@@ -125,6 +128,7 @@ def summarize(
     job = job_of(snapshot, members)
     bound = [pod for pod in members if pod.holds_node]
     demand = gang_demand(job, members)
+    started = min((pod.scheduled_at for pod in bound if pod.scheduled_at), default=0.0)
     return GangSummary(
         key=state.key,
         origin=origin,
@@ -143,9 +147,17 @@ def summarize(
         growable=job is not None and job.enable_dynamic_worker and job.max_workers > job.replicas.get(Role.WORKER, 0),
         demand=demand,
         size_class=size_class(dominant_share(demand, capacity), settings),
-        started=min((pod.scheduled_at for pod in bound if pod.scheduled_at), default=0.0),
+        started=started,
+        last_checkpoint=_last_checkpoint(members, started),
         demoted=job is not None and job.attained_s > 0,
     )
+
+
+def _last_checkpoint(members: list[PodView], started: float) -> float:
+    """The latest checkpoint reported within the run that began at `started` (0: none, or not running)."""
+    if not started:
+        return 0.0
+    return max((pod.last_checkpoint for pod in members if pod.last_checkpoint >= started), default=0.0)
 
 
 def _scattered(bound: list[PodView]) -> bool:

@@ -3,8 +3,9 @@
 A worker of a running job that sits away from every PS of its job moves onto a PS node with room, at most
 `consolidation_budget` workers per job per `consolidation_interval_s`, emptiest source node first, never
 worker 0 and never making a waiting gang that fits now stop fitting. Only settled jobs out of their
-cooldown move (the same rules as scale-out, `scaling.running_jobs`), and none while a gang ranked above
-them waits for room it could get. Each move is an action with a reservation on the target node.
+cooldown move (the same rules as scale-out, `scaling.running_jobs`), none taken as often as an hour allows
+(`max_takings_per_hour`: a move counts as a taking), and none while a gang ranked above them waits for
+room it could get. Each move is an action with a reservation on the target node.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from extender.policy.core.resources import EMPTY, Resources, describe
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot, Reservation
+from extender.policy.core.takings import taken_too_often
 from extender.policy.core.views import JobView, PodView
 from extender.policy.gang.placement import idleness
 from extender.policy.rank.gang_summary import GangSummary
@@ -45,7 +47,8 @@ def plan_consolidation(
 
     def due(job: JobView, summary: GangSummary) -> bool:
         last = max(last_consolidation.get(job.key, float("-inf")), job.consolidated_at)
-        return summary.scattered and now - last >= settings.consolidation_interval_s
+        moved_lately = now - last < settings.consolidation_interval_s
+        return summary.scattered and not moved_lately and not taken_too_often(job, settings, now)
 
     scattered = queue_of(snapshot, settings).scattered
     running, skipped = running_jobs(snapshot, settings, now, last_action, capacity, due, scattered)

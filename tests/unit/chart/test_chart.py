@@ -458,3 +458,10 @@ def test_every_object_carries_the_standard_labels_and_its_namespace() -> None:
             assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]["name"]
         else:
             assert doc["metadata"]["namespace"] == "kube-system"
+
+
+def test_the_loops_may_patch_kueue_workloads_only_with_the_priority_boost_on() -> None:
+    rule = {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch"]}
+    assert rule not in named(render(), "ClusterRole", f"{RELEASE}-loops")["rules"]
+    boosted = render({"policy": {"kueue_priority_boost": True}})
+    assert rule in named(boosted, "ClusterRole", f"{RELEASE}-loops")["rules"]

@@ -23,7 +23,7 @@ from extender.state.gang_annotations import (
     RUN_TIME_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
     SUSPENDED_AT_ANNOTATION,
-    SUSPENSIONS_ANNOTATION,
+    TAKEN_ANNOTATION,
 )
 from extender.state.kinds import Kind
 from extender.state.view_manifests import job_manifest
@@ -234,7 +234,7 @@ def test_the_loop_suspends_a_long_runner_for_a_fresh_gang_and_holds_the_room_for
     assert annotations == {
         ATTAINED_ANNOTATION: "100.000",
         SUSPENDED_AT_ANNOTATION: f"{NOW + 100:.3f}",
-        SUSPENSIONS_ANNOTATION: f"{NOW + 100:.3f}",
+        TAKEN_ANNOTATION: f"{NOW + 100:.3f}",
     }
     assert actuator.evicted == [], "a suspended job is not evicted: training-operator deletes its pods"
     assert ("TFJob", "default/long", "Suspended", plan.reason) in actuator.events
@@ -250,7 +250,7 @@ def test_the_loop_suspends_a_newcomer_for_a_starving_gang_without_demoting_it() 
     assert loop.tick(NOW - 10) is None, "the run clock sees the runner start"
     plan = loop.tick(NOW)
     assert plan is not None and plan.suspended == (("default/long", "default/long"),)
-    stamps = {SUSPENDED_AT_ANNOTATION: f"{NOW:.3f}", SUSPENSIONS_ANNOTATION: f"{NOW:.3f}"}
+    stamps = {SUSPENDED_AT_ANNOTATION: f"{NOW:.3f}", TAKEN_ANNOTATION: f"{NOW:.3f}"}
     assert actuator.suspended == [("default/long", True, stamps)], (
         "no attained-s: it had barely started, so it queues again by its own rank"
     )

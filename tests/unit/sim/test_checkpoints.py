@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.sim.cluster import SimCluster
+from extender.sim.cluster import EPOCH, SimCluster
 from extender.sim.engine import checkpoint, restart
 from extender.sim.policies import JobProgress
 from extender.sim.workload import (
@@ -93,3 +93,20 @@ def test_a_trace_keeps_its_declared_intervals_and_draws_the_others(tmp_path: Pat
     jobs = {job.name: job for job in load_trace(path).jobs}
     assert jobs[document["jobs"][0]["name"]].checkpoint_s == 1234.0
     assert all(jobs[job["name"]].checkpoint_s != 0.0 for job in document["jobs"][1:])
+
+
+@pytest.mark.parametrize("tells", [True, False])
+def test_jobs_tell_the_model_their_interval_and_checkpoints_unless_told_not_to(tells: bool) -> None:
+    cluster = SimCluster((NodeSpec("n", "8", "32Gi"),), feed_model=True, tells_checkpoints=tells)
+    spec = replace(sim_job("a", 0.0), checkpoint_s=600.0)
+    job = cluster.submit(spec, 0.0, gang=True)
+    for key in list(job.pods):
+        cluster.bind(key, "n", at=5.0)
+    events = cluster.pods_version
+    cluster.report_checkpoint("a", 605.0)
+    assert cluster.pods_version == events, "a checkpoint is no cluster event to kube-scheduler"
+    assert cluster.model is not None
+    snap = cluster.model.snapshot()
+    assert snap.jobs["sim/a"].checkpoint_interval_s == (600.0 if tells else None)
+    reported = {pod.last_checkpoint for key, pod in snap.pods.items() if key.startswith("sim/a-")}
+    assert reported == ({EPOCH + 605.0} if tells else {0.0})

@@ -17,14 +17,14 @@ from extender.loops.actuator import RecordingActuator
 from extender.loops.preemption import PreemptionLoop
 from extender.loops.run_clock import RunClock
 from extender.policy.core.settings import PolicySettings
+from extender.policy.core.takings import HOUR_S
 from extender.policy.preemption.residual_life import Suspendable
-from extender.policy.preemption.run_protection import HOUR_S
 from extender.policy.preemption.victims import PreemptionPlan, plan_preemption
 from extender.state import crds
 from extender.state.gang_annotations import (
     MIN_RUN_ANNOTATION,
     SUSPENDABLE_ANNOTATION,
-    SUSPENSIONS_ANNOTATION,
+    TAKEN_ANNOTATION,
 )
 from extender.state.view_manifests import job_manifest
 from tests.builders import cluster, cpu_nodes, running_gang, snapshot, waiting_job
@@ -80,16 +80,14 @@ def test_the_tfjob_annotation_lowers_or_raises_the_minimum_for_that_job() -> Non
     assert isinstance(plan_for_fresh(long_runner(10), replace(SETTINGS, min_run_before_preemption_s=0)), PreemptionPlan)
 
 
-def test_a_job_suspended_too_often_in_the_last_hour_is_not_suspended_again() -> None:
-    settings = replace(SETTINGS, max_suspensions_per_hour=2)
+def test_a_job_taken_too_often_in_the_last_hour_is_not_suspended_again() -> None:
+    settings = replace(SETTINGS, max_takings_per_hour=2)
     recent = f"{NOW - 1000:.3f},{NOW - 500:.3f}"
-    assert not isinstance(
-        plan_for_fresh(long_runner(600, **{SUSPENSIONS_ANNOTATION: recent}), settings), PreemptionPlan
-    )
+    assert not isinstance(plan_for_fresh(long_runner(600, **{TAKEN_ANNOTATION: recent}), settings), PreemptionPlan)
     old = f"{NOW - HOUR_S - 10:.3f},{NOW - 500:.3f}"
-    assert isinstance(plan_for_fresh(long_runner(600, **{SUSPENSIONS_ANNOTATION: old}), settings), PreemptionPlan)
-    unbounded = replace(settings, max_suspensions_per_hour=0)
-    assert isinstance(plan_for_fresh(long_runner(600, **{SUSPENSIONS_ANNOTATION: recent}), unbounded), PreemptionPlan)
+    assert isinstance(plan_for_fresh(long_runner(600, **{TAKEN_ANNOTATION: old}), settings), PreemptionPlan)
+    unbounded = replace(settings, max_takings_per_hour=0)
+    assert isinstance(plan_for_fresh(long_runner(600, **{TAKEN_ANNOTATION: recent}), unbounded), PreemptionPlan)
 
 
 def test_the_loop_writes_the_suspensions_of_the_last_hour_with_each_suspension() -> None:
@@ -97,13 +95,13 @@ def test_the_loop_writes_the_suspensions_of_the_last_hour_with_each_suspension()
     clock = RunClock(limit=100)
     clock.finished.extend([10.0, 10.0, 10.0, 10_000.0])
     actuator = RecordingActuator()
-    running = long_runner(MIN_RUN + 100, **{SUSPENSIONS_ANNOTATION: f"{old:.3f},{recent:.3f}"})
+    running = long_runner(MIN_RUN + 100, **{TAKEN_ANNOTATION: f"{old:.3f},{recent:.3f}"})
     objects = [*cpu_nodes(3), *running, *waiting_job("fresh", pods=4)]
     loop = PreemptionLoop(cluster(*objects), actuator, SETTINGS, lambda: NOW, run_clock=clock)
     loop.tick(NOW - 100)
     assert loop.tick(NOW) is not None
     [(_, _, annotations)] = actuator.suspended
-    assert annotations[SUSPENSIONS_ANNOTATION] == f"{recent:.3f},{NOW:.3f}"
+    assert annotations[TAKEN_ANNOTATION] == f"{recent:.3f},{NOW:.3f}"
 
 
 STARVING_SINCE = "2027-01-15T07:45:00Z"
@@ -123,7 +121,7 @@ def test_the_newcomer_window_opens_when_the_minimum_run_ends(seen_running_s: flo
 
 def test_the_suspension_times_and_the_minimum_survive_a_state_dump() -> None:
     job = crds.job_view(long_runner(10)[-1])
-    job = replace(job, suspensions=(NOW - 100, NOW), min_run_before_preemption_s=30.0)
+    job = replace(job, taken=(NOW - 100, NOW), min_run_before_preemption_s=30.0)
     assert crds.job_view(job_manifest(job)) == job
 
 

@@ -34,7 +34,16 @@ from extender.policy.rank.ranking import (
     rank_gangs,
 )
 from extender.policy.rank.weights import aged_classes, aging, size_class
-from tests.builders import Obj, make_node, make_pod, make_podgroup, make_tfjob, snapshot, tfjob_pods
+from tests.builders import (
+    Obj,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_priority_class,
+    make_tfjob,
+    snapshot,
+    tfjob_pods,
+)
 from tests.unit.policy.loop import Loop
 
 GI = 2**30
@@ -382,10 +391,6 @@ def gang(
     return [*pods, group]
 
 
-def priority_class(name: str, value: int) -> Obj:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
-
-
 def kod2_nodes() -> list[Obj]:
     return [make_node(f"node-{i}", cpu="10", memory="32Gi") for i in range(3)]
 
@@ -414,8 +419,8 @@ def test_a_gang_is_ranked_by_its_tfjob_on_the_kod2_cluster() -> None:
 def test_gang_rank_uses_priority_class_values_from_the_snapshot() -> None:
     snap = snapshot(
         *kod2_nodes(),
-        priority_class("batch", 10),
-        priority_class("urgent", 1000),
+        make_priority_class("batch", 10),
+        make_priority_class("urgent", 1000),
         tfjob("small", **SMALL, priority_class="batch"),
         *gang("small", **SMALL, priority=999_999),
         tfjob("big", **BIG, priority_class="urgent"),
@@ -516,11 +521,11 @@ def test_a_waiting_gang_ages_beyond_the_starvation_limit() -> None:
     assert starved.weight == pytest.approx(starved.base_weight + 100 * SETTINGS.aging_rate_per_s)
 
 
-def test_a_starved_big_job_climbs_past_fresh_smaller_jobs_but_not_a_higher_priority_class() -> None:
+def test_a_starved_big_job_climbs_past_fresh_smaller_jobs_but_not_a_higher_make_priority_class() -> None:
     def ranks_at(offset: float, small_created: float) -> list[JobRank]:
         snap = snapshot(
             *kod2_nodes(),
-            priority_class("urgent", 1000),
+            make_priority_class("urgent", 1000),
             tfjob("big", **BIG),
             *gang("big", **BIG),
             tfjob("small", **SMALL, created=small_created),
