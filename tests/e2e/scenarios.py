@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from extender.devcluster import LocalControlPlane
+from extender.state.gang_annotations import CHECKPOINT_INTERVAL_ANNOTATION
 from tests.e2e.conftest import Scene
 from tests.e2e.waits import OBSERVE_S, stays, wait_until
 from tests.e2e.workloads import (
@@ -174,8 +175,10 @@ def suspended_then_resumed_waiting(plane: LocalControlPlane, namespace: str, nam
 def suspend_a_long_runner_for_a_fresh_gang(
     plane: LocalControlPlane, scene: Scene, restart_deciders: Callable[[], None]
 ) -> None:
-    """Needs the preemption loop run with a suspension history of 5 jobs and no newcomer suspension
-    (`suspension_min_history` 5, `suspension_newcomer_s` 0). Five jobs finish first, one of them six times
+    """Needs the preemption loop run with a suspension history of 5 jobs, no newcomer suspension and a
+    restart that costs nothing, never waiting for a checkpoint (`suspension_min_history` 5,
+    `suspension_newcomer_s` 0, `restart_cost_s` 0, `max_checkpoint_wait_s` 0: these jobs run seconds, where
+    a restart of minutes would never pay). Five jobs finish first, one of them six times
     later than the others, and their run times are recorded on their TFJobs; `restart_deciders` restarts the
     processes running the loop, so what it knows of them it has read back from the cluster. Then a
     suspendable job starts and a fresh gang arrives that only fits without it: the runner is suspended
@@ -197,6 +200,7 @@ def suspend_a_long_runner_for_a_fresh_gang(
     restart_deciders()
     runner = tfjob("runner", scene=ns, workers=3)
     runner["metadata"]["annotations"][SUSPENDABLE] = "true"
+    runner["metadata"]["annotations"][CHECKPOINT_INTERVAL_ANNOTATION] = "1"
     plane.create_tfjob(ns, runner)
     wait_bound(plane, ns, f"{JOB}=runner", 4)
     # 1 PS + 8 workers: 9 of the 12 CPU, and the runner holds 4

@@ -74,6 +74,8 @@ VALUES: dict[str, Any] = {
         "starvation_limit_s": STARVATION_LIMIT_S,
         "suspension_min_history": 5,
         "suspension_newcomer_s": 0,
+        "restart_cost_s": 0,
+        "max_checkpoint_wait_s": 0,
         "scale_cooldown_s": 5,
         "min_run_before_preemption_s": MIN_RUN_S,
     },
@@ -81,8 +83,9 @@ VALUES: dict[str, Any] = {
     "observe": {"debug": {"enabled": True, "auth": "tokenReview", "allowedUsers": [VIEWER_USER]}},
 }
 """What a user sets for this install, but for kube-scheduler's feature gates (the cluster's, added when
-rendering): the shared plane's starvation limit; the suspension scenario's history of five finished jobs and
-no newcomer suspension; the scaler's short cooldown; the loops acting; the debug views for the viewer."""
+rendering): the shared plane's starvation limit; the suspension scenario's history of five finished jobs, no
+newcomer suspension, a restart that costs nothing and no wait for checkpoints; the scaler's short cooldown;
+the loops acting; the debug views for the viewer."""
 PROCESS_NAMES = {"kube-scheduler": "kube-scheduler", "tfjob-extender": "extender", "tfjob-extender-loops": "loops"}
 """Container → the name of its process in the control plane's group (and its log file); the shared helpers
 read the extender's log as `extender`."""

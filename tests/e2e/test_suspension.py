@@ -29,7 +29,17 @@ def test_a_long_runner_is_suspended_for_a_fresh_gang_and_resumed_to_wait_its_tur
         plane.stop_extender()
         plane.start_extender()
 
-    with extender_run_with(plane, "--suspension-min-history", "5", "--suspension-newcomer-s", "0"):
+    with extender_run_with(
+        plane,
+        "--suspension-min-history",
+        "5",
+        "--suspension-newcomer-s",
+        "0",
+        "--restart-cost-s",
+        "0",
+        "--max-checkpoint-wait-s",
+        "0",
+    ):
         suspend_a_long_runner_for_a_fresh_gang(plane, scene, restart_extender)
 
 

@@ -55,8 +55,8 @@ class AtRisk:
     size: float = 0.0
     """What a second of its training is worth (`work_size`): GPUs, else CPU cores."""
     next_checkpoint_s: float | None = None
-    """Seconds until its next checkpoint is due, when its owner declared an interval (None: not known, and
-    never taken from an assumed one)."""
+    """Seconds until its next checkpoint is due: its last reported checkpoint plus its declared interval
+    (None when either is missing: a phase counted from the run's start is a guess, never waited on)."""
 
 
 NOT_RUNNING = AtRisk(0.0, 0.0, "CPU", "not running", None)
@@ -94,9 +94,8 @@ def at_risk_of(
         due = max(0.0, declared - since) if declared else None
         return AtRisk(lost, lost * amount, unit, "reported", declared, since, amount, due)
     lost = ran % interval if interval > 0 else ran
-    if declared:
-        return AtRisk(lost, lost * amount, unit, "declared", declared, None, amount, declared - lost)
-    return AtRisk(lost, lost * amount, unit, "assumed", interval, None, amount)
+    basis: Basis = "declared" if declared else "assumed"
+    return AtRisk(lost, lost * amount, unit, basis, interval, None, amount)
 
 
 def tells_nothing(risk: AtRisk) -> bool:

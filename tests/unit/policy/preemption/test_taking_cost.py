@@ -86,8 +86,13 @@ def test_a_long_runner_is_suspended_only_when_its_margin_exceeds_what_it_would_l
     assert not isinstance(refused, PreemptionPlan), "it would lose 600 s of training and its restart"
 
 
+JUST_ARRIVED = datetime.fromtimestamp(NOW - 60, UTC).isoformat().replace("+00:00", "Z")
+"""A minute before NOW: the fresh gang is far from starving (a starving gang is never held)."""
+
+
 def choose(running: list[dict[str, Any]], now: float = NOW) -> tuple[PreemptionPlan | None, tuple[str, float] | None]:
-    snap = snapshot(*cpu_nodes(2), *running, *runner("b", "node-1", 3000), *waiting_job("fresh", pods=4))
+    fresh = waiting_job("fresh", pods=4, created=JUST_ARRIVED)
+    snap = snapshot(*cpu_nodes(2), *running, *runner("b", "node-1", 3000), *fresh)
     only_a = Suspendable(long_runners=frozenset({"default/a"}))
     choice = choose_preemption(snap, SETTINGS, now, {}, max_gangs=4, max_checked=4, suspendable=only_a)
     return choice.plan, choice.held
