@@ -1,15 +1,15 @@
 """What taking a running job costs, and whether to wait for its next checkpoint instead (pure).
 
 Taking a job whole (evicting or suspending it) throws away its training since its last checkpoint
-(`lost_work`) and makes it pay its start-up again: `PolicySettings.restart_cost_s` seconds of its size.
+(`lost_work`) and makes it pay its restart again: `PolicySettings.restart_cost_s` seconds of its size.
 The victim search weighs whole-gang candidates of one PriorityClass by that cost, cheapest first, and of
 the single-subject sets that would do it prefers the one that costs least. A plan whose victims all
 declare their interval and report their checkpoints (so their next one is due at a known time) may wait
-for them: waiting `w` seconds costs the preemptor's
-size × `w` × `PolicySettings.checkpoint_wait_value` (its weighted wait) and saves what the victims would
-lose now less what they would lose by then (their training after the checkpoint); when it saves more and
-`w` is at most `PolicySettings.max_checkpoint_wait_s`, the preemption loop holds the plan until then.
-A job whose next checkpoint is a guess (it reports none, or declares no interval) is never waited for.
+for them: waiting `w` seconds costs the preemptor's size × `w` × `PolicySettings.checkpoint_wait_value`
+(its weighted wait) and saves what the victims would lose now less what they would lose by then (their
+training after the checkpoint); when it saves more and `w` is at most
+`PolicySettings.max_checkpoint_wait_s`, the preemption loop holds the plan until then. A job whose next
+checkpoint is a guess (it reports none, or declares no interval) is never waited for.
 """
 
 from __future__ import annotations
