@@ -16,19 +16,18 @@ and completes normally.
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from extender.devcluster import ApiError, LocalControlPlane, build_control_plane
+from extender.devcluster import ApiError, LocalControlPlane
 from extender.devcluster.kueue import KUEUE_NAMESPACE
 from extender.explain import explain
 from extender.policy.core.views import KUEUE_LEFT_ALONE
 from extender.state.kueue import QUEUE_NAME_LABEL
-from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_cached
+from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_plane
 from tests.e2e.waits import stays, wait_until
 from tests.e2e.workloads import bind_times, bound, job_pods, not_failed, ps_and_workers_by_node, tfjob
 from tests.e2e.workloads import tfjob_object as read_tfjob
@@ -70,9 +69,7 @@ TOGETHER_S = 3.0
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[LocalControlPlane]:
-    if shutil.which("go") is None and not kueue_cached():
-        pytest.skip("the Kueue end-to-end test needs Go (to build Kueue) or a cached build")
-    with LocalControlPlane(build_control_plane(), with_kueue=True, extender_args=LOOP_ARGS) as control_plane:
+    with kueue_plane(LOOP_ARGS) as control_plane:
         yield control_plane
 
 

@@ -13,18 +13,17 @@ decides in both: the extender touches nothing of Kueue's but the annotation on t
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from extender.devcluster import LocalControlPlane, build_control_plane
+from extender.devcluster import LocalControlPlane
 from extender.loops.priority_booster import PRIORITY_BOOST_ANNOTATION
 from extender.state.gang_annotations import CHECKPOINT_INTERVAL_ANNOTATION, LAST_CHECKPOINT_ANNOTATION
 from extender.state.kueue import QUEUE_NAME_LABEL
-from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_cached
+from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_plane
 from tests.e2e.waits import wait_until
 from tests.e2e.workloads import bound, job_pods, tfjob
 from tests.e2e.workloads import tfjob_object as read_tfjob
@@ -49,9 +48,7 @@ ADMISSIONS_APART_S = 2.0
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[LocalControlPlane]:
-    if shutil.which("go") is None and not kueue_cached():
-        pytest.skip("the Kueue end-to-end test needs Go (to build Kueue) or a cached build")
-    with LocalControlPlane(build_control_plane(), with_kueue=True) as control_plane:
+    with kueue_plane() as control_plane:
         for name, value in ((LOW, 0), (HIGH, 1000)):
             control_plane.post(
                 "/apis/scheduling.k8s.io/v1/priorityclasses",

@@ -109,7 +109,7 @@ def choose_preemption(
             wait = (
                 None
                 if rank.starving
-                else _checkpoint_wait(snapshot, decision, queue.summaries[rank.subject], settings, now)
+                else _checkpoint_wait(snapshot, decision, queue.summaries, rank.subject, settings, now)
             )
             if wait is not None:
                 return PreemptionChoice(None, refusals, held=(key, wait))
@@ -120,18 +120,23 @@ def choose_preemption(
 
 
 def _checkpoint_wait(
-    snapshot: ClusterSnapshot, plan: PreemptionPlan, preemptor: GangSummary, settings: PolicySettings, now: float
+    snapshot: ClusterSnapshot,
+    plan: PreemptionPlan,
+    summaries: Mapping[str, GangSummary],
+    preemptor: str,
+    settings: PolicySettings,
+    now: float,
 ) -> float | None:
-    """Seconds to hold `plan` for the next checkpoints of the gangs it takes whole (`taking_cost`), or None
-    to carry it out now (it takes none whole, or one of them does not say when it checkpoints)."""
-    summaries = queue_of(snapshot, settings).summaries
+    """Seconds to hold `plan`, made for the gang `preemptor`, for the next checkpoints of the gangs it takes
+    whole (`taking_cost`), or None to carry it out now (it takes none whole, or one of them does not say
+    when it checkpoints). `summaries`: the gang queue's."""
     risks = []
     for subject in plan.removed_whole:
         victim = summaries.get(subject)
         if victim is None:
             return None
         risks.append(summary_at_risk(snapshot.jobs.get(victim.job) if victim.job else None, victim, now, settings))
-    return checkpoint_wait_s(risks, work_size((preemptor.demand,))[0], settings)
+    return checkpoint_wait_s(risks, work_size((summaries[preemptor].demand,))[0], settings)
 
 
 def held_back_by_time(snapshot: ClusterSnapshot, settings: PolicySettings, now: float) -> bool:

@@ -72,7 +72,7 @@ class Suspendable:
     """The running TFJobs a fresh gang may suspend, by why."""
 
     long_runners: frozenset[str] = frozenset()
-    """Expected to run on for longer than a fresh job runs in all (`worth_suspending`): any fresh gang of
+    """Expected to run on for longer than a fresh job runs in all (`suspension_margins`): any fresh gang of
     their PriorityClass or a higher one may suspend them."""
     newcomers: frozenset[str] = frozenset()
     """Started running at most `suspension_newcomer_s` ago and never suspended before: a starving gang of
@@ -89,15 +89,11 @@ class Suspendable:
 NO_SUSPENSIONS = Suspendable()
 
 
-def worth_suspending(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> frozenset[str]:
-    """The jobs (of `attained`: job → seconds run) expected to run on for longer than a job that has just
-    started runs in all; none until `min_history` finished run times are known."""
-    return frozenset(suspension_margins(curve, attained, min_history))
-
-
 def suspension_margins(curve: RunTimes, attained: Mapping[str, float], min_history: int) -> dict[str, float]:
-    """Of `worth_suspending`'s jobs, by how much (seconds) each is expected to outrun a fresh job: Tiresias'
-    gain from letting the fresh job go first, before what the suspension costs the job itself."""
+    """The jobs (of `attained`: job → seconds run) expected to run on for longer than a job that has just
+    started runs in all, each with by how much (seconds): Tiresias' gain from letting the fresh job go
+    first, before what the suspension costs the job itself. None until `min_history` finished run times
+    are known."""
     if curve.finished < min_history:
         return {}
     fresh = curve.residual(0.0)

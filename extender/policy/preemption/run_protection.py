@@ -8,22 +8,14 @@ pods before it is a candidate victim of any kind, so a preemption does not waste
 the cluster flap. The newcomer suspension window (`suspension_newcomer_s`) opens when that minimum ends.
 And one job is taken at most `max_takings_per_hour` times in any hour, every kind counted — an
 eviction, a suspension, a scale-in, a worker moved — from the times the loops write on the TFJob with
-each taking (`JobView.taken`), so the bound survives a restart or a change of leader.
+each taking (`JobView.taken`, counted by `policy.core.takings`), so the bound survives a restart or a
+change of leader.
 """
 
 from __future__ import annotations
 
 from extender.policy.core.settings import PolicySettings
-from extender.policy.core.takings import taken_too_often
 from extender.policy.core.views import JobView
-from extender.policy.preemption.lost_work import AtRisk, tells_nothing
-
-
-def protected(job: JobView | None, started: float, risk: AtRisk, settings: PolicySettings, now: float) -> bool:
-    """Not a candidate victim of any kind now: it tells nothing of its checkpoints (`risk`) and its run,
-    begun at `started`, has not reached its minimum; or it was taken as often as an hour allows."""
-    young = tells_nothing(risk) and too_young_to_preempt(job, started, settings, now)
-    return young or taken_too_often(job, settings, now)
 
 
 def min_run_s(job: JobView | None, settings: PolicySettings) -> float:

@@ -20,13 +20,15 @@ from typing import NamedTuple
 from extender.policy.core.resources import EMPTY, Resources, describe, total
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.core.takings import taken_too_often
 from extender.policy.core.views import GangKey, PodView, Role
 from extender.policy.gang.planner import GangVerdict, plan_gang
 from extender.policy.gang.room import roomy_nodes
 from extender.policy.gang.state import GangState, gang_state
 from extender.policy.preemption.gang_needs import ineligible_reason, least_demand, still_needed
+from extender.policy.preemption.lost_work import tells_nothing
 from extender.policy.preemption.residual_life import NO_SUSPENSIONS, Suspendable
-from extender.policy.preemption.run_protection import protected, too_young_to_preempt
+from extender.policy.preemption.run_protection import too_young_to_preempt
 from extender.policy.preemption.taking_cost import cost_of, summary_at_risk
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import GangQueue, queue_of
@@ -274,7 +276,8 @@ def candidate_subjects(
             continue
         job = snapshot.jobs.get(summary.job) if summary.job else None
         risk = summary_at_risk(job, summary, now, settings)
-        if protected(job, summary.started, risk, settings, now):
+        young = too_young_to_preempt(job, summary.started, settings, now)
+        if (young and tells_nothing(risk)) or taken_too_often(job, settings, now):
             continue
         lower = summary.priority < preemptor.priority
         margin = (suspensions or {}).get(summary.key)
@@ -291,7 +294,6 @@ def candidate_subjects(
         else:
             size, weight, arrival = summary.size_class, summary.base_weight, summary.arrival or now
         key, origin, pods = summary.key, summary.origin, summary.bound_pods
-        young = too_young_to_preempt(job, summary.started, settings, now)
         if summary.surplus and not young and (lower or _lower_in_class(size, weight, preemptor)):
             order = (SURPLUS, summary.priority, 0.0, -int(summary.demoted), -size, weight, -arrival, key)
             subjects.append(Subject(order, key, origin, True, summary.surplus, pods, summary))

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from extender.policy.preemption.residual_life import RunTimes, worth_suspending
+from extender.policy.preemption.residual_life import RunTimes, suspension_margins
 
 
 def test_with_every_job_finished_the_residual_is_the_mean_of_what_is_left_of_the_longer_ones() -> None:
@@ -40,16 +40,16 @@ def draws(kind: str) -> list[float]:
 
 def test_under_heavy_tails_a_long_runner_is_worth_suspending() -> None:
     curve = RunTimes.estimate(draws("heavy"), [])
-    assert worth_suspending(curve, {"a/long": 1200.0, "a/new": 0.0}, min_history=10) == {"a/long"}
+    assert suspension_margins(curve, {"a/long": 1200.0, "a/new": 0.0}, min_history=10).keys() == {"a/long"}
 
 
 @pytest.mark.parametrize("ran", [30.0, 300.0, 600.0, 1200.0])
 def test_under_light_tails_no_runner_is_worth_suspending(ran: float) -> None:
     curve = RunTimes.estimate(draws("light"), [])
-    assert worth_suspending(curve, {"a/job": ran}, min_history=10) == frozenset()
+    assert suspension_margins(curve, {"a/job": ran}, min_history=10) == {}
 
 
 def test_nothing_is_suspended_before_enough_jobs_were_seen_finish() -> None:
     curve = RunTimes.estimate([10.0] * 9 + [10_000.0], [])
-    assert worth_suspending(curve, {"a/long": 100.0}, min_history=10) == {"a/long"}
-    assert worth_suspending(curve, {"a/long": 100.0}, min_history=11) == frozenset()
+    assert suspension_margins(curve, {"a/long": 100.0}, min_history=10).keys() == {"a/long"}
+    assert suspension_margins(curve, {"a/long": 100.0}, min_history=11) == {}
