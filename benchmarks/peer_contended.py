@@ -14,6 +14,7 @@ recording the extender's start-time forecasts on the way where it runs (`peer_fo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import threading
 import time
@@ -24,6 +25,7 @@ import orjson
 from benchmarks.peer_forecasts import ForecastRecorder, forecast_scores
 from benchmarks.peer_lineup import Lineup, Scheduler
 from benchmarks.peer_outcomes import CONTENDED_COLUMNS, JobOutcome, RunSummary, fmt
+from benchmarks.peer_training import BoundPod, Training
 from benchmarks.peer_workloads import (
     Contended,
     contended,
@@ -42,9 +44,9 @@ from extender.devcluster import COMPLETE_AFTER, LocalControlPlane
 from extender.devcluster.operator import start_operator
 from extender.policy.core.resources import CPU, GPU
 from extender.policy.core.views import Role
-from extender.sim.throughput import MODELS, Task, job_rate
 from extender.sim.workload import JobSpec
 from extender.state.crds import job_view
+from extender.state.gang_annotations import LAST_CHECKPOINT_ANNOTATION
 from tests.e2e.bulk import Api, clear_namespace, create_all
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -53,12 +55,14 @@ CLEAR_TIMEOUT_S = 120.0
 
 
 class PlacementWatch(BindWatch):
-    """The bind watch, also recording each pod's node, its phase, when it was first seen Succeeded, and the
-    `scheduling.k8s.io` PodGroup it joined, if any."""
+    """The bind watch, also recording each pod's first node, where each pod is bound now (its uid and node,
+    until it fails or is deleted), its phase, when it was first seen Succeeded, and the `scheduling.k8s.io`
+    PodGroup it joined, if any."""
 
     def __init__(self, api: Api, namespace: str) -> None:
         super().__init__(api, namespace)
         self.nodes: dict[str, str] = {}
+        self.placed: dict[str, tuple[str, str]] = {}
         self.done: dict[str, float] = {}
         self.phases: dict[str, str] = {}
         self.native_groups: dict[str, str | None] = {}
@@ -68,15 +72,29 @@ class PlacementWatch(BindWatch):
             spec = pod.get("spec") or {}
             self.native_groups[name] = (spec.get("schedulingGroup") or {}).get("podGroupName")
             node = spec.get("nodeName")
+            phase = (pod.get("status") or {}).get("phase") or "Pending"
+            uid = (pod.get("metadata") or {}).get("uid") or ""
             if node:
                 self.nodes.setdefault(name, node)
-            phase = (pod.get("status") or {}).get("phase") or "Pending"
+            if node and phase != "Failed" and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                self.placed[name] = (uid, node)
+            elif self.placed.get(name, ("", ""))[0] == uid:
+                self.placed.pop(name, None)
             self.phases[name] = phase
             if phase == "Succeeded":
                 self.done.setdefault(name, now)
             super().observe(name, pod, now)
 
+    def forget(self, name: str, uid: str | None, now: float) -> None:
+        with self.changed:
+            if self.placed.get(name, ("", ""))[0] == uid:
+                self.placed.pop(name, None)
+            self.changed.notify_all()
 
+
+COMPLETE_HORIZON_S = 1.0
+"""A job's completion time is written on its pods once it is this near (seconds): kwok reads it when a pod
+changes, so a time written long before would stand after the job's placement changed."""
 FORECAST_EVERY_S = 5.0
 """Seconds between two readings of the extender's start-time forecasts during a run (its refresh period: the
 CPU mix's jobs run for 15–45 s)."""
@@ -110,6 +128,12 @@ class ContendedRun:
         """PodGroup → the status last written for it (Coscheduling runs only, see `_write_group_status`)."""
         self.lock = threading.Lock()
         self.hardware = case.workload.hardware
+        self.training = {
+            spec.name: Training(spec, case.time_scale, self.hardware, elastic=case.declared and spec.elastic)
+            for spec in case.workload.jobs
+        }
+        self.stamped: dict[str, dict[str, str]] = {spec.name: {} for spec in case.workload.jobs}
+        """Job → its pods (name → uid) whose completion time is written."""
 
     def run(self) -> RunSummary:
         self.api.call("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": self.namespace}}))
@@ -133,7 +157,8 @@ class ContendedRun:
         native = self.scheduler.native_gangs
         ours_to_make = self.scheduler.gangs_by_extender
         joined = spec.name if native and not ours_to_make else None
-        body = tfjob_object(spec, self.scheduler.pod_scheduler, native_group=joined)
+        declared = self.case.time_scale if self.case.declared else None
+        body = tfjob_object(spec, self.scheduler.pod_scheduler, native_group=joined, declared_scale=declared)
         submitted = time.monotonic()
         if joined is not None:
             group = native_podgroup(self.plane.workload_api_version, spec.name, spec.ps + spec.workers)
@@ -175,15 +200,15 @@ class ContendedRun:
         while True:
             with watch.changed:
                 watch.changed.wait(0.5)
-                bound, nodes, done = dict(watch.bound), dict(watch.nodes), dict(watch.done)
+                bound, placed, done = dict(watch.bound), dict(watch.placed), dict(watch.done)
                 phases = dict(watch.phases)
             with self.lock:
                 outcomes = dict(self.outcomes)
+            now = time.monotonic()
             for outcome in outcomes.values():
-                self._advance(outcome, bound, nodes, done)
+                self._advance(outcome, bound, placed, done, now)
                 if self.scheduler.key == "coscheduling":
                     self._write_group_status(outcome.spec, phases)
-            now = time.monotonic()
             counts = (len(outcomes), len(bound), len(done))
             if counts != last_counts:
                 last_counts, last_change = counts, now
@@ -205,6 +230,9 @@ class ContendedRun:
             pods = self.roles[outcome.spec.name]
             outcome.bound_at_end = sum(1 for name in pods if name in bound)
             self._count_held(outcome, bound, end)
+            training = self.training[outcome.spec.name]
+            outcome.restarts, outcome.takings = training.restarts, list(training.takings)
+            outcome.lost_work_s = training.lost_work_s
         if self.scheduler.native_gangs:
             with watch.changed:
                 groups = dict(watch.native_groups)
@@ -212,17 +240,49 @@ class ContendedRun:
         return RunSummary(self.case.key, self.scheduler.key, self.seed, list(outcomes.values()), end, stalled)
 
     def _advance(
-        self, outcome: JobOutcome, bound: dict[str, float], nodes: dict[str, str], done: dict[str, float]
+        self,
+        outcome: JobOutcome,
+        bound: dict[str, float],
+        placed: dict[str, tuple[str, str]],
+        done: dict[str, float],
+        now: float,
     ) -> None:
-        pods = self.roles[outcome.spec.name]
-        times = [bound[name] for name in pods if name in bound]
+        """Bring the job's training up to `now` from where its pods are bound: record its start, write the
+        checkpoints it made, and its completion time on its pods once it is near."""
+        spec = outcome.spec
+        times = [bound[name] for name in self.roles[spec.name] if name in bound]
         if times and outcome.first_bind is None:
             outcome.first_bind = min(times)
-        if outcome.started is None and len(times) == len(pods) and all(name in nodes for name in pods):
-            outcome.started = max(times)
-            self._start(outcome, {name: nodes[name] for name in pods})
-        if outcome.started is not None and outcome.finished is None and all(name in done for name in pods):
-            outcome.finished = max(done[name] for name in pods)
+        if outcome.finished is not None:
+            return
+        training = self.training[spec.name]
+        training.place(now, self._bound_pods(spec.name, placed))
+        if outcome.started is None and training.training:
+            outcome.started = max(bound.get(name, now) for name in training.placed)
+            self._record_placement(outcome, training)
+        for at in training.checkpoints():
+            if self.case.declared:
+                self._annotate(list(training.placed), {LAST_CHECKPOINT_ANNOTATION: wall_stamp(at)})
+        stamped = self.stamped[spec.name]
+        for name in [name for name, uid in stamped.items() if name not in placed or placed[name][0] != uid]:
+            del stamped[name]
+        eta = training.eta(now)
+        if eta is not None and eta - now <= COMPLETE_HORIZON_S:
+            fresh = [name for name, pod in training.placed.items() if stamped.get(name) != pod.uid]
+            self._annotate(fresh, {COMPLETE_AFTER: wall_stamp(eta)})
+            stamped.update((name, training.placed[name].uid) for name in fresh)
+        if stamped and all(name in done for name in stamped):
+            outcome.finished = max(done[name] for name in stamped)
+
+    def _bound_pods(self, job: str, placed: dict[str, tuple[str, str]]) -> dict[str, BoundPod]:
+        """The job's pods bound now, by training-operator's names (`<job>-ps-<i>`, `<job>-worker-<i>`)."""
+        pods = {}
+        for role, infix in ((Role.PS, "-ps-"), (Role.WORKER, "-worker-")):
+            prefix = job + infix
+            for name, (uid, node) in placed.items():
+                if name.startswith(prefix) and name[len(prefix) :].isdigit():
+                    pods[name] = BoundPod(uid, role, node)
+        return pods
 
     def check_joined(self, groups: dict[str, str | None]) -> None:
         """Every pod seen must have joined its job's `scheduling.k8s.io` PodGroup (training-operator copies
@@ -258,27 +318,21 @@ class ContendedRun:
         path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.namespace}/podgroups/{spec.name}/status"
         self.api.call("PATCH", path, orjson.dumps({"status": status}), ok=(200, 404), content_type=MERGE_PATCH)
 
-    def _start(self, outcome: JobOutcome, placement: dict[str, str]) -> None:
-        """The job's gang is whole: its run time in this placement, written on its pods as the time kwok
-        completes them."""
-        spec = outcome.spec
-        roles = self.roles[spec.name]
-        ps = [Task(placement[name], spec.requests(Role.PS)) for name, role in roles.items() if role is Role.PS]
-        workers = [
-            Task(placement[name], spec.requests(Role.WORKER)) for name, role in roles.items() if role is Role.WORKER
-        ]
-        rate = job_rate(MODELS[spec.model], spec.batch, ps, workers, self.hardware).samples_s
-        outcome.run_s = spec.samples / rate * self.case.time_scale
-        ps_nodes = {task.node for task in ps}
-        outcome.nodes = len(set(placement.values()))
+    def _record_placement(self, outcome: JobOutcome, training: Training) -> None:
+        """Where the job's pods were when it first trained, and how long it would run there."""
+        pods = training.placed.values()
+        ps_nodes = {pod.node for pod in pods if pod.role is Role.PS}
+        workers = [pod for pod in pods if pod.role is Role.WORKER]
+        outcome.nodes = len({pod.node for pod in pods})
         outcome.workers = len(workers)
-        outcome.workers_beside_ps = sum(1 for task in workers if task.node in ps_nodes)
-        assert outcome.started is not None
-        wall = time.time() - (time.monotonic() - outcome.started) + outcome.run_s
-        stamp = datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat().replace("+00:00", "Z")
-        patch = orjson.dumps({"metadata": {"annotations": {COMPLETE_AFTER: stamp}}})
-        for name in roles:
-            self.api.call("PATCH", f"/api/v1/namespaces/{self.namespace}/pods/{name}", patch, content_type=MERGE_PATCH)
+        outcome.workers_beside_ps = sum(1 for pod in workers if pod.node in ps_nodes)
+        outcome.run_s = outcome.spec.samples / training.samples_s
+
+    def _annotate(self, pods: list[str], annotations: dict[str, str]) -> None:
+        patch = orjson.dumps({"metadata": {"annotations": annotations}})
+        for name in pods:
+            path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+            self.api.call("PATCH", path, patch, ok=(200, 404), content_type=MERGE_PATCH)
 
     def _count_held(self, outcome: JobOutcome, bound: dict[str, float], end: float) -> None:
         """Resource-seconds held by the job's pods bound before its gang was whole (to the end if never)."""
@@ -295,6 +349,12 @@ class ContendedRun:
     def clean(self) -> None:
         clear_namespace(self.api, self.namespace, self.args.threads, CLEAR_TIMEOUT_S, self.plane.workload_api_version)
         time.sleep(self.args.settle_s)
+
+
+def wall_stamp(moment: float) -> str:
+    """`moment` of the monotonic clock as an RFC 3339 wall-clock time."""
+    wall = time.time() - (time.monotonic() - moment)
+    return datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def run_contended(
@@ -314,7 +374,7 @@ def run_contended(
         for seed in seeds:
             case = contended(key, seed, args)
             set_nodes(api, node_objects(case.workload), args.threads)
-            case = Contended(case.key, prefixed(case.workload), case.time_scale, case.through_operator)
+            case = dataclasses.replace(case, workload=prefixed(case.workload))
             for scheduler in schedulers:
                 forecasts = None
                 with lineup.running(scheduler):

@@ -1,8 +1,10 @@
 """What a contended run of the peer benchmark reports: each job's outcome and the run's summary.
 
-A `JobOutcome` is one job's record over a run — when it was submitted, first bound, whole and finished, where it
-landed and the resource-seconds its pods held before the gang was whole. `RunSummary.values` reduces a run's
-outcomes to the reported figures (makespan, JCT, wait, partial placement, co-location, deadlocks), with jobs
+A `JobOutcome` is one job's record over a run — when it was submitted, first bound, first trained and finished,
+where it landed, the resource-seconds its pods held before the gang was whole, and what its takings cost it
+(restarts, the training they threw away). `RunSummary.values` reduces a run's
+outcomes to the reported figures (makespan, JCT, wait, partial placement, co-location, deadlocks, lost work
+and takings), with jobs
 unfinished at the end censored; `CONTENDED_COLUMNS` and `fmt` are how each figure is titled and printed.
 """
 
@@ -33,6 +35,11 @@ class JobOutcome:
     held: dict[str, float] = field(default_factory=dict)
     """Resource → resource-seconds its pods held while the gang was not whole."""
     bound_at_end: int = 0
+    restarts: int = 0
+    takings: list[float] = field(default_factory=list)
+    """When it lost pods it was training with (monotonic): restarts and scale-ins."""
+    lost_work_s: float = 0.0
+    """Training thrown away by its restarts, GPU-seconds (CPU-core seconds for a job without GPUs)."""
 
 
 @dataclass
@@ -71,6 +78,9 @@ class RunSummary:
             "nodes_per_job": statistics.fmean(job.nodes for job in started) if started else math.nan,
             "deadlocked": sum(1 for job in self.jobs if job.started is None and job.bound_at_end > 0),
             "never_started": sum(1 for job in self.jobs if job.started is None and job.bound_at_end == 0),
+            "lost_work_s": sum(job.lost_work_s for job in self.jobs),
+            "restarts": sum(job.restarts for job in self.jobs),
+            "max_takings_per_hour": max((most_within(job.takings, HOUR_S) for job in self.jobs), default=0),
         }
 
 
@@ -86,7 +96,19 @@ CONTENDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("nodes_per_job", "nodes/job", "{:.2f}"),
     ("deadlocked", "deadlocked", "{:.0f}"),
     ("never_started", "never started", "{:.0f}"),
+    ("lost_work_s", "lost work s", "{:.0f}"),
+    ("restarts", "restarts", "{:.0f}"),
+    ("max_takings_per_hour", "takings/h max", "{:.0f}"),
 )
+HOUR_S = 3600.0
+
+
+def most_within(times: list[float], window_s: float) -> int:
+    """The most of `times` within any `window_s` seconds."""
+    ordered = sorted(times)
+    return max(
+        (sum(1 for later in ordered[i:] if later - start < window_s) for i, start in enumerate(ordered)), default=0
+    )
 
 
 def fmt(template: str, value: float) -> str:

@@ -14,7 +14,10 @@ that does not apply or was not reached being null:
 - `colocated`: the share of workers on the node of their PS, 0–1 (contended runs; null for drains);
 - `nodes_per_job`: the nodes a started job's pods landed on, on average (contended runs; null for drains);
 - `completed` of `jobs`: the jobs that finished (contended), the gangs bound whole or, for plain pods, the
-  pods bound (drains).
+  pods bound (drains);
+- `lost_work_s`: the training the contended run's restarts threw away, GPU-seconds (CPU-core seconds for jobs
+  without GPUs) on the run's clock; `restarts`: how many; `max_takings_per_hour`: the most times one job lost
+  pods it trained with (a restart or a scale-in) within an hour (null for drains).
 
 `drain_record` and `contended_record` make them; `write_records` writes a run's records as one JSON array.
 """
@@ -47,6 +50,9 @@ RECORD_KEYS = (
     "nodes_per_job",
     "completed",
     "jobs",
+    "lost_work_s",
+    "restarts",
+    "max_takings_per_hour",
 )
 
 
@@ -78,6 +84,9 @@ def drain_record(row: DrainRow) -> dict[str, Any]:
         "nodes_per_job": None,
         "completed": result.gangs_whole if gang else result.bound,
         "jobs": result.gangs if gang else result.pods,
+        "lost_work_s": None,
+        "restarts": None,
+        "max_takings_per_hour": None,
     }
 
 
@@ -98,6 +107,9 @@ def contended_record(run: RunSummary) -> dict[str, Any]:
         "nodes_per_job": finite(values["nodes_per_job"]),
         "completed": sum(1 for job in run.jobs if job.finished is not None),
         "jobs": len(run.jobs),
+        "lost_work_s": values["lost_work_s"],
+        "restarts": int(values["restarts"]),
+        "max_takings_per_hour": int(values["max_takings_per_hour"]),
     }
     return record if run.start_forecast is None else {**record, "start_forecast": run.start_forecast}
 

@@ -4,7 +4,9 @@
 gpu-gangs trace at a higher load, or KOD2 — with arrivals and run times scaled to the benchmark's time.
 `set_nodes` makes the cluster's nodes exactly a given set and waits until they are Ready; `node_objects` and
 `prefixed` name a workload's nodes after the workload. `tfjob_object`, `job_container` and `pod_roles` are the
-TFJob, its containers' requests and its pods' names as training-operator would make them.
+TFJob, its containers' requests and its pods' names as training-operator would make them; in the KOD2
+workload the TFJob declares what the simulator's does (`declarations`: suspendable, its checkpoint interval,
+its elastic bounds).
 
 For a scheduler whose gangs are Kubernetes' own, `native_podgroup` is the `scheduling.k8s.io` PodGroup an
 integrating controller makes for a job before its pods (a gang policy whose `minCount` is every pod of the
@@ -38,6 +40,12 @@ from extender.sim.workload import (
     replace_spec,
     with_load,
     with_run_time,
+)
+from extender.state.gang_annotations import (
+    CHECKPOINT_INTERVAL_ANNOTATION,
+    MAX_WORKERS_ANNOTATION,
+    MIN_WORKERS_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
 )
 from tests.e2e.bulk import Api, create_all, delete_all, list_all
 
@@ -102,6 +110,9 @@ class Contended:
     workload: Workload
     time_scale: float
     through_operator: bool
+    declared: bool = False
+    """Whether its TFJobs say what the simulator's jobs say (`declarations`): elastic bounds, suspendable,
+    checkpoint interval; its pods then report each checkpoint."""
 
 
 def cpu_mix(seed: int) -> Workload:
@@ -144,7 +155,8 @@ def contended(key: str, seed: int, args: argparse.Namespace) -> Contended:
         trace = with_load(gpu_gangs(seed, jobs=GPU_GANG_JOBS), GPU_GANG_LOAD)
         return Contended(key, scaled_arrivals(trace, args.gpu_time_scale), args.gpu_time_scale, False)
     if key == "kod2":
-        return Contended(key, scaled_arrivals(kod2(seed), args.kod2_time_scale), args.kod2_time_scale, True)
+        workload = scaled_arrivals(kod2(seed), args.kod2_time_scale)
+        return Contended(key, workload, args.kod2_time_scale, through_operator=True, declared=True)
     raise ValueError(f"unknown contended workload {key!r}")
 
 
@@ -189,9 +201,12 @@ def join_native_group(pod_spec: dict[str, Any], group: str) -> dict[str, Any]:
     return pod_spec
 
 
-def tfjob_object(spec: JobSpec, scheduler: str, native_group: str | None = None) -> dict[str, Any]:
+def tfjob_object(
+    spec: JobSpec, scheduler: str, native_group: str | None = None, declared_scale: float | None = None
+) -> dict[str, Any]:
     """The TFJob of `spec` whose pods name `scheduler`; with `native_group`, every replica template joins that
-    `scheduling.k8s.io` PodGroup."""
+    `scheduling.k8s.io` PodGroup; with `declared_scale` (the run's time scale), it declares what the
+    simulator's job would (`declarations`)."""
 
     def replica(count: int, role: Role) -> dict[str, Any]:
         pod_spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [job_container(spec, role)]}
@@ -199,12 +214,31 @@ def tfjob_object(spec: JobSpec, scheduler: str, native_group: str | None = None)
             join_native_group(pod_spec, native_group)
         return {"replicas": count, "restartPolicy": "Never", "template": {"spec": pod_spec}}
 
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
         "metadata": {"name": spec.name},
         "spec": {"tfReplicaSpecs": {"PS": replica(spec.ps, Role.PS), "Worker": replica(spec.workers, Role.WORKER)}},
     }
+    if declared_scale is not None:
+        job["metadata"]["annotations"] = declarations(spec, declared_scale)
+        if spec.elastic:
+            job["spec"]["enableDynamicWorker"] = True
+            job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": spec.ps + spec.min_workers}}
+    return job
+
+
+def declarations(spec: JobSpec, time_scale: float) -> dict[str, str]:
+    """What the simulator's TFJob of `spec` declares (`extender/sim/cluster.py`), on the run's clock: it may be
+    suspended, its checkpoint interval (if it checkpoints), its elastic bounds (if elastic, with its
+    PodGroup's minimum at its PS and fewest workers)."""
+    annotations = {SUSPENDABLE_ANNOTATION: "true"}
+    if spec.checkpoint_s is not None:
+        annotations[CHECKPOINT_INTERVAL_ANNOTATION] = f"{max(spec.checkpoint_s * time_scale, 1.0):g}"
+    if spec.elastic:
+        annotations[MIN_WORKERS_ANNOTATION] = str(spec.min_workers)
+        annotations[MAX_WORKERS_ANNOTATION] = str(spec.max_workers)
+    return annotations
 
 
 def pod_roles(spec: JobSpec) -> dict[str, Role]:

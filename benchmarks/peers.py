@@ -41,16 +41,22 @@ Workloads (`--workloads`), each from `--seed` on for `--seeds` seeds:
   job's `scheduling.k8s.io` PodGroup before its TFJob, whose replica templates name it in
   `spec.schedulingGroup` (training-operator copies the template's spec into each pod).
 
-Run times depend on placement: once every pod of a job is bound the benchmark computes its run time from
-where its PS and workers landed with the simulator's throughput model (`extender/sim/throughput.py`: work in
-samples over the job's rate in that placement) and writes the completion time (RFC 3339) on each of its pods
+Run times depend on placement, and restarts cost what they cost in a cluster: each job's training follows
+where its pods are bound (`peer_training.Training`, the simulator's engine on the benchmark's clock): it
+trains while runnable at the simulator's throughput model's rate for that placement
+(`extender/sim/throughput.py`), loses the training since its last checkpoint when an eviction or a suspension
+stops it, and when it is a second from done the benchmark writes the completion time (RFC 3339) on its pods
 as `pod-complete.stage.kwok.x-k8s.io/delay`; kwok's `pod-complete-after-delay` stage
-(`extender/devcluster/kwok-stages.yaml`) then completes the pod at that time, so co-location shows in JCT on
-the real stack. Until then a pod runs without end: a job placed in part holds its pods and makes no progress.
+(`extender/devcluster/kwok-stages.yaml`) then completes them, so co-location shows in JCT on the real stack.
+A job placed in part holds its pods and makes no progress. In the KOD2 workload the TFJobs declare what the
+simulator's do (may be suspended, elastic bounds, checkpoint interval on the run's clock) and the benchmark
+writes each checkpoint on the job's pods as its training code would
+(`tfjob-extender.io/last-checkpoint`).
 
 Per scheduler and seed it prints makespan, average and p95 JCT, average wait to start, the longest partial
 placement, the CPU- and GPU-seconds held by pods of gangs not yet whole, workers beside their PS, nodes per
-job, deadlocked (placed in part at the end) and never-started jobs; then the medians over seeds. A run ends
+job, deadlocked (placed in part at the end) and never-started jobs, the training restarts threw away, the
+restarts, and the most takings of one job within an hour; then the medians over seeds. A run ends
 when every job finished, or when nothing ran and nothing changed for `--stall-s` (its unfinished jobs are
 censored: they count in JCT with their time up to the end, as in the simulator's report). With `--json PATH`
 it also writes one JSON record per run there (`peer_records.py`).

@@ -151,6 +151,8 @@ class BindWatch:
                 self._version = meta.get("resourceVersion") or self._version
                 if event.get("type") in ("ADDED", "MODIFIED") and meta.get("name"):
                     self.observe(meta["name"], obj, now)
+                elif event.get("type") == "DELETED" and meta.get("name"):
+                    self.forget(meta["name"], meta.get("uid"), now)
         finally:
             connection.close()
 
@@ -165,6 +167,10 @@ class BindWatch:
     def observe(self, name: str, pod: dict[str, Any], now: float) -> None:
         """One pod as a watch event or a list delivered it at `now` (a subclass may record more of it)."""
         self._record(name, bool((pod.get("spec") or {}).get("nodeName")), now)
+
+    def forget(self, name: str, uid: str | None, now: float) -> None:
+        """Pod `name` (of `uid`) was deleted at `now`: what it was when bound stays recorded; a subclass that
+        follows pods as they are may drop it."""
 
     def _record(self, name: str, bound: bool, now: float) -> None:
         with self.changed:

@@ -5,6 +5,7 @@ joining them, the gates its kube-scheduler gets), and the JSON records of the ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import threading
@@ -18,7 +19,7 @@ from benchmarks.peer_contended import ContendedRun
 from benchmarks.peer_drains import DrainRow, PeerBench, metric_sums
 from benchmarks.peer_forecasts import ForecastRecorder, forecast_scores
 from benchmarks.peer_lineup import SCHEDULERS, Lineup
-from benchmarks.peer_outcomes import JobOutcome, RunSummary
+from benchmarks.peer_outcomes import JobOutcome, RunSummary, most_within
 from benchmarks.peer_records import RECORD_KEYS, contended_record, drain_record, write_records
 from benchmarks.peer_workloads import Contended, cpu_mix, native_podgroup, native_podgroups_path, tfjob_object
 from benchmarks.scheduler_throughput import Phase, Result
@@ -26,6 +27,12 @@ from extender.devcluster import LocalControlPlane
 from extender.policy.core.resources import CPU, GPU
 from extender.policy.forecast.model import StartBand
 from extender.sim.workload import JobSpec, NodeSpec, Workload
+from extender.state.gang_annotations import (
+    CHECKPOINT_INTERVAL_ANNOTATION,
+    MAX_WORKERS_ANNOTATION,
+    MIN_WORKERS_ANNOTATION,
+    SUSPENDABLE_ANNOTATION,
+)
 from tests.e2e.bulk import Api
 
 METRICS = """# HELP x
@@ -200,10 +207,36 @@ def test_plain_drain_pods_stay_plain_and_other_schedulers_keep_scheduler_plugins
     assert [g["apiVersion"] for g in api.posted("/podgroups")] == ["scheduling.x-k8s.io/v1alpha1"] * 2
 
 
-def contended_case(through_operator: bool) -> Contended:
-    jobs = (spec("vgg", 2),)
+def contended_case(through_operator: bool, jobs: tuple[JobSpec, ...] = (spec("vgg", 2),)) -> Contended:
     workload = Workload("w", (NodeSpec("w-node-0", "16", "64Gi"),), jobs)
-    return Contended("kod2" if through_operator else "cpu-mix", workload, 1.0, through_operator)
+    key = "kod2" if through_operator else "cpu-mix"
+    return Contended(key, workload, 1.0, through_operator, declared=through_operator)
+
+
+def test_a_kod2_tfjob_declares_what_the_simulators_job_does_on_the_runs_clock(tmp_path: Path) -> None:
+    elastic = dataclasses.replace(spec("vgg", 3), min_workers=1, max_workers=4, elastic=True, checkpoint_s=600.0)
+    never = dataclasses.replace(spec("lenet", 2), checkpoint_s=None)
+    api = RecordingApi()
+    case = dataclasses.replace(contended_case(True, (elastic, never)), time_scale=0.1)
+    run = ContendedRun(OperatorPlane(tmp_path, api), api, case, SCHEDULERS["ours"], 1, drain_args())
+    assert [job["metadata"]["annotations"] for job in map(run_tfjob(run), case.workload.jobs)] == [
+        {
+            SUSPENDABLE_ANNOTATION: "true",
+            CHECKPOINT_INTERVAL_ANNOTATION: "60",
+            MIN_WORKERS_ANNOTATION: "1",
+            MAX_WORKERS_ANNOTATION: "4",
+        },
+        {SUSPENDABLE_ANNOTATION: "true"},
+    ]
+    job = run_tfjob(run)(elastic)
+    assert job["spec"]["enableDynamicWorker"] is True
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    plain = tfjob_object(elastic, "tfjob-scheduler")
+    assert "annotations" not in plain["metadata"] and "runPolicy" not in plain["spec"]
+
+
+def run_tfjob(run: ContendedRun) -> Any:
+    return lambda job: tfjob_object(job, run.scheduler.pod_scheduler, declared_scale=run.case.time_scale)
 
 
 def test_a_contended_native_job_gets_its_podgroup_first_and_its_pods_join_it(tmp_path: Path) -> None:
@@ -333,6 +366,9 @@ def test_a_drain_record_gives_the_rate_and_counts_gangs_bound_whole() -> None:
         "nodes_per_job": None,
         "completed": 1,
         "jobs": 2,
+        "lost_work_s": None,
+        "restarts": None,
+        "max_takings_per_hour": None,
     }
     plain = drain_record(drain_row("plain", gangs=0, whole=0, partial=None))
     assert (plain["completed"], plain["jobs"], plain["max_partial_s"]) == (16, 16, None)
@@ -349,6 +385,17 @@ def test_a_contended_record_gives_nulls_for_what_was_not_reached() -> None:
     assert record["max_partial_s"] == 94
     assert (record["completed"], record["jobs"]) == (1, 2)
     assert (record["scheduler"], record["workload"], record["seed"]) == ("native", "kod2", 2)
+    assert (record["lost_work_s"], record["restarts"], record["max_takings_per_hour"]) == (0.0, 0, 0)
+
+
+def test_a_contended_record_counts_lost_work_restarts_and_the_most_takings_of_one_job_in_an_hour() -> None:
+    taken = JobOutcome(spec("a"), submitted=0.0, started=1.0, finished=9000.0, first_bind=1.0)
+    taken.restarts, taken.lost_work_s, taken.takings = 2, 30.0, [10.0, 20.0, 3700.0, 3705.0, 3900.0]
+    other = JobOutcome(spec("b"), submitted=0.0, started=1.0, finished=20.0, first_bind=1.0)
+    other.restarts, other.lost_work_s, other.takings = 1, 4.5, [5.0]
+    record = contended_record(RunSummary("kod2", "ours", 1, [taken, other], end=9000.0, stalled=False))
+    assert (record["lost_work_s"], record["restarts"], record["max_takings_per_hour"]) == (34.5, 3, 3)
+    assert most_within([], 3600.0) == 0 and most_within([0.0, 3600.0], 3600.0) == 1
 
 
 def test_the_records_are_one_json_array_drains_first(tmp_path: Path) -> None:
