@@ -1,6 +1,6 @@
 """The `tfjob-extender` command: parse the arguments (`extender.cli.args`) and hand the subcommand to the
 module that runs it — `extender.cli.serving` for `serve`, `extender.cli.loop_process` for `loops` and `scaler`,
-the simulator, `explain` and the dev cluster for theirs. The service's commands build their `Settings` first
+the simulator, `explain`, `probe` and the dev cluster for theirs. The service's commands build their `Settings` first
 (a wrong one stops the start with exit code 2) and log as those settings say. No policy lives here.
 """
 
@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from extender import explain as explain_command
+from extender import probe as probe_command
 from extender.cli.args import SERVICE_COMMANDS, parse_args, settings_from
 from extender.cli.logs import configure_logging
 from extender.cli.loop_process import Loops, run_loops
@@ -40,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dev_cluster_cli.run(args)
     if args.command == "explain":
         return explain_command.run(args)
+    if args.command == "probe":
+        return probe_command.run(args)
     return 2
 
 

@@ -5,6 +5,9 @@
 #   manifests/              the app: `kubectl apply -k manifests/` (with namespace.yaml)
 #   manifests/crds/         the CRDs alone: `kubectl apply -k manifests/crds/`, so that
 #                           `kubectl delete -k manifests/` never deletes a CRD (nor every PodGroup with it)
+#   manifests/install/      one file per supported Kubernetes minor, the namespace, CRDs and app together
+#                           (kube-scheduler at that minor's tested patch), for
+#                           `kubectl apply --server-side -f manifests/install/tfjob-extender-<version>-k8s-<minor>.yaml`
 #
 # Every file here but README.md is written by this script; tests/unit/chart/test_rendered_manifests.py renders
 # again and fails if they differ. An optional argument writes to another directory instead (the test does).
@@ -24,7 +27,7 @@ trap 'rm -rf "$work"' EXIT
 "$helm" template "$RELEASE" "$CHART" --namespace "$NAMESPACE" --kube-version "$KUBE_VERSION" --output-dir "$work" >/dev/null
 rendered=$work/$(basename "$CHART")/templates
 
-mkdir -p "$OUT/crds"
+mkdir -p "$OUT/crds" "$OUT/install"
 find "$OUT" -maxdepth 2 \( -name '*.yaml' -o -name '*.yml' \) -delete
 
 header="# Rendered from $CHART by hack/render-manifests.sh (release $RELEASE, namespace
@@ -75,4 +78,20 @@ EOF
   for name in "${crds[@]}"; do echo "  - $name"; done
 } >"$OUT/crds/kustomization.yaml"
 
-echo "[render] $OUT: ${#app[@]} app files, ${#crds[@]} CRDs"
+# One file per supported minor: the chart's kubeVersion range, each minor at its tested patch
+# (kubeScheduler.testedReleases).
+version=$(sed -n 's/^version: //p' "$CHART/Chart.yaml")
+minors=$(sed -n 's/^    "\(1\.[0-9]*\)": v.*/\1/p' "$CHART/values.yaml")
+for minor in $minors; do
+  file="$OUT/install/tfjob-extender-$version-k8s-$minor.yaml"
+  {
+    echo "# Rendered from $CHART by hack/render-manifests.sh (release $RELEASE, namespace $NAMESPACE,"
+    echo "# default values, Kubernetes $minor): change the chart and render again, never this file. Install with"
+    echo "#   kubectl apply --server-side -f $(basename "$file")"
+    echo "---"
+    tail -n +3 "$OUT/namespace.yaml"
+    "$helm" template "$RELEASE" "$CHART" --namespace "$NAMESPACE" --kube-version "$minor" --include-crds --skip-tests
+  } >"$file"
+done
+
+echo "[render] $OUT: ${#app[@]} app files, ${#crds[@]} CRDs, one-file installs for $(echo $minors)"

@@ -108,11 +108,12 @@ def render(
 
 
 def manifest_documents() -> list[Document]:
-    """Every object `manifests/` holds (the CRDs of `manifests/crds/` too), kustomizations left out."""
+    """Every object `manifests/` holds (the CRDs of `manifests/crds/` too), kustomizations and the one-file
+    installs of `manifests/install/` (the same objects again, per Kubernetes minor) left out."""
     return [
         doc
         for path in sorted(MANIFESTS.rglob("*.yaml"))
-        if path.name != "kustomization.yaml"
+        if path.name != "kustomization.yaml" and path.parent.name != "install"
         for doc in yaml.safe_load_all(path.read_text())
         if doc is not None
     ]

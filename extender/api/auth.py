@@ -16,7 +16,10 @@ tell kube-scheduler from anyone else, and `serve` refuses to start without one (
 - bearer tokens, checked per request: `--auth-token-file` (tokens one per line, a mounted Secret; re-read
   when the file changes) or `--auth-token-review` (the API server's TokenReview authenticates the token;
   `TokenReviews` remembers answers and bounds how often it asks; `--auth-audience` restricts the
-  audiences, `--auth-allowed-user` the user names).
+  audiences). A reviewed token passes only when its user is named (`--auth-allowed-user`), is in a named
+  group (`--auth-allowed-group`), or may `get` the `services/proxy` of the Service `--auth-access-review`
+  names (a SubjectAccessReview): deny by default, never "any authenticated identity" — a token review
+  with none of the three does not start.
 With both a client CA and a token source, a caller needs both. Sending tokens without TLS prints a
 warning. A refused request gets a 401 with a JSON `error`, and its connection is closed.
 """
@@ -28,6 +31,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import ssl
 import threading
 import time
@@ -35,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from extender.config import AuthSettings
 
@@ -54,9 +59,21 @@ TOKEN_FILE_RECHECK_S = 1.0
 """Seconds between looks at the token file's modification time."""
 TOKEN_MAX_CHARS = 8192
 """Longer Authorization headers are refused unread."""
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A namespace's or a Service's name."""
 
-Reviewer = Callable[[str, tuple[str, ...]], tuple[bool, str]]
-"""(token, audiences) → (authenticated, user name), by the API server's TokenReview."""
+Identity = tuple[bool, str, tuple[str, ...]]
+"""(authenticated, user name, groups), as the API server's TokenReview answers."""
+
+
+class Reviewer(Protocol):
+    """The API server's reviews: who a token belongs to, and whether a user may do something."""
+
+    def __call__(self, token: str, audiences: tuple[str, ...]) -> Identity:
+        """A TokenReview of `token`, for `audiences`."""
+
+    def may_proxy(self, user: str, groups: tuple[str, ...], namespace: str, service: str) -> bool:
+        """A SubjectAccessReview: whether `user` (in `groups`) may get `services/proxy` of the Service."""
 
 
 def tls_context(auth: AuthSettings) -> ssl.SSLContext | None:
@@ -126,9 +143,29 @@ def settings_problems(auth: AuthSettings, flags: str = "--") -> list[str]:
         problems.append(f"{flags}tls-cert-file and {flags}tls-key-file go together")
     if auth.tls_client_ca_file is not None and auth.tls_cert_file is None:
         problems.append(f"{flags}tls-client-ca-file needs {flags}tls-cert-file and {flags}tls-key-file")
-    if (auth.audiences or auth.allowed_users) and not auth.token_review:
-        problems.append(f"{flags}auth-audience and {flags}auth-allowed-user need {flags}auth-token-review")
+    who = (auth.allowed_users, auth.allowed_groups, auth.access_review)
+    if (auth.audiences or any(who)) and not auth.token_review:
+        problems.append(
+            f"{flags}auth-audience, {flags}auth-allowed-user, {flags}auth-allowed-group and "
+            f"{flags}auth-access-review need {flags}auth-token-review"
+        )
+    if auth.token_review and not any(who):
+        problems.append(
+            f"{flags}auth-token-review lets no one in by itself: name who may pass ({flags}auth-allowed-user, "
+            f"{flags}auth-allowed-group) or ask the API server ({flags}auth-access-review NAMESPACE/SERVICE)"
+        )
+    if auth.access_review is not None and access_review_target(auth.access_review) is None:
+        problems.append(f"{flags}auth-access-review {auth.access_review!r} is not NAMESPACE/SERVICE")
     return problems
+
+
+def access_review_target(text: str) -> tuple[str, str] | None:
+    """(namespace, Service) of `--auth-access-review NAMESPACE/SERVICE`, None if it is not that."""
+    namespace, slash, service = text.partition("/")
+    names = (namespace, service)
+    if not slash or not all(DNS_LABEL.fullmatch(name) for name in names):
+        return None
+    return namespace, service
 
 
 def _is_loopback(host: str) -> bool:
@@ -176,14 +213,18 @@ class TokenFile:
 
 @dataclass
 class TokenReviews:
-    """Bearer tokens the API server authenticates (TokenReview). An answer is reused for the same token: an
-    accepted one for `TOKEN_REVIEW_CACHE_S`, a refused one for `TOKEN_REVIEW_REFUSED_CACHE_S` (in a cache of
-    its own, so a flood of bad tokens never evicts a good one); at most `TOKEN_REVIEWS_PER_S` reviews a
-    second are asked, a token past that rate is refused unasked (and not remembered)."""
+    """Bearer tokens the API server authenticates (TokenReview) as a user who may pass: one named, one in a
+    named group, or one a SubjectAccessReview allows (`access`: namespace and Service). An answer is reused
+    for the same token: an accepted one for `TOKEN_REVIEW_CACHE_S`, a refused one for
+    `TOKEN_REVIEW_REFUSED_CACHE_S` (in a cache of its own, so a flood of bad tokens never evicts a good
+    one); at most `TOKEN_REVIEWS_PER_S` tokens a second are reviewed, a token past that rate is refused
+    unasked (and not remembered)."""
 
     review: Reviewer
     audiences: tuple[str, ...] = ()
     allowed_users: tuple[str, ...] = ()
+    allowed_groups: tuple[str, ...] = ()
+    access: tuple[str, str] | None = None
     clock: Callable[[], float] = time.monotonic
     _accepted: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
     _refused: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
@@ -209,10 +250,9 @@ class TokenReviews:
         if not self._take_allowance():
             return False
         try:
-            authenticated, user = await asyncio.to_thread(self.review, token, self.audiences)
+            allowed = await asyncio.to_thread(self._passes, token)
         except Exception:
             return False
-        allowed = authenticated and (not self.allowed_users or user in self.allowed_users)
         answers, ttl = (
             (self._accepted, TOKEN_REVIEW_CACHE_S) if allowed else (self._refused, TOKEN_REVIEW_REFUSED_CACHE_S)
         )
@@ -220,6 +260,14 @@ class TokenReviews:
         while len(answers) > TOKEN_REVIEW_CACHE_ENTRIES:
             answers.popitem(last=False)
         return allowed
+
+    def _passes(self, token: str) -> bool:
+        authenticated, user, groups = self.review(token, self.audiences)
+        if not authenticated:
+            return False
+        if user in self.allowed_users or set(groups) & set(self.allowed_groups):
+            return True
+        return self.access is not None and self.review.may_proxy(user, groups, *self.access)
 
     def _take_allowance(self) -> bool:
         now = self.clock()
@@ -274,7 +322,8 @@ def token_checks(auth: AuthSettings, reviewer: Reviewer | None, *, flags: str = 
     if auth.token_review:
         if reviewer is None:
             raise ValueError(f"{flags}auth-token-review needs an API server (not --cluster-snapshot)")
-        reviews = TokenReviews(reviewer, auth.audiences, auth.allowed_users)
+        access = access_review_target(auth.access_review) if auth.access_review else None
+        reviews = TokenReviews(reviewer, auth.audiences, auth.allowed_users, auth.allowed_groups, access)
     if not files and reviews is None:
         return None
     return TokenChecks(files, reviews)

@@ -1,5 +1,5 @@
 """Arguments of the `tfjob-extender` command. `parse_args` builds one parser with a subcommand per mode
-(serve, simulate, loops, scaler, explain, dev-cluster). The commands that run the service (`serve`, `loops`,
+(serve, simulate, loops, scaler, explain, probe, dev-cluster). The commands that run the service (`serve`, `loops`,
 `scaler`) take the settings' flags and `--config`, all generated from the settings' declarations
 (`extender.cli.flags`), which also turns the parsed namespace into the frozen `Settings` the rest of the
 program reads (`settings_from`). Nothing here starts anything.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from extender import __version__
 from extender import explain as explain_command
+from extender import probe as probe_command
 from extender.cli.flags import add_settings_flags, settings_from
 from extender.config.settings import LOG_LEVELS
 from extender.sim import cli as sim_cli
@@ -46,6 +47,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "explain",
             help="ask a running extender where a TFJob, PodGroup or pod stands "
             "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
+        )
+    )
+    probe_command.add_arguments(
+        commands.add_parser(
+            "probe", help="ask running listeners whether they are ready (exit 0 every one ready, 1 otherwise)"
         )
     )
     add_dev_cluster_arguments(

@@ -177,7 +177,7 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
     from extender.api.edge.app_responder import AppResponder
     from extender.api.observe import create_observe_app
     from extender.cli.runtime import Part, Runtime, observe_listener
-    from extender.k8s.client import make_api_client, token_reviewer
+    from extender.k8s.client import ApiReviews, make_api_client
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
 
@@ -217,7 +217,7 @@ def run_loops(settings: Settings, log_level: str, wanted: Loops) -> int:
         listener = observe_listener(
             AppResponder(app),
             settings,
-            token_reviewer(api_client),
+            ApiReviews(api_client),
             host=settings.host,
             port=settings.port,
             access_log=log_level == "debug",

@@ -131,12 +131,12 @@ def cluster_wiring(settings: Settings, state: ClusterState, service: Service) ->
     """Informers feeding `state`, the plan publisher, and the loops this process runs (a `ValueError` says why
     they cannot be built)."""
     from extender.cli.runtime import Part
-    from extender.k8s.client import make_api_client, token_reviewer
+    from extender.k8s.client import ApiReviews, make_api_client
     from extender.k8s.informer import Informers
     from extender.k8s.plans import PlanPublisher
 
     api_client = make_api_client(settings.kubeconfig)
-    reviewer = token_reviewer(api_client)
+    reviewer = ApiReviews(api_client)
     informers = Informers(api_client, state)
     publisher = PlanPublisher(api_client)
     service = replace(service, publish=publisher.publish)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from extender.config.rules import FilePath, Words
+from extender.config.rules import FilePath, Text, Words
 from extender.policy.core.setting_rules import POSITIVE_SECONDS, Numbers, Switch, check_declared, setting
 
 CONNECTIONS = Numbers(1, integer=True, unit="connections")
@@ -118,9 +118,21 @@ class AuthSettings:
         (), Words("AUDIENCE"), "an audience a reviewed token must have", flag="auth-audience"
     )
     allowed_users: tuple[str, ...] = setting(
-        (), Words("USER"), "a user a reviewed token must belong to (none: any user)", flag="auth-allowed-user"
+        (), Words("USER"), "a user whose reviewed token passes", flag="auth-allowed-user"
     )
-    """E.g. `system:serviceaccount:monitoring:prometheus`; none: any user the API server authenticates."""
+    """E.g. `system:serviceaccount:monitoring:prometheus`. A token review lets in only the users named here,
+    members of `allowed_groups`, and those `access_review` allows: none of the three, no one."""
+    allowed_groups: tuple[str, ...] = setting(
+        (), Words("GROUP"), "a group whose members' reviewed tokens pass", flag="auth-allowed-group"
+    )
+    access_review: str | None = setting(
+        None,
+        Text(non_empty=True, optional=True, metavar="NAMESPACE/SERVICE"),
+        "let a reviewed token pass when its user may get services/proxy of this Service (SubjectAccessReview)",
+        flag="auth-access-review",
+    )
+    """Who may read through the API server's proxy to the listener's Service may read it directly: the
+    cluster's own RBAC decides (e.g. a Role granting `get` on `services/proxy` with that resource name)."""
 
     def __post_init__(self) -> None:
         check_declared(self)

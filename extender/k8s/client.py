@@ -1,10 +1,9 @@
 """An API client from a kubeconfig file, in-cluster credentials, or the default kubeconfig; one JSON
-request on it (`api_call`, what the actuator, the lease and the plan publisher write with); a TokenReview
-caller."""
+request on it (`api_call`, what the actuator, the lease and the plan publisher write with); the reviews an
+HTTP listener asks (`ApiReviews`: TokenReview and SubjectAccessReview)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -27,20 +26,30 @@ def make_api_client(kubeconfig: str | None) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
-def token_reviewer(api_client: client.ApiClient) -> Callable[[str, tuple[str, ...]], tuple[bool, str]]:
-    """Whether the API server authenticates a bearer token (a TokenReview), and as which user."""
+class ApiReviews:
+    """The API server's reviews an HTTP listener asks (`extender.api.auth.Reviewer`): TokenReview, and a
+    SubjectAccessReview of `get` on a Service's `services/proxy`."""
 
-    def review(token: str, audiences: tuple[str, ...]) -> tuple[bool, str]:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+
+    def __call__(self, token: str, audiences: tuple[str, ...]) -> tuple[bool, str, tuple[str, ...]]:
         spec: dict[str, Any] = {"token": token}
         if audiences:
             spec["audiences"] = list(audiences)
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
-        status = (api_call(api_client, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body) or {}).get(
-            "status"
-        ) or {}
-        return bool(status.get("authenticated")), str((status.get("user") or {}).get("username") or "")
+        answer = api_call(self.api_client, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body) or {}
+        status = answer.get("status") or {}
+        user = status.get("user") or {}
+        groups = tuple(str(group) for group in user.get("groups") or ())
+        return bool(status.get("authenticated")), str(user.get("username") or ""), groups
 
-    return review
+    def may_proxy(self, user: str, groups: tuple[str, ...], namespace: str, service: str) -> bool:
+        attributes = {"namespace": namespace, "verb": "get", "resource": "services", "subresource": "proxy"}
+        spec = {"user": user, "groups": list(groups), "resourceAttributes": {**attributes, "name": service}}
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        path = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+        return bool(((api_call(self.api_client, "POST", path, body) or {}).get("status") or {}).get("allowed"))
 
 
 class ApiCallError(RuntimeError):

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import orjson
+import pytest
 
 from extender.api.app import make_service
 from extender.config import Settings
@@ -22,6 +23,7 @@ from tests.contract import listeners
 from tests.contract.listeners import ListenerClient
 
 CREATED = "2026-03-01T10:00:00Z"
+BUSY_PODS = ("ps-0", "worker-0", "worker-1", "worker-2")
 GANGS = {"small": 3, "medium": 5, "large": 7}
 """TFJob → workers (1 PS each, 1 CPU per pod): any two together overflow the one 9-CPU node."""
 
@@ -111,9 +113,18 @@ def test_rank_order_of_the_queue_is_the_order_admission_lets_gangs_start() -> No
     assert admitted == ranked
 
 
+BUSY_NODE = (
+    make_node("node-1", cpu="4", memory="16Gi"),
+    *tfjob_pods("busy", ps=1, workers=3, cpu="1", memory="1Gi", nodes={f"busy-{r}": "node-1" for r in BUSY_PODS}),
+    make_podgroup("busy", min_member=4),
+)
+"""A second 4-CPU node a running job fills: the cluster could hold a 6-pod gang, but not now."""
+
+
 def test_a_gang_too_large_for_the_room_left_shows_its_best_plan_and_what_would_start_it() -> None:
     state = cluster(
         make_node("node-0", cpu="4", memory="16Gi"),
+        *BUSY_NODE,
         *tfjob_pods("wide", ps=1, workers=5, cpu="1", memory="1Gi"),
         make_podgroup("wide", min_member=6),
         make_sized_tfjob("wide", workers=5, cpu="1", memory="1Gi", created=CREATED),
@@ -134,6 +145,32 @@ def test_a_gang_too_large_for_the_room_left_shows_its_best_plan_and_what_would_s
     assert by_group["podGroup"] == "default/wide"
 
 
+@pytest.mark.parametrize(
+    ("nodes", "cpu", "why"),
+    [
+        (1, "1", "its minimum asks more than the whole cluster has (6 CPU of 4 CPU on 1 schedulable nodes)"),
+        (3, "3", "its pod default/wide-ps-0 asks 3 CPU, 1 GiB, more than any one schedulable node has"),
+    ],
+)
+def test_a_gang_larger_than_the_cluster_is_told_it_can_never_start(nodes: int, cpu: str, why: str) -> None:
+    workers = 5 if cpu == "1" else 1
+    state = cluster(
+        *[make_node(f"node-{i}", cpu="2" if cpu == "3" else "4", memory="16Gi") for i in range(nodes)],
+        *tfjob_pods("wide", ps=1, workers=workers, cpu=cpu, memory="1Gi"),
+        make_podgroup("wide", min_member=workers + 1),
+        make_sized_tfjob("wide", workers=workers, cpu=cpu, memory="1Gi", created=CREATED),
+    )
+    with client_of(state) as client:
+        (row,) = client.get("/debug/queue").json()["queue"]
+        explained = describe(client.get("/debug/explain/default/wide").json())
+    assert row["waitsFor"] == "GangBiggerThanCluster" and row["bestPlan"] is None
+    assert row["why"] == f"gang default/wide: it can never start on this cluster: {why}"
+    assert "never helps" in row["wouldStart"]
+    assert (
+        f"waits for: GangBiggerThanCluster — gang default/wide: it can never start on this cluster: {why}" in explained
+    )
+
+
 def test_bad_queries_and_unknown_objects_get_clear_json_errors() -> None:
     with client_of(jobs_cluster()) as client:
         for query in ("limit=0", "limit=many", "limit=100000"):
@@ -149,6 +186,7 @@ def test_bad_queries_and_unknown_objects_get_clear_json_errors() -> None:
 def test_explain_words_a_waiting_and_a_started_job_for_a_person() -> None:
     state = cluster(
         make_node("node-0", cpu="4", memory="16Gi"),
+        *BUSY_NODE,
         *tfjob_pods("wide", ps=1, workers=5, cpu="1", memory="1Gi"),
         make_podgroup("wide", min_member=6),
         make_sized_tfjob("wide", workers=5, cpu="1", memory="1Gi", created=CREATED),

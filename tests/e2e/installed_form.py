@@ -15,6 +15,7 @@ allows) has passed since the process started.
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 import time
@@ -40,6 +41,8 @@ LOCAL_CHANGES = {
     f"in-cluster token at {TOKEN_PATH} here",
     "loopback": f"{EVERY_ADDRESS} becomes {LOOPBACK} (kube-scheduler, which binds to {EVERY_ADDRESS} by default, gets "
     f"`--bind-address={LOOPBACK}`): servers bind to the loopback address only on this machine",
+    "services": f"a Service's address in an argument (`http://NAME.NAMESPACE.svc:PORT`) becomes {LOOPBACK} and the "
+    "port of the container behind it: no cluster DNS or Service proxy runs here",
 }
 """Every way a process run here differs from its rendered container, and why."""
 DEFAULT_PERIOD_S = 10
@@ -94,6 +97,39 @@ def containers(docs: list[Document]) -> list[Container]:
         for deployment in of_kind(docs, "Deployment")
         for spec in deployment["spec"]["template"]["spec"]["containers"]
     ]
+
+
+def hook_pods(docs: list[Document], hook: str) -> list[Container]:
+    """The containers of the rendered Pods that are Helm hooks of `hook` (`test`: what `helm test` runs)."""
+    return [
+        Container(pod["metadata"]["name"], pod["spec"], spec)
+        for pod in of_kind(docs, "Pod")
+        if hook in (pod["metadata"].get("annotations") or {}).get("helm.sh/hook", "").split(",")
+        for spec in pod["spec"]["containers"]
+    ]
+
+
+SERVICE_URL = re.compile(r"^(https?)://([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?:([0-9]+)(/.*)?$")
+
+
+def local_url(docs: list[Document], argument: str) -> str:
+    """`argument`, if it is a rendered Service's URL, as the URL of the container port behind that Service."""
+    found = SERVICE_URL.match(argument)
+    if found is None:
+        return argument
+    scheme, name, _, port, path = found.groups()
+    service = named(docs, "Service", name)
+    (target,) = [p["targetPort"] for p in service["spec"]["ports"] if p["port"] == int(port)]
+    selector = service["spec"]["selector"]
+    backends = [
+        c
+        for d in of_kind(docs, "Deployment")
+        if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        for c in containers([d])
+        if any(p.get("name") == target or p["containerPort"] == target for p in c.spec.get("ports") or [])
+    ]
+    (backend,) = backends
+    return f"{scheme}://{LOOPBACK}:{backend.port(target)}{path or ''}"
 
 
 def service_account(docs: list[Document], container: Container) -> str:

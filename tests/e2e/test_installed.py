@@ -149,14 +149,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
 
 def apply_all_but_deployments(plane: LocalControlPlane, docs: list[Document]) -> None:
-    """Apply the rendered objects but the Deployments as the administrator (the CRDs, which the control
-    plane installed from the same render, are applied over)."""
+    """Apply the rendered objects but the Deployments and `helm test`'s Pod as the administrator (the CRDs,
+    which the control plane installed from the same render, are applied over)."""
     try:
         plane.create_namespace(NAMESPACE)
     except ApiError as error:
         if error.status != 409:
             raise
-    manifest = yaml.safe_dump_all([doc for doc in docs if doc["kind"] != "Deployment"])
+    manifest = yaml.safe_dump_all([doc for doc in docs if doc["kind"] not in ("Deployment", "Pod")])
     command = [str(plane.bin / "kubectl"), "--kubeconfig", str(plane.kubeconfig), "apply", "--server-side", "-f", "-"]
     done = subprocess.run(command, input=manifest, capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -252,6 +252,20 @@ def test_the_rendered_images_are_the_programs_run_here(installed: Installed) -> 
     for name in ("tfjob-extender", "tfjob-extender-loops"):
         assert images[name] == ("ghcr.io/tfjob-extender/tfjob-extender", extender.__version__)
     assert version_of(stand_ins["tfjob-extender"]) == extender.__version__
+
+
+def test_helm_tests_pod_passes_when_its_command_runs_here(installed: Installed) -> None:
+    """`helm test`'s pod (kwok would only pretend to run it): its rendered command, run as a process with the
+    Services' addresses pointing at the processes behind them, passes; with the loops stopped it fails."""
+    (probe,) = installed_form.hook_pods(installed.docs, "test")
+    assert probe.pod["automountServiceAccountToken"] is False
+    command = [installed_form.local_url(installed.docs, a) for a in installed_form.program(installed.plane, probe)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(": ready") == 2, done.stdout
+    with stopped(installed, "loops"):
+        failed = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+    assert failed.returncode == 1 and "cannot ask" in failed.stdout, failed.stdout
 
 
 def test_the_processes_run_under_the_accounts_whose_credentials_they_mount(installed: Installed) -> None:

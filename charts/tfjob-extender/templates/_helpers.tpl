@@ -32,10 +32,10 @@ contains the chart's name (release `tfjob-extender` → `tfjob-extender`), cut t
 {{- printf "%s-loops" (include "tfjob-extender.fullname" .) }}
 {{- end }}
 
-{{/* The Lease the loops elect their one active instance by: `settings.leader_election.lease_name`, else the
-process's default. */}}
+{{/* The Lease the loops elect their one active instance by: `settings.leader_election.lease_name`, else one
+named after the release (`<fullname>-loops`), so two releases never share one. */}}
 {{- define "tfjob-extender.loopsLease" -}}
-{{- (.Values.settings | default dict).leader_election | default dict | dig "lease_name" "tfjob-extender-scaler" }}
+{{- (.Values.settings | default dict).leader_election | default dict | dig "lease_name" (include "tfjob-extender.loopsAccount" .) }}
 {{- end }}
 
 {{/* Labels every object carries. */}}
@@ -83,16 +83,34 @@ An image reference from {registry, repository, tag, digest}: call with (dict "im
 {{- end }}
 
 {{/*
-kube-scheduler's image: its tag defaults to the cluster's version with any build suffix stripped
-(v1.31.1+k3s1 → v1.31.1, v1.36.4-gke.100 → v1.36.4), since registry.k8s.io publishes one image per
-Kubernetes release and kube-scheduler must not be newer than the API server.
+kube-scheduler's image tag when kubeScheduler.image.tag is empty, from the cluster's version, since
+registry.k8s.io publishes one image per Kubernetes release and kube-scheduler must not be newer than the API
+server: a MAJOR.MINOR.PATCH version gives that release, any build suffix stripped (v1.31.1+k3s1 → v1.31.1,
+v1.36.4-gke.100 → v1.36.4); a MAJOR.MINOR alone (as Argo CD passes it: 1.35) the tested patch of that minor
+(kubeScheduler.testedReleases). Refused, naming kubeScheduler.image.tag, when the minor is not one of those,
+or when the version is unknown: `helm template` without --kube-version renders for Helm's built-in vX.Y.0,
+which would be newer than an older API server, so a vX.Y.0 without a cluster to confirm it (no ConfigMap
+kube-root-ca.crt can be looked up in the release namespace) is not taken as the cluster's.
 */}}
 {{- define "tfjob-extender.kubeSchedulerTag" -}}
-{{- $release := regexFind "^v?[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version }}
-{{- if not $release }}
-{{- fail (printf "the cluster's version %q has no MAJOR.MINOR.PATCH: set kubeScheduler.image.tag" .Capabilities.KubeVersion.Version) }}
+{{- $version := .Capabilities.KubeVersion.Version }}
+{{- $release := regexFind "^v?[0-9]+\\.[0-9]+\\.[0-9]+" $version }}
+{{- $minor := regexFind "^v?[0-9]+\\.[0-9]+" $version | trimPrefix "v" }}
+{{- $fix := "pass the cluster's version (--kube-version 1.35, v1.35.4) or set kubeScheduler.image.tag" }}
+{{- if and $release (eq $version (printf "v%s.0" $minor)) (not (lookup "v1" "ConfigMap" .Release.Namespace "kube-root-ca.crt")) }}
+{{- fail (printf "the cluster's version is unknown (%s is Helm's own default when no cluster answers): %s" $version $fix) }}
 {{- end }}
+{{- if $release }}
 {{- printf "v%s" (trimPrefix "v" $release) }}
+{{- else if not $minor }}
+{{- fail (printf "the cluster's version %q has no MAJOR.MINOR: %s" $version $fix) }}
+{{- else }}
+{{- $tested := get (.Values.kubeScheduler.testedReleases | default dict) $minor | toString }}
+{{- if not $tested }}
+{{- fail (printf "the cluster's version %s names no patch and %s is not in kubeScheduler.testedReleases: set kubeScheduler.image.tag" $version $minor) }}
+{{- end }}
+{{- $tested }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -176,30 +194,44 @@ since a mount point cannot be made inside a read-only ConfigMap volume.
 
 {{/*
 The flags both processes take for their observe listener's /debug: none while debug is off; else
-`--observe-debug` and how callers authenticate. Fails on an unknown `auth` or a token file without a Secret.
+`--observe-debug` and how callers authenticate; with tokenReview, who may pass: the users and groups named,
+and with accessReview whoever may get services/proxy of the process's own Service (a SubjectAccessReview),
+never any authenticated identity. Call with (dict "root" $ "service" "<its Service's name>"). Fails on an
+unknown `auth`, a token file without a Secret, or a tokenReview that lets no one pass.
 */}}
 {{- define "tfjob-extender.observeDebugArgs" -}}
-{{- $debug := .Values.observe.debug }}
+{{- $debug := .root.Values.observe.debug }}
 {{- if $debug.enabled }}
 {{- if not (has $debug.auth (list "tokenReview" "tokenFile")) }}
 {{- fail (printf "observe.debug.auth is %q: tokenReview or tokenFile" (toString $debug.auth)) }}
 {{- end }}
 - --observe-debug
 {{- if eq $debug.auth "tokenReview" }}
+{{- if not (or $debug.allowedUsers $debug.allowedGroups $debug.accessReview) }}
+{{- fail "observe.debug: tokenReview lets no one read /debug by itself: set allowedUsers, allowedGroups or accessReview" }}
+{{- end }}
 - --observe-auth-token-review
 {{- range $debug.allowedUsers }}
 - --observe-auth-allowed-user
 - {{ . | quote }}
 {{- end }}
+{{- range $debug.allowedGroups }}
+- --observe-auth-allowed-group
+- {{ . | quote }}
+{{- end }}
+{{- if $debug.accessReview }}
+- --observe-auth-access-review
+- {{ printf "%s/%s" .root.Release.Namespace .service }}
+{{- end }}
 {{- else }}
 {{- if not $debug.tokenFile.secretName }}
 {{- fail "observe.debug.auth is tokenFile: set observe.debug.tokenFile.secretName to the Secret holding the tokens" }}
 {{- end }}
-{{- if $debug.allowedUsers }}
-{{- fail "observe.debug.allowedUsers applies to tokenReview only: a token file names no users" }}
+{{- if or $debug.allowedUsers $debug.allowedGroups }}
+{{- fail "observe.debug.allowedUsers and allowedGroups apply to tokenReview only: a token file names no users" }}
 {{- end }}
 - --observe-auth-token-file
-- {{ printf "%s/%s" (include "tfjob-extender.tokenFileDir" .) $debug.tokenFile.key | quote }}
+- {{ printf "%s/%s" (include "tfjob-extender.tokenFileDir" .root) $debug.tokenFile.key | quote }}
 {{- end }}
 {{- end }}
 {{- end }}

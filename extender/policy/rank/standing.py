@@ -7,7 +7,9 @@ admission rule (`admission.held_back_by`) and explains, per gang, in words and w
 - its rank among the waiting gangs (1 is next; the order admission defers in);
 - what it waits for (`WaitKind`): members not created yet, victims of its preemption still terminating,
   a plan reserved and members being bound, room held by a higher-ranked gang's reservation, a higher-ranked
-  gang that must go first, or room that does not exist (with the best plan found and its shortfall).
+  gang that must go first, room that does not exist (with the best plan found and its shortfall), or a
+  cluster too small for it whatever runs (`NEVER_FITS`: its minimum asks more than every schedulable node
+  together has, or one of its pods more than any one node has).
 Planning a gang costs a placement, so `explain_queue` explains at most `limit` gangs, highest rank first,
 and reuses a failed plan while it still holds (the same rule admission uses). A view has no candidate nodes
 at hand, so it takes the last failure whatever nodes `filter` tried it on, and says where
@@ -47,6 +49,7 @@ class WaitKind(enum.Enum):
     HIGHER_RANKED_RESERVATION = "GangWaitingForReservation"
     HIGHER_RANKED_FIRST = "GangWaitingForHigherRanked"
     NO_ROOM = "GangWaitingForRoom"
+    NEVER_FITS = "GangBiggerThanCluster"
     SCHEDULABLE = "GangSchedulable"
     NOT_EXAMINED = "GangNotExamined"
 
@@ -227,6 +230,9 @@ def _no_room(
     settings: PolicySettings,
     now: float,
 ) -> Wait:
+    never = never_fits(snapshot, state, summary)
+    if never is not None:
+        return never
     others = _reservations_of_others(snapshot, state)
     if others:
         freed: dict[str, Resources] = {}
@@ -254,6 +260,34 @@ def _no_room(
         "that a preemption could free; or nodes joining"
     )
     return Wait(WaitKind.NO_ROOM, verdict.reason, placed=placed, needed=needed, tried_on=tried_on, remedy=remedy)
+
+
+def never_fits(snapshot: ClusterSnapshot, state: GangState, summary: GangSummary) -> Wait | None:
+    """A `NEVER_FITS` wait when the gang cannot start on this cluster even empty: its minimum (its TFJob's,
+    else every member's requests) asks more than the schedulable nodes have together, or one of its pods
+    more than any one schedulable node has. None otherwise."""
+    nodes = [entry.node.allocatable for entry in snapshot.nodes.values() if entry.node.schedulable]
+    job = snapshot.jobs.get(summary.job) if summary.job else None
+    pods = [pod for members in state.members.values() for pod in members]
+    demand = job.minimum_demand() if job is not None else total(pod.requests for pod in pods)
+    capacity = cluster_capacity(snapshot)
+    short = demand.shortfall(capacity)
+    if short:
+        names = demand.missing_names(capacity)
+        asked = ", ".join(
+            f"{describe(Resources({n: demand.get(n)}))} of {describe(Resources({n: capacity.get(n)}))}" for n in names
+        )
+        why = f"its minimum asks more than the whole cluster has ({asked} on {len(nodes)} schedulable nodes)"
+    else:
+        too_big = next((pod for pod in pods if not any(pod.requests.fits_in(node) for node in nodes)), None)
+        if too_big is None:
+            return None
+        why = f"its pod {too_big.key} asks {describe(too_big.requests)}, more than any one schedulable node has"
+    return Wait(
+        WaitKind.NEVER_FITS,
+        f"gang {summary.key}: it can never start on this cluster: {why}",
+        remedy="a smaller job (fewer workers, smaller requests) or bigger nodes joining: waiting alone never helps",
+    )
 
 
 def _reservations_of_others(snapshot: ClusterSnapshot, state: GangState) -> list[tuple[str, str, Resources]]:

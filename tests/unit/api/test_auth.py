@@ -19,6 +19,7 @@ from extender.api.auth import (
     TokenFile,
     TokenReviews,
     bearer_token,
+    settings_problems,
     tls_context,
     token_checks,
     verb_findings,
@@ -40,16 +41,33 @@ class Clock:
 
 
 class Reviewer:
-    """A TokenReview that counts what it is asked: `good` authenticates as `user`, any other token fails."""
+    """A TokenReview that counts what it is asked: `good` authenticates as `user`, any other token fails; a
+    SubjectAccessReview that allows the users in `proxies`."""
 
-    def __init__(self, good: str = "good", user: str = PROMETHEUS) -> None:
+    def __init__(self, good: str = "good", user: str = PROMETHEUS, proxies: tuple[str, ...] = ()) -> None:
         self.good = good
         self.user = user
+        self.proxies = proxies
         self.asked: list[str] = []
+        self.access_asked: list[tuple[str, tuple[str, ...], str, str]] = []
 
-    def __call__(self, token: str, audiences: tuple[str, ...]) -> tuple[bool, str]:
+    def __call__(self, token: str, audiences: tuple[str, ...]) -> tuple[bool, str, tuple[str, ...]]:
         self.asked.append(token)
-        return token == self.good, self.user if token == self.good else ""
+        return token == self.good, self.user if token == self.good else "", ("system:authenticated",)
+
+    def may_proxy(self, user: str, groups: tuple[str, ...], namespace: str, service: str) -> bool:
+        self.access_asked.append((user, groups, namespace, service))
+        return user in self.proxies
+
+
+class Directory(Reviewer):
+    """Tokens named after their users: `bad` fails, `prom` is Prometheus, `ops` is in the group `ops`,
+    anything else is `someone`."""
+
+    def __call__(self, token: str, audiences: tuple[str, ...]) -> tuple[bool, str, tuple[str, ...]]:
+        self.asked.append(token)
+        user = {"prom": PROMETHEUS}.get(token, "someone")
+        return token != "bad", user, ("system:authenticated", *(("ops",) if token == "ops" else ()))
 
 
 def test_a_token_from_the_file_passes_and_only_bearer_tokens_are_read(tmp_path: Path) -> None:
@@ -90,31 +108,59 @@ def test_the_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
 
 
 def test_reviewed_tokens_are_remembered_and_checked_against_the_allowed_users() -> None:
-    calls: list[tuple[str, tuple[str, ...]]] = []
-
-    def review(token: str, audiences: tuple[str, ...]) -> tuple[bool, str]:
-        calls.append((token, audiences))
-        return token != "bad", {"prom": PROMETHEUS}.get(token, "someone")
-
-    clock = Clock()
-    reviews = TokenReviews(review, ("tfjob-extender",), (PROMETHEUS,), clock)
+    directory, clock = Directory(), Clock()
+    reviews = TokenReviews(directory, ("tfjob-extender",), (PROMETHEUS,), clock=clock)
 
     def accepts(token: str) -> bool:
         return asyncio.run(reviews.accepts(token))
 
     assert reviews.known("prom") is None, "never asked yet"
     assert accepts("prom") and accepts("prom")
-    assert calls == [("prom", ("tfjob-extender",))], "the second answer came from memory"
+    assert directory.asked == ["prom"], "the second answer came from memory"
     assert reviews.known("prom") is True
     assert not accepts("bad") and not accepts("other"), "unauthenticated, or not an allowed user"
     clock.now = TOKEN_REVIEW_CACHE_S + 1
     assert reviews.known("prom") is None
-    assert accepts("prom") and len(calls) == 4
+    assert accepts("prom") and len(directory.asked) == 4
+
+
+def test_a_reviewed_token_passes_by_its_group_or_by_an_access_review_and_else_never() -> None:
+    directory = Directory(proxies=("someone",))
+    by_group = TokenReviews(directory, allowed_groups=("ops",))
+    assert asyncio.run(by_group.accepts("ops")) and not asyncio.run(by_group.accepts("someone"))
+    assert not directory.access_asked, "no access review asked for"
+    by_access = TokenReviews(directory, access=("tfjob-system", "tfjob-extender-observe"))
+    assert asyncio.run(by_access.accepts("someone")) and not asyncio.run(by_access.accepts("prom"))
+    assert directory.access_asked[0] == ("someone", ("system:authenticated",), "tfjob-system", "tfjob-extender-observe")
+    nobody = TokenReviews(directory)
+    assert not asyncio.run(nobody.accepts("prom")) and not asyncio.run(nobody.accepts("ops"))
+
+
+@pytest.mark.parametrize(
+    ("auth", "problem"),
+    [
+        (AuthSettings(token_review=True), "lets no one in by itself"),
+        (AuthSettings(allowed_groups=("ops",)), "need --observe-auth-token-review"),
+        (AuthSettings(token_review=True, access_review="tfjob-system"), "is not NAMESPACE/SERVICE"),
+        (AuthSettings(token_review=True, access_review="a/b/c"), "is not NAMESPACE/SERVICE"),
+    ],
+)
+def test_a_token_review_that_names_no_one_who_may_pass_does_not_start(auth: AuthSettings, problem: str) -> None:
+    assert any(problem in found for found in settings_problems(auth, "--observe-"))
+
+
+def test_a_token_review_naming_who_may_pass_starts() -> None:
+    for auth in (
+        AuthSettings(token_review=True, allowed_users=(PROMETHEUS,)),
+        AuthSettings(token_review=True, allowed_groups=("ops",)),
+        AuthSettings(token_review=True, access_review="tfjob-system/tfjob-extender-observe"),
+    ):
+        assert settings_problems(auth) == []
 
 
 def test_a_refused_answer_is_remembered_briefly() -> None:
     reviewer, clock = Reviewer(), Clock()
-    reviews = TokenReviews(reviewer, clock=clock)
+    reviews = TokenReviews(reviewer, allowed_users=(PROMETHEUS,), clock=clock)
     assert not asyncio.run(reviews.accepts("bad"))
     clock.now = TOKEN_REVIEW_REFUSED_CACHE_S - 1
     assert reviews.known("bad") is False
@@ -128,7 +174,7 @@ def test_a_refused_answer_is_remembered_briefly() -> None:
 
 def test_a_flood_of_bad_tokens_is_reviewed_at_a_bounded_rate_and_never_evicts_an_accepted_answer() -> None:
     reviewer, clock = Reviewer(), Clock()
-    reviews = TokenReviews(reviewer, clock=clock)
+    reviews = TokenReviews(reviewer, allowed_users=(PROMETHEUS,), clock=clock)
 
     async def flood(tokens: list[str], step_s: float) -> list[bool]:
         answers = []

@@ -95,7 +95,7 @@ def test_the_extender_image_tag_defaults_to_the_app_version() -> None:
     [
         ("v1.37.1", "v1.37.1"),
         ("v1.36.4", "v1.36.4"),
-        ("v1.31.1+k3s1", "v1.31.1"),
+        ("v1.35.1+k3s1", "v1.35.1"),
         ("v1.36.4-gke.100", "v1.36.4"),
         ("1.35.2-eks-ce1d5eb", "v1.35.2"),
     ],
@@ -110,13 +110,6 @@ def test_an_explicit_kube_scheduler_tag_wins_over_the_clusters_version() -> None
     assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.36.4"
 
 
-def test_a_cluster_version_without_a_patch_needs_a_tag_and_a_tag_is_enough() -> None:
-    with pytest.raises(RenderRefused, match=r"set kubeScheduler\.image\.tag"):
-        render(kube_version="v1.37")
-    docs = render({"kubeScheduler": {"image": {"tag": "v1.37.1"}}}, kube_version="v1.37")
-    assert image_of(docs, "kube-scheduler") == "registry.k8s.io/kube-scheduler:v1.37.1"
-
-
 UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
 
 
@@ -124,7 +117,7 @@ UPSTREAM_GANG_PREEMPTION_OFF = {"podGroupPostFilter": {"disabled": [{"name": "De
     ("kube_version", "values", "plugins"),
     [
         ("v1.37.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
-        ("v1.38.0-gke.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
+        ("v1.38.1-gke.1", {}, UPSTREAM_GANG_PREEMPTION_OFF),
         ("v1.36.4", {}, None),
         ("v1.37.1", {"kubeScheduler": {"image": {"tag": "v1.36.4"}}}, None),
         ("v1.36.4", {"kubeScheduler": {"image": {"tag": "custom-build"}}}, UPSTREAM_GANG_PREEMPTION_OFF),
@@ -276,7 +269,8 @@ def test_the_exact_command_lines() -> None:
     ]  # fmt: skip
     assert args_of(docs, "tfjob-extender-loops") == [
         "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
-        "--lease-namespace", NAMESPACE, "--log-format", "json", "--native-gangs", "off",
+        "--lease-namespace", NAMESPACE, "--lease-name", f"{RELEASE}-loops", "--log-format", "json",
+        "--native-gangs", "off",
     ]  # fmt: skip
     assert args_of(docs, "kube-scheduler") == [
         "kube-scheduler",
@@ -298,15 +292,25 @@ def test_observe_debug_is_off_by_default_and_behind_a_token_review_when_on() -> 
     for container in ("tfjob-extender", "tfjob-extender-loops"):
         assert not set(OBSERVE_DEBUG_FLAGS) & set(args_of(render(), container))
     users = ["system:serviceaccount:monitoring:grafana", "alice"]
-    docs = render({"observe": {"debug": {"enabled": True, "allowedUsers": users}}})
-    for container in ("tfjob-extender", "tfjob-extender-loops"):
+    groups = ["ml-platform"]
+    docs = render({"observe": {"debug": {"enabled": True, "allowedUsers": users, "allowedGroups": groups}}})
+    services = {"tfjob-extender": f"{RELEASE}-observe", "tfjob-extender-loops": f"{RELEASE}-loops"}
+    for container, service in services.items():
         args = args_of(docs, container)
         tail = args[args.index("--observe-debug") :]
         assert tail == [
             "--observe-debug",
             "--observe-auth-token-review",
             *[item for user in users for item in ("--observe-auth-allowed-user", user)],
+            "--observe-auth-allowed-group",
+            "ml-platform",
+            "--observe-auth-access-review",
+            f"{NAMESPACE}/{service}",
         ]
+    only_named = render({"observe": {"debug": {"enabled": True, "allowedUsers": users, "accessReview": False}}})
+    assert "--observe-auth-access-review" not in args_of(only_named, "tfjob-extender")
+    with pytest.raises(RenderRefused, match="lets no one read /debug by itself"):
+        render({"observe": {"debug": {"enabled": True, "accessReview": False}}})
 
 
 def token_reviewers(docs: list[Document]) -> set[str]:
@@ -426,7 +430,9 @@ def test_network_policies_let_in_only_the_observe_ports() -> None:
     narrowed = of_kind(render(EVERY_OPTION), "NetworkPolicy")
     for policy in narrowed:
         (rule,) = policy["spec"]["ingress"]
-        assert rule["from"] == EVERY_OPTION["networkPolicy"]["from"]
+        *peers, tester = rule["from"]
+        assert peers == EVERY_OPTION["networkPolicy"]["from"]
+        assert tester["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "test", "helm test's pod"
     assert not of_kind(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
 
 

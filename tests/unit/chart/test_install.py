@@ -293,11 +293,8 @@ def test_the_loops_may_hold_their_own_lease_in_the_release_namespace(install: li
     args = containers(install)[LOOPS_POD]["args"]
     namespace = named(install, "Deployment", LOOPS_POD)["metadata"]["namespace"]
     assert flag(args, "--lease-namespace") == namespace
-    assert "--lease-name" not in args, "the process's default name, which the Role names"
-    assert lease_rights(install, LOOPS_ACCOUNT, namespace) == {
-        "*": {"create"},
-        "tfjob-extender-scaler": {"get", "update"},
-    }
+    assert flag(args, "--lease-name") == LOOPS_ACCOUNT, "named after the release, as the Role names it"
+    assert lease_rights(install, LOOPS_ACCOUNT, namespace) == {"*": {"create"}, LOOPS_ACCOUNT: {"get", "update"}}
 
 
 def test_leases_are_granted_by_name(install: list[Document]) -> None:
@@ -368,7 +365,9 @@ def test_images_are_pinned_by_version_or_digest(install: list[Document]) -> None
 def test_the_kustomizations_list_every_manifest_and_keep_the_crds_apart() -> None:
     (app,) = documents(MANIFESTS / "kustomization.yaml")
     (crds,) = documents(MANIFESTS / "crds" / "kustomization.yaml")
-    present = {path.relative_to(MANIFESTS).as_posix() for path in MANIFESTS.rglob("*.yaml")}
+    present = {
+        path.relative_to(MANIFESTS).as_posix() for path in MANIFESTS.rglob("*.yaml") if path.parent.name != "install"
+    }
     assert set(app["resources"]) | {f"crds/{name}" for name in crds["resources"]} == present - {
         "kustomization.yaml",
         "crds/kustomization.yaml",

@@ -77,8 +77,8 @@ def test_nothing_of_native_gangs_renders_by_default() -> None:
     ("kube_version", "values", "api_versions", "on"),
     [
         pytest.param("v1.37.1", {}, SERVED, True, id="served-1.37"),
-        pytest.param("v1.37.0-gke.100", {}, SERVED, True, id="served-1.37-suffixed"),
-        pytest.param("v1.38.0", {}, SERVED, True, id="served-1.38"),
+        pytest.param("v1.37.1-gke.100", {}, SERVED, True, id="served-1.37-suffixed"),
+        pytest.param("v1.38.1", {}, SERVED, True, id="served-1.38"),
         pytest.param("v1.37.1", {}, (), False, id="not-served"),
         pytest.param("v1.37.1", {}, ("scheduling.k8s.io/v1beta1",), False, id="group-version-only"),
         pytest.param("v1.37.1", {}, ("scheduling.k8s.io/v1alpha2/PodGroup",), False, id="alpha-only"),

@@ -48,7 +48,30 @@ def test_manifests_hold_what_helm_renders_and_the_namespace() -> None:
         return sorted(f"{doc['kind']}/{doc['metadata']['name']}" for doc in docs)
 
     namespace: Document = {"kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    assert identities(manifest_documents()) == identities([*render(), namespace])
+    assert identities(manifest_documents()) == identities([*installed_objects(render()), namespace])
+
+
+def installed_objects(docs: list[Document]) -> list[Document]:
+    """What an install applies: the render without `helm test`'s hook pod."""
+    return [doc for doc in docs if "helm.sh/hook" not in (doc["metadata"].get("annotations") or {})]
+
+
+def test_one_file_per_supported_minor_holds_the_namespace_and_everything_at_that_minors_tested_release() -> None:
+    chart_values = yaml.safe_load((REPO / "charts" / "tfjob-extender" / "values.yaml").read_text())
+    tested = chart_values["kubeScheduler"]["testedReleases"]
+    version = yaml.safe_load((REPO / "charts" / "tfjob-extender" / "Chart.yaml").read_text())["version"]
+    files = sorted((MANIFESTS / "install").glob("*.yaml"))
+    assert [path.name for path in files] == [f"tfjob-extender-{version}-k8s-{minor}.yaml" for minor in sorted(tested)]
+    for path, minor in zip(files, sorted(tested), strict=True):
+        assert f"kubectl apply --server-side -f {path.name}" in path.read_text()
+        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+        assert docs[0] == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        expected = installed_objects(render(kube_version=minor))
+        assert sorted(map(str, docs[1:])) == sorted(map(str, expected))
+        images = [
+            c["image"] for d in docs if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"]
+        ]
+        assert f"registry.k8s.io/kube-scheduler:{tested[minor]}" in images
 
 
 def kubectl() -> Path:
