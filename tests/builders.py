@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from extender.policy.core.ledger import LedgerChange
+from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot, FailedPlan, Reservation
 from extender.sim.workload import JobSpec
 from extender.state.kinds import Kind
@@ -304,9 +305,9 @@ def make_network_topology(layers: dict[str, str], *, name: str = "default") -> O
     }
 
 
-def cluster(*objects: Obj) -> ClusterState:
-    """A synced model holding `objects`."""
-    state = ClusterState()
+def cluster(*objects: Obj, settings: PolicySettings | None = None) -> ClusterState:
+    """A synced model holding `objects` (built with `settings`, else the defaults)."""
+    state = ClusterState(settings)
     by_kind: dict[Kind, list[Obj]] = {kind: [] for kind in Kind}
     for obj in objects:
         by_kind[_kind(obj)].append(obj)

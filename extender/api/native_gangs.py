@@ -43,6 +43,9 @@ def admission_answer(view: NativeGangsView) -> Callable[[bytes], tuple[int, byte
             return [], f"native gangs are not given here: {status.why}"
         if loop.dry_run:
             return [], "shadow mode (--dry-run): nothing is changed"
+        namespace = str(request.get("namespace") or "")
+        if loop.managed_namespaces and namespace not in loop.managed_namespaces:
+            return [], f"namespace {namespace} is not one the extender manages"
         return native_gang_patch(request, loop.scheduler_name)
 
     return lambda body: review_reply(body, patch_for)

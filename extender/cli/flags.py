@@ -20,7 +20,7 @@ from typing import Any
 from extender.config import Settings, SettingsError
 from extender.config.rules import Words
 from extender.config.tree import Leaf, build, groups, leaves, load_config_file, shown
-from extender.policy.core.setting_rules import Rule, SettingValueError
+from extender.policy.core.setting_rules import Namespaces, Rule, SettingValueError
 
 IDENTITY = "leader_election.identity"
 """The setting filled with `default_identity()` when not given."""
@@ -60,7 +60,7 @@ def _add_flags(parser: Any, leaf: Leaf, command: str) -> None:
         *leaf.aliases,
         dest=leaf.path,
         type=_reader(rule),
-        action="append" if isinstance(rule, Words) else "store",
+        action="append" if isinstance(rule, Words | Namespaces) else "store",
         metavar=rule.metavar or None,
         default=argparse.SUPPRESS,
         help=_escaped(

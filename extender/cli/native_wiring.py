@@ -69,6 +69,7 @@ def make_native_gangs(
         time.time,
         leader=leader,
         dry_run=settings.dry_run,
+        managed_namespaces=settings.policy.managed_namespaces,
     )
     if not webhook.port:
         return NativeGangParts(loop, NativeGangsView(loop))

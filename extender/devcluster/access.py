@@ -26,6 +26,11 @@ SERVICE_ACCOUNT_TOKEN_S = 3600
 kubelet's projected tokens, far longer than any run of the control plane."""
 
 
+def token_file_of(kubeconfig: Path) -> Path:
+    """Where `service_account_kubeconfig` keeps the token of the kubeconfig at `kubeconfig`."""
+    return kubeconfig.with_suffix(".token")
+
+
 class PlaneAccess(ClusterClient, ProcessGroup):
     def __init__(self, cache: Path, run_dir: Path | None) -> None:
         """`cache`: the directory `hack/build-control-plane.sh` built; `run_dir`: where state and logs go
@@ -45,8 +50,9 @@ class PlaneAccess(ClusterClient, ProcessGroup):
         """The API server's self-signed serving certificate, which its clients trust."""
         return self.run_dir / "pki" / "apiserver.crt"
 
-    def write_kubeconfig(self, path: Path, user: str, token: str) -> Path:
-        """A kubeconfig at `path` that reaches this API server with the bearer `token` (as `user`)."""
+    def write_kubeconfig(self, path: Path, user: str, token: str | Path) -> Path:
+        """A kubeconfig at `path` that reaches this API server with the bearer `token` (as `user`); a `Path`
+        is a token file (`tokenFile`), which clients read again as it changes, as a kubelet rotates a pod's."""
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -60,17 +66,23 @@ class PlaneAccess(ClusterClient, ProcessGroup):
                     },
                 }
             ],
-            "users": [{"name": user, "user": {"token": token}}],
+            "users": [
+                {"name": user, "user": {"tokenFile": str(token)} if isinstance(token, Path) else {"token": token}}
+            ],
             "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
         }
         path.write_text(yaml.safe_dump(kubeconfig))
         return path
 
-    def service_account_kubeconfig(self, namespace: str, account: str, path: Path) -> Path:
-        """A kubeconfig at `path` holding a token of the ServiceAccount `namespace/account` from the
-        TokenRequest API (valid for `SERVICE_ACCOUNT_TOKEN_S`)."""
-        token = self.request_token(namespace, account, SERVICE_ACCOUNT_TOKEN_S)
-        return self.write_kubeconfig(path, f"system:serviceaccount:{namespace}:{account}", token)
+    def service_account_kubeconfig(
+        self, namespace: str, account: str, path: Path, bound_secret: str | None = None
+    ) -> Path:
+        """A kubeconfig at `path` whose token file (`token_file_of(path)`) holds a token of the ServiceAccount
+        `namespace/account` from the TokenRequest API (valid for `SERVICE_ACCOUNT_TOKEN_S`; with
+        `bound_secret`, only while that Secret of the namespace exists)."""
+        token_file = token_file_of(path)
+        token_file.write_text(self.request_token(namespace, account, SERVICE_ACCOUNT_TOKEN_S, bound_secret))
+        return self.write_kubeconfig(path, f"system:serviceaccount:{namespace}:{account}", token_file)
 
     def kubernetes_version(self) -> str:
         """The version of the kube-apiserver binary, e.g. `v1.37.1`."""

@@ -99,12 +99,18 @@ class ClusterClient:
     def create_namespace(self, name: str) -> None:
         self.post("/api/v1/namespaces", {"metadata": {"name": name}})
 
-    def request_token(self, namespace: str, account: str, expiration_s: int) -> str:
+    def request_token(self, namespace: str, account: str, expiration_s: int, bound_secret: str | None = None) -> str:
         """A token of the ServiceAccount `namespace/account` from the TokenRequest API, for the API server's
-        own audience, valid for `expiration_s` seconds."""
+        own audience, valid for `expiration_s` seconds; with `bound_secret`, bound to that Secret of the
+        namespace (deleting it revokes the token, as deleting a pod revokes its projected tokens)."""
         path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
-        answer = self.post(path, {**body, "spec": {"expirationSeconds": expiration_s}})
+        spec: dict[str, Any] = {"expirationSeconds": expiration_s}
+        if bound_secret is not None:
+            secret = self.get(f"/api/v1/namespaces/{namespace}/secrets/{bound_secret}")
+            uid = secret["metadata"]["uid"]
+            spec["boundObjectRef"] = {"kind": "Secret", "apiVersion": "v1", "name": bound_secret, "uid": uid}
+        answer = self.post(path, {**body, "spec": spec})
         return str(answer["status"]["token"])
 
     def create_node(

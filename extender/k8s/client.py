@@ -4,26 +4,82 @@ HTTP listener asks (`ApiReviews`: TokenReview and SubjectAccessReview)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 from kubernetes import client, config
 
 REQUEST_TIMEOUT_S = 10.0
 """Seconds one request to the API server may take."""
+TOKEN_FILE_REREAD_S = 60.0
+"""Seconds between two reads of a kubeconfig's `tokenFile` (client-go's period, and the official Python
+client's for the in-cluster token)."""
 
 
 def make_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """The official client's ApiClient; nothing is contacted until a request is made."""
+    """The official client's ApiClient; nothing is contacted until a request is made. In-cluster, the
+    official loader reads the projected token again every minute, as the kubelet rotates it; a kubeconfig
+    whose user names a `tokenFile` gets the same (`reread_token_file`), as client-go gives kube-scheduler."""
     configuration = client.Configuration()
     if kubeconfig:
         config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        token_file = kubeconfig_token_file(Path(kubeconfig))
+        if token_file is not None:
+            reread_token_file(configuration, token_file)
     else:
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException:
             config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     return client.ApiClient(configuration)
+
+
+def kubeconfig_token_file(path: Path) -> Path | None:
+    """The `tokenFile` of the current context's user in the kubeconfig at `path` (relative to the file's
+    folder), or None."""
+    document = yaml.safe_load(path.read_text()) or {}
+    context = next(
+        (
+            c.get("context") or {}
+            for c in document.get("contexts") or []
+            if c.get("name") == document.get("current-context")
+        ),
+        {},
+    )
+    user = next((u.get("user") or {} for u in document.get("users") or [] if u.get("name") == context.get("user")), {})
+    token_file = user.get("tokenFile")
+    return path.parent / token_file if isinstance(token_file, str) and token_file else None
+
+
+def reread_token_file(
+    configuration: client.Configuration, token_file: Path, clock: Callable[[], float] = time.monotonic
+) -> None:
+    """Bear the token in `token_file` (stripped of surrounding whitespace, as client-go strips it), read now
+    and again before a request once `TOKEN_FILE_REREAD_S` have passed since the last read; a file that
+    cannot be read, or is empty, leaves the last token in use."""
+    read_at = clock()
+
+    def read(configured: client.Configuration) -> None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError:
+            return
+        if token:
+            configured.api_key["BearerToken"] = f"Bearer {token}"
+
+    def refresh(configured: client.Configuration) -> None:
+        nonlocal read_at
+        now = clock()
+        if now - read_at >= TOKEN_FILE_REREAD_S:
+            read_at = now
+            read(configured)
+
+    read(configuration)
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]  # the stubs type the hook as None
 
 
 class ApiReviews:

@@ -76,6 +76,8 @@ class NativeGangLoop:
     interval_s: float = 1.0
     relist_s: float = 60.0
     dry_run: bool = False
+    managed_namespaces: tuple[str, ...] = ()
+    """The namespaces whose TFJobs get a native gang (none: every one; `PolicySettings.managed_namespaces`)."""
     records: deque[NativeGangRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(action kind, outcome) → writes."""

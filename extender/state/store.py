@@ -7,6 +7,10 @@ Two counters drive the failed-plan memo: `capacity_generation` moves only when f
 grown, and each PodGroup's membership generation moves when its members or its spec change (the memo
 also carries the candidate nodes it was planned from, which `filter` compares; the model keeps the last
 failure per gang, replaced by the next, dropped when the gang reserves a plan).
+The settings' managed namespaces (`PolicySettings.managed_namespaces`) are applied here, once: a TFJob or a
+PodGroup elsewhere is not modelled, and a pod elsewhere is modelled without its gang, so it holds its node
+and is placed as a pod of no gang, and nothing downstream (queue, plans, preemption, scaler, suspension,
+native gangs) ever acts on it.
 All methods are thread-safe (one lock); nothing here performs I/O or reads a clock. The reservation
 bookkeeping (hold, drop, release a gang, import a PodGroup's plan) is `ReservationBook`, in `reservation_book`;
 the preemptions known and their leaving pods are `PreemptionRecords`; node usage and member indexes are in
@@ -51,7 +55,8 @@ class ClusterState(ReservationBook, PreemptionRecords):
 
     def __init__(self, settings: PolicySettings | None = None) -> None:
         self._lock = threading.Lock()
-        self._queue = QueueBuilder(settings or PolicySettings())
+        self._settings = settings or PolicySettings()
+        self._queue = QueueBuilder(self._settings)
         self._generation = 0
         self._capacity_generation = 0
         self._synced: set[Kind] = set()
@@ -224,6 +229,8 @@ class ClusterState(ReservationBook, PreemptionRecords):
     def _apply(self, kind: Kind, event_type: EventType, obj: Mapping[str, Any]) -> None:
         try:
             key = convert.object_key(obj, namespaced=BY_KIND[kind].namespaced)
+            if (kind is Kind.TFJOB or kind in GROUP_KINDS) and not self._settings.manages(key):
+                return
             if event_type == "DELETED":
                 self._keys[kind].discard(key)
                 self._delete(kind, key)
@@ -237,7 +244,8 @@ class ClusterState(ReservationBook, PreemptionRecords):
         if kind is Kind.NODE:
             self._set_node(key, convert.node_view(obj))
         elif kind is Kind.POD:
-            self._set_pod(key, convert.pod_view(obj))
+            pod = convert.pod_view(obj)
+            self._set_pod(key, pod if self._settings.manages(key) else replace(pod, group="", group_in_spec=False))
         elif kind in GROUP_KINDS:
             self._set_group(kind, key, convert.group_view(obj, BY_KIND[kind].api_version.split("/")[0]))
         elif kind is Kind.TFJOB:

@@ -12,6 +12,7 @@ and names, and was not refused.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -72,6 +73,19 @@ def requests_by(audit_log: Path, users: set[str]) -> list[Request]:
             )
         )
     return found
+
+
+def answered_after(audit_log: Path, users: set[str], moment: datetime.datetime) -> set[str]:
+    """Which of `users` had a request answered with success that the API server received after `moment`."""
+    answered = set()
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        user = event["user"].get("username")
+        code = (event.get("responseStatus") or {}).get("code", 0)
+        received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+        if user in users and 200 <= code < 300 and received > moment:
+            answered.add(user)
+    return answered
 
 
 def refused(requests: list[Request]) -> list[str]:

@@ -23,7 +23,10 @@ the chart's ServiceAccounts was refused and that every grant of the chart's own 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import functools
 import json
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -38,11 +41,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 import extender
-from extender.devcluster import ApiError, LocalControlPlane, build_control_plane, wait_until
-from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S
+from extender.devcluster import SCHEDULER_NAME, ApiError, LocalControlPlane, build_control_plane, wait_until
+from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S, token_file_of
+from extender.k8s.client import TOKEN_FILE_REREAD_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from tests.e2e import installed_form
-from tests.e2e.audit import AUDIT_POLICY, grants, refused, requests_by
+from tests.e2e.audit import AUDIT_POLICY, answered_after, grants, refused, requests_by
 from tests.e2e.conftest import MIN_RUN_S, STARVATION_LIMIT_S, Scene, scene_on
 from tests.e2e.installed_form import Container, Probe
 from tests.e2e.scenarios import (
@@ -94,6 +98,8 @@ UNREACHED_GRANTS: dict[tuple[str, str, str, str], str] = {}
 reach → that code path. Empty: the scenarios reach every grant, the patches of PodGroups of all three
 dialects by both processes among them (each process alone plans a gang of every dialect while the other is
 down, so neither's patch depends on which of them reserves a plan first)."""
+CREDENTIALS = ("credentials-1", "credentials-2")
+"""The Secrets the processes' first and rotated tokens are bound to."""
 SCENARIOS = (
     "gangs placed by the extender",
     "gangs planned by the loops",
@@ -116,6 +122,9 @@ class Installed:
     """Process name → its observe port (kube-scheduler's: its secure port)."""
     tokens: dict[str, str]
     """ServiceAccount of the viewer and the stranger → a token of it."""
+    kubeconfigs: dict[str, Path]
+    """The chart's ServiceAccounts → the kubeconfig their processes run with (its token in a file beside it,
+    bound to the Secret `CREDENTIALS[0]`, as a pod's projected token is bound to the pod)."""
     passed: set[str] = field(default_factory=set)
     """The scenarios run through so far (`SCENARIOS`)."""
 
@@ -142,10 +151,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         for account in (VIEWER, STRANGER):
             plane.post(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", {"metadata": {"name": account}})
             tokens[account] = plane.request_token(NAMESPACE, account, SERVICE_ACCOUNT_TOKEN_S)
-        started, ports = start_containers(plane, docs, run_dir / "installed")
+        plane.post(f"/api/v1/namespaces/{NAMESPACE}/secrets", credentials_anchor(CREDENTIALS[0]))
+        started, ports, kubeconfigs = start_containers(plane, docs, run_dir / "installed")
         found = installed_form.probes(installed_form.containers(docs))
         probe_times = installed_form.answer_within_budget(plane, started, found)
-        yield Installed(plane, docs, audit_log, probe_times, ports, tokens)
+        yield Installed(plane, docs, audit_log, probe_times, ports, tokens, kubeconfigs)
+
+
+def credentials_anchor(name: str) -> dict[str, Any]:
+    """An empty Secret the processes' tokens are bound to: deleting it revokes them, as deleting a pod
+    revokes the projected tokens its kubelet mounted (the Secret holds nothing itself)."""
+    return {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "installed-form-test"}},
+        "type": "Opaque",
+    }
 
 
 def apply_all_but_deployments(plane: LocalControlPlane, docs: list[Document]) -> None:
@@ -164,9 +183,10 @@ def apply_all_but_deployments(plane: LocalControlPlane, docs: list[Document]) ->
 
 def start_containers(
     plane: LocalControlPlane, docs: list[Document], directory: Path
-) -> tuple[dict[str, float], dict[str, int]]:
+) -> tuple[dict[str, float], dict[str, int], dict[str, Path]]:
     """Every container of the rendered Deployments as a process of the control plane's group, under its own
-    ServiceAccount; returns container → when it started (monotonic) and process → its observe port."""
+    ServiceAccount; returns container → when it started (monotonic), process → its observe port, and
+    ServiceAccount → its kubeconfig."""
     kubeconfigs: dict[str, Path] = {}
     started, ports = {}, {}
     (directory / "credentials").mkdir(parents=True)
@@ -176,7 +196,7 @@ def start_containers(
         account = installed_form.service_account(docs, container)
         if account not in kubeconfigs:
             path = directory / "credentials" / f"{account}.kubeconfig"
-            kubeconfigs[account] = plane.service_account_kubeconfig(NAMESPACE, account, path)
+            kubeconfigs[account] = plane.service_account_kubeconfig(NAMESPACE, account, path, CREDENTIALS[0])
         mounts = installed_form.mounted_config_files(docs, container, directory)
         command = installed_form.local_command(plane, container, kubeconfigs[account], mounts)
         name = PROCESS_NAMES.get(container.name, container.name)
@@ -185,7 +205,7 @@ def start_containers(
         (ports[name],) = {probe.port for probe in installed_form.probes([container])}
         if "serve" in command:
             plane.extender_port, plane.observe_port = verb_port(container), ports[name]
-    return started, ports
+    return started, ports, kubeconfigs
 
 
 def verb_port(container: Container) -> int:
@@ -380,6 +400,55 @@ def test_the_debug_views_want_the_viewers_token_and_the_metrics_are_open(install
         status, _, _ = get(f"http://127.0.0.1:{installed.ports[process]}/metrics")
         assert status == 200
     installed.passed.add("debug views")
+
+
+def test_every_process_keeps_working_as_its_token_rotates(installed: Installed, scene: Scene) -> None:
+    """Each process's token file gets a new token (as a kubelet rotates a projected token); once every client
+    had time to read it again (`TOKEN_FILE_REREAD_S`, client-go's period too) the old tokens are revoked.
+    Then kube-scheduler and the loops go on renewing their Leases, and a new gang starts whole, its plan
+    written by the extender: each with its new token, the old one refused."""
+    plane = installed.plane
+    plane.post(f"/api/v1/namespaces/{NAMESPACE}/secrets", credentials_anchor(CREDENTIALS[1]))
+    old_tokens = {account: token_file_of(path).read_text() for account, path in installed.kubeconfigs.items()}
+    for account, path in installed.kubeconfigs.items():
+        token_file_of(path).write_text(plane.request_token(NAMESPACE, account, SERVICE_ACCOUNT_TOKEN_S, CREDENTIALS[1]))
+    time.sleep(TOKEN_FILE_REREAD_S + 5)
+    plane.delete(f"/api/v1/namespaces/{NAMESPACE}/secrets/{CREDENTIALS[0]}")
+    revoked = datetime.datetime.now(datetime.UTC)
+    for account, token in old_tokens.items():
+        assert_token_refused(plane, token, account)
+    gangs_of_every_dialect_start_whole(plane, scene)
+    leases = {
+        "kube-scheduler": f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{SCHEDULER_NAME}",
+        "loops": f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{RELEASE}-loops",
+    }
+    for process, lease in leases.items():
+        renewed = functools.partial(lease_renewed_after, plane, lease, revoked)
+        wait_until(f"{process}'s Lease renewed with its new token", renewed, 30)
+    answered_since = answered_after(installed.audit_log, accounts_of(installed), revoked)
+    assert answered_since == accounts_of(installed), "every process was served with its new token"
+
+
+def accounts_of(installed: Installed) -> set[str]:
+    return {f"system:serviceaccount:{NAMESPACE}:{account}" for account in installed.kubeconfigs}
+
+
+def assert_token_refused(plane: LocalControlPlane, token: str, account: str) -> None:
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{plane.api_port}/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    context = ssl.create_default_context(cafile=str(plane.certificate_authority))
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context):
+            pytest.fail(f"{account}'s revoked token still authenticates")
+    except urllib.error.HTTPError as error:
+        assert error.code == 401, (account, error.code)
+
+
+def lease_renewed_after(plane: LocalControlPlane, path: str, moment: datetime.datetime) -> bool:
+    renewed = str((plane.get(path).get("spec") or {}).get("renewTime") or "")
+    return bool(renewed) and datetime.datetime.fromisoformat(renewed.replace("Z", "+00:00")) > moment
 
 
 def test_the_chart_grants_what_its_processes_use_and_nothing_more(installed: Installed) -> None:

@@ -165,7 +165,13 @@ refused here: `log_format` (`logFormat`), `native_gangs` (`nativeGangs`) and `le
 {{- if hasKey $settings "native_gangs" }}
 {{- fail "settings.native_gangs: set nativeGangs instead (it also renders the webhook)" }}
 {{- end }}
+{{- if hasKey $policy "managed_namespaces" }}
+{{- fail "policy.managed_namespaces: set managedNamespaces instead (it also scopes the write rights)" }}
+{{- end }}
 {{- $_ := set $policy "scheduler_name" .Values.schedulerName }}
+{{- if .Values.managedNamespaces }}
+{{- $_ := set $policy "managed_namespaces" .Values.managedNamespaces }}
+{{- end }}
 {{- toYaml (merge $settings $policy) }}
 {{- end }}
 
@@ -466,5 +472,34 @@ the configuration whose caBundle it writes).
 - --webhook-secret
 - {{ include "tfjob-extender.webhookSecret" . }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* What the verb-serving extender writes: the gang plans on PodGroups of all three dialects. */}}
+{{- define "tfjob-extender.extenderWrites" -}}
+- apiGroups: [scheduling.x-k8s.io, scheduling.sigs.k8s.io, scheduling.k8s.io]
+  resources: [podgroups]
+  verbs: [patch]
+{{- end }}
+
+{{/* What the loops write: evictions, TFJobs (read by name before a resize), PodGroups' plans, Events, and
+with policy.kueue_priority_boost the boost on Kueue's Workloads. */}}
+{{- define "tfjob-extender.loopsWrites" -}}
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [scheduling.x-k8s.io, scheduling.sigs.k8s.io, scheduling.k8s.io]
+  resources: [podgroups]
+  verbs: [patch]
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [get, patch]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- if (.Values.policy | default dict).kueue_priority_boost }}
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [patch]
 {{- end }}
 {{- end }}

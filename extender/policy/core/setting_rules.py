@@ -24,6 +24,7 @@ one line naming the field and what it takes.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, Protocol
@@ -174,6 +175,34 @@ class Name:
 
     def from_text(self, text: str) -> str:
         return text
+
+
+@dataclass(frozen=True, slots=True)
+class Namespaces:
+    """Namespace names (DNS labels), in order, none meaning every namespace; on the command line one flag
+    each, repeated."""
+
+    metavar: str = "NAMESPACE"
+
+    def describe(self) -> str:
+        return "namespace names, none for every namespace; repeat the flag for each"
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string", "pattern": NAMESPACE_PATTERN}}
+
+    def parse(self, value: object) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple) or not all(
+            isinstance(name, str) and re.fullmatch(NAMESPACE_PATTERN, name) for name in value
+        ):
+            raise SettingValueError(f"{value!r} is not {self.describe()}")
+        return tuple(value)
+
+    def from_text(self, text: str) -> str:
+        return text
+
+
+NAMESPACE_PATTERN = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+"""A namespace's name: a DNS label."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from extender.policy.core.setting_rules import (
     Choices,
     Layers,
     Name,
+    Namespaces,
     Numbers,
     Switch,
     check_declared,
@@ -47,6 +48,14 @@ class PolicySettings:
         Name(),
         "schedulerName of the pods the extender manages; any other pod is passed through untouched",
     )
+    managed_namespaces: tuple[str, ...] = setting(
+        (),
+        Namespaces(),
+        "namespaces whose TFJobs and PodGroups the extender manages (none: every namespace)",
+    )
+    """Elsewhere a pod naming `scheduler_name` is placed as a pod of no gang, and nothing of it is ever
+    taken, scaled, suspended or given a native gang: the loops' write rights can then be namespaced
+    (the chart's `managedNamespaces`)."""
 
     default_plan_timeout_s: float = setting(
         60.0, POSITIVE_SECONDS, "life of a gang's reserved plan when its PodGroup sets no scheduleTimeoutSeconds"
@@ -323,3 +332,7 @@ class PolicySettings:
 
     def __post_init__(self) -> None:
         check_declared(self)
+
+    def manages(self, key: str) -> bool:
+        """Whether the object `namespace/name` (or a namespace's name) is in a managed namespace."""
+        return not self.managed_namespaces or key.partition("/")[0] in self.managed_namespaces

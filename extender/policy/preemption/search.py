@@ -257,17 +257,17 @@ def candidate_subjects(
     suspensions: Mapping[str, float] | None = None,
 ) -> tuple[Subject, ...]:
     """Every subject the preemptor may take, in no order: surplus workers; the gangs of `suspensions` (suspended
-    whole, whatever their PriorityClass up to the preemptor's, when the seconds each is expected to outrun a
-    fresh job — its margin — exceed what suspending it loses: its training since its last checkpoint and its
-    restart); whole gangs of a lower PriorityClass (suspended when their TFJob may be, else evicted);
-    lower-priority pods without a gang. Never the pods of a TFJob Kueue admits (Kueue preempts those, and would
-    requeue one resized). A gang at rest (running, not waiting) ranks by its size class, base weight and
-    arrival, read straight from its summary: no rank is built per candidate. Within the preemptor's
-    PriorityClass only a lower rank on size and weight is taken (`may_preempt`), or a suspension. A job that
-    tells nothing of its checkpoints and has not run its minimum yet, or was taken as often as an hour allows,
-    is not taken at all; none is scaled in before its minimum run (a scale-in loses no training to weigh, and
-    the minimum keeps it from undoing a start moments old: `run_protection`). Whole gangs of one PriorityClass
-    go cheapest first: by the training they would lose and their restart (`taking_cost`)."""
+    whole, whatever their PriorityClass up to the preemptor's, when the seconds each is expected to outrun a fresh
+    job — its margin — exceed what suspending it loses: its training since its last checkpoint and its restart);
+    whole gangs of a lower PriorityClass (suspended when their TFJob may be, else evicted); lower-priority pods
+    without a gang. Never the pods of a TFJob Kueue admits (Kueue preempts those, and would requeue one resized),
+    nor a pod outside the managed namespaces (`PolicySettings.managed_namespaces`). A gang at rest (running, not
+    waiting) ranks by its size class, base weight and arrival, read straight from its summary: no rank is built per
+    candidate. Within the preemptor's PriorityClass only a lower rank on size and weight is taken (`may_preempt`),
+    or a suspension. A job that tells nothing of its checkpoints and has not run its minimum yet, or was taken as
+    often as an hour allows, is not taken at all; none is scaled in before its minimum run (a scale-in loses no
+    training to weigh, and the minimum keeps it from undoing a start moments old: `run_protection`). Whole gangs of
+    one PriorityClass go cheapest first: by the training they would lose and their restart (`taking_cost`)."""
     queue = queue_of(snapshot, settings)
     own = set(state.members)
     subjects: list[Subject] = []
@@ -305,7 +305,7 @@ def candidate_subjects(
                 Subject(order, key, origin, False, summary.bound, pods, summary, suspend=suspend, cost=cost)
             )
     for pod in queue.loose_pods_below(snapshot, preemptor.priority):
-        if _kueue_managed(snapshot, pod.job):
+        if _kueue_managed(snapshot, pod.job) or not settings.manages(pod.key):
             continue
         rank = _pod_rank(pod, settings)
         order = (LOOSE_POD, rank.priority, 0.0, *ascending(rank)[1:])

@@ -21,6 +21,7 @@ from extender.policy.core.views import NetworkLayer
 
 EVERY_FIELD_CHANGED: dict[str, Any] = {
     "scheduler_name": "other-scheduler",
+    "managed_namespaces": ["team-a", "team-b"],
     "default_plan_timeout_s": 90.5,
     "max_score": 7,
     "colocation_weight": 0.6,
@@ -99,7 +100,7 @@ def test_every_field_round_trips_through_the_file(tmp_path: Path) -> None:
     defaults = PolicySettings()
     for name, value in EVERY_FIELD_CHANGED.items():
         if name != "network_topology":
-            assert getattr(policy, name) == value, name
+            assert getattr(policy, name) == (tuple(value) if isinstance(value, list) else value), name
             assert getattr(policy, name) != getattr(defaults, name), f"{name} is changed from its default"
     assert policy.network_topology == (
         NetworkLayer("SpineLayer", ("network.topology.nvidia.com/spine",)),

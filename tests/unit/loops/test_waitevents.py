@@ -8,15 +8,18 @@ from extender.loops.waitevents import WaitEventReporter
 from extender.policy.core.settings import PolicySettings
 from extender.state.kinds import Kind
 from extender.state.store import ClusterState
-from tests.builders import cluster, make_node, make_podgroup, make_sized_tfjob, tfjob_pods
+from tests.builders import cluster, make_node, make_pod, make_podgroup, make_sized_tfjob, tfjob_pods
 
 NOW = 1_772_359_260.0
 
 
 def wide_gang(workers: int) -> ClusterState:
-    """One 4-CPU node and a gang of a PS and `workers` workers of 1 CPU: too wide for it."""
+    """One 4-CPU node, an 8-CPU node another pod fills, and a gang of a PS and `workers` workers of 1 CPU: too
+    wide for the room left, not for the cluster."""
     return cluster(
         make_node("node-0", cpu="4", memory="16Gi"),
+        make_node("node-busy", cpu="8", memory="16Gi"),
+        make_pod("hog", cpu="8", memory="1Gi", node="node-busy", phase="Running"),
         *tfjob_pods("wide", ps=1, workers=workers, cpu="1", memory="1Gi"),
         make_podgroup("wide", min_member=workers + 1),
         make_sized_tfjob("wide", workers=workers, cpu="1", memory="1Gi"),
