@@ -70,7 +70,11 @@ class Scene:
         self.plane = plane
         self.namespace = name
         self.nodes: list[str] = []
-        plane.create_namespace(name)
+        try:
+            plane.create_namespace(name)
+        except ApiError as error:
+            if error.status != 409:
+                raise
 
     def add_nodes(
         self, count: int, *, cpu: str = "4", memory: str = "16Gi", gpu: int = 0, labels: dict[str, str] | None = None

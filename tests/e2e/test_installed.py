@@ -131,7 +131,15 @@ class Installed:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    run_dir = tmp_path_factory.mktemp("installed")
+    with installed_release(tmp_path_factory.mktemp("installed"), VALUES) as release:
+        yield release
+
+
+@contextlib.contextmanager
+def installed_release(run_dir: Path, values: dict[str, Any]) -> Iterator[Installed]:
+    """A control plane of its own with the chart rendered with `values` (and the cluster's gates for
+    kube-scheduler) applied, its Deployments' containers running as processes, every probe answered. The
+    namespaces `managedNamespaces` lists are made first, as a cluster has them before such an install."""
     policy, audit_log = run_dir / "audit-policy.yaml", run_dir / "audit.log"
     policy.write_text(yaml.safe_dump(AUDIT_POLICY))
     audit = (f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}")
@@ -144,8 +152,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         workload_api=True,
         apiserver_args=audit,
     ) as plane:
-        values = {**VALUES, "kubeScheduler": {"extraArgs": list(plane.feature_gate_args)}}
+        values = {**values, "kubeScheduler": {"extraArgs": list(plane.feature_gate_args)}}
         docs = render(values, release=RELEASE, namespace=NAMESPACE, kube_version=plane.kubernetes_version())
+        for namespace in values.get("managedNamespaces") or ():
+            plane.create_namespace(namespace)
         apply_all_but_deployments(plane, docs)
         tokens = {}
         for account in (VIEWER, STRANGER):
