@@ -11,11 +11,13 @@ from collections.abc import Sequence
 
 from extender import explain as explain_command
 from extender import probe as probe_command
+from extender import what_if as what_if_command
 from extender.cli.args import SERVICE_COMMANDS, parse_args, settings_from
 from extender.cli.logs import configure_logging
 from extender.cli.loop_process import Loops, run_loops
 from extender.cli.serving import serve
 from extender.config import Settings, SettingsError
+from extender.preflight import command as preflight_command
 from extender.sim import cli as sim_cli
 
 
@@ -40,9 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return dev_cluster_cli.run(args)
     if args.command == "explain":
-        return explain_command.run(args)
+        return what_if_command.run(args) if args.what_if is not None else explain_command.run(args)
     if args.command == "probe":
         return probe_command.run(args)
+    if args.command == "preflight":
+        return preflight_command.run(args)
     return 2
 
 

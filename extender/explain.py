@@ -6,7 +6,8 @@ was tried and why it falls short, and what would let it start. The exit code tel
 0 started (every member placed or finished), 1 waiting, 2 unknown (the extender knows no such object),
 3 the extender could not be asked (not reachable, refused, or an answer that is not an explanation).
 An observe listener that guards its debug routes (`serve --observe-debug --observe-auth-*`) is asked with a
-bearer token, read from `--token-file` or the environment variable `TFJOB_EXTENDER_TOKEN`.
+bearer token, read from `--token-file` or the environment variable `TFJOB_EXTENDER_TOKEN`. With `--what-if
+FILE` the command asks instead what would happen to a TFJob not submitted yet (`extender.what_if`).
 """
 
 from __future__ import annotations
@@ -160,7 +161,9 @@ def _weights(standing: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="NAMESPACE/NAME", help="a TFJob, PodGroup or pod (NAME alone: default)")
+    parser.add_argument(
+        "target", metavar="NAMESPACE/NAME", nargs="?", help="a TFJob, PodGroup or pod (NAME alone: default)"
+    )
     parser.add_argument("--url", default=DEFAULT_URL, help="the extender's address (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the extender's answer as JSON")
     parser.add_argument(
@@ -174,6 +177,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`tfjob-extender explain`: the explanation on stdout (a failure to ask on stderr), the exit code."""
+    if args.target is None:
+        sys.stderr.write("explain: give NAMESPACE/NAME (or --what-if FILE)\n")
+        return EXIT_UNKNOWN
     answer = explain(args.target, args.url, bearer_token(args))
     if args.json and answer.body is not None:
         sys.stdout.write(json.dumps(answer.body, indent=2) + "\n")

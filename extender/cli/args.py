@@ -14,8 +14,10 @@ from pathlib import Path
 from extender import __version__
 from extender import explain as explain_command
 from extender import probe as probe_command
+from extender import what_if as what_if_command
 from extender.cli.flags import add_settings_flags, settings_from
 from extender.config.settings import LOG_LEVELS
+from extender.preflight import command as preflight_command
 from extender.sim import cli as sim_cli
 
 __all__ = ["SERVICE_COMMANDS", "parse_args", "settings_from"]
@@ -30,6 +32,12 @@ SERVICE_COMMANDS = {
 """The commands that run the service, and so take the settings' flags."""
 SERVICE_USAGE = "%(prog)s [--config FILE] [FLAG ...]"
 """Their usage line: their flags, one per setting, are listed below it."""
+EXPLAIN_HELP = (
+    "ask a running extender where a TFJob, PodGroup or pod stands (exit 0 started, 1 waiting, 2 unknown, 3 extender "
+    "not reachable), or with --what-if FILE what would happen to a TFJob not submitted yet (exit 0 would start now, "
+    "1 would wait, 2 never or invalid, 3 extender not reachable)"
+)
+"""`explain`'s help and description: what it answers and its exit codes."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -42,18 +50,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     simulate.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
     for command in ("loops", "scaler"):
         add_settings_flags(commands.add_parser(command, help=SERVICE_COMMANDS[command], usage=SERVICE_USAGE), command)
-    explain_command.add_arguments(
-        commands.add_parser(
-            "explain",
-            help="ask a running extender where a TFJob, PodGroup or pod stands "
-            "(exit 0 started, 1 waiting, 2 unknown, 3 extender not reachable)",
-        )
-    )
+    explain = commands.add_parser("explain", help=EXPLAIN_HELP, description=EXPLAIN_HELP)
+    explain_command.add_arguments(explain)
+    what_if_command.add_arguments(explain)
     probe_command.add_arguments(
         commands.add_parser(
             "probe", help="ask running listeners whether they are ready (exit 0 every one ready, 1 otherwise)"
         )
     )
+    preflight_command.add_arguments(commands.add_parser("preflight", help=preflight_command.HELP))
     add_dev_cluster_arguments(
         commands.add_parser(
             "dev-cluster",

@@ -3,7 +3,8 @@
 Keys are spread over a fixed number of buckets. `freeze()` hands out the current buckets as an immutable
 `FrozenMap` and marks them shared; the next write to a shared bucket copies that one bucket first. So a
 snapshot costs O(buckets), and an event applied after it costs O(size / buckets) once per bucket — never
-a copy of the whole cluster, however many readers hold older snapshots.
+a copy of the whole cluster, however many readers hold older snapshots. `with_entries` derives a frozen map
+with a few entries more the same way, copying only the buckets they go to (a what-if's snapshot).
 """
 
 from __future__ import annotations
@@ -104,6 +105,24 @@ class _Items(ItemsView[K, V]):
 
 def empty_frozen_map() -> FrozenMap[K, V]:
     return FrozenMap(({},), 0)
+
+
+def with_entries(mapping: Mapping[K, V], added: Mapping[K, V]) -> Mapping[K, V]:
+    """`mapping` with the entries of `added` set, `mapping` left as it was: of a `FrozenMap` only the buckets
+    `added` writes to are copied (size / buckets entries each), any other mapping is copied whole."""
+    if not isinstance(mapping, FrozenMap):
+        return {**mapping, **added}
+    buckets = list(mapping._buckets)
+    copied: set[int] = set()
+    length = mapping._length
+    for key, value in added.items():
+        index = hash(key) % len(buckets)
+        if index not in copied:
+            buckets[index] = dict(buckets[index])
+            copied.add(index)
+        length += key not in buckets[index]
+        buckets[index][key] = value
+    return FrozenMap(tuple(buckets), length)
 
 
 class CowMap(Generic[K, V]):

@@ -17,8 +17,9 @@ event touched (the model knows which). A snapshot holds the resulting immutable 
   (`scattered`), so scale-out and consolidation plans on a cluster where no job may grow or move look
   at no job.
 A summary is a pure function of the snapshot (`summarize`); the queue is a memo of them, never state a
-decision depends on. A gang whose members carry no creation time ranks last among equals (its arrival
-counts as the present, which is later than any known arrival).
+decision depends on (`with_gang` adds the summary of a gang not submitted yet to a copy, for a what-if). A
+gang whose members carry no creation time ranks last among equals (its arrival counts as the present,
+which is later than any known arrival).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from extender.policy.core.frozenmap import with_entries
 from extender.policy.core.resources import EMPTY, Resources, total
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
@@ -103,6 +105,23 @@ class GangQueue:
         the elastic surplus of its own class."""
         lower = total(held for value, held in self.held_by_priority.items() if value < priority)
         return lower + self.surplus_by_priority.get(priority, EMPTY)
+
+    def with_gang(self, summary: GangSummary) -> GangQueue:
+        """This queue with one gang more, a new one with no member on a node (what `POST /debug/what-if`
+        asks about): in the wait queue when it `ages`, and among the growable gangs when it is."""
+        order, by_arrival = list(self.order), list(self.by_arrival)
+        if summary.ages:
+            bisect.insort(order, (summary.static_key(), summary.key))
+            if summary.arrival:
+                bisect.insort(by_arrival, (summary.arrival, summary.key))
+        return replace(
+            self,
+            summaries=with_entries(self.summaries, {summary.key: summary}),
+            gang_of=with_entries(self.gang_of, {summary.origin: summary.key}),
+            order=tuple(order),
+            by_arrival=tuple(by_arrival),
+            growable=self.growable | {summary.key} if summary.growable else self.growable,
+        )
 
 
 def weight_inputs(settings: PolicySettings) -> tuple[float, ...]:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from extender.policy.core.resources import CPU, EMPTY, MEMORY, Resources, describe, total
+from extender.policy.core.resources import CPU, EMPTY, MEMORY, Resources, describe, describe_amount, total
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import JobView
@@ -263,9 +263,22 @@ def _no_room(
 
 
 def never_fits(snapshot: ClusterSnapshot, state: GangState, summary: GangSummary) -> Wait | None:
-    """A `NEVER_FITS` wait when the gang cannot start on this cluster even empty: its minimum (its TFJob's,
-    else every member's requests) asks more than the schedulable nodes have together, or one of its pods
-    more than any one schedulable node has. None otherwise."""
+    """A `NEVER_FITS` wait when the gang cannot start on this cluster even empty (`bigger_than_cluster`),
+    None otherwise."""
+    why = bigger_than_cluster(snapshot, state, summary)
+    if why is None:
+        return None
+    return Wait(
+        WaitKind.NEVER_FITS,
+        f"gang {summary.key}: it can never start on this cluster: {why}",
+        remedy="a smaller job (fewer workers, smaller requests) or bigger nodes joining: waiting alone never helps",
+    )
+
+
+def bigger_than_cluster(snapshot: ClusterSnapshot, state: GangState, summary: GangSummary) -> str | None:
+    """Why the gang cannot start on this cluster even empty: its minimum (its TFJob's, else every member's
+    requests) asks more than the schedulable nodes have together, or one of its pods more than any one
+    schedulable node has. None when neither holds."""
     nodes = [entry.node.allocatable for entry in snapshot.nodes.values() if entry.node.schedulable]
     job = snapshot.jobs.get(summary.job) if summary.job else None
     pods = [pod for members in state.members.values() for pod in members]
@@ -275,7 +288,7 @@ def never_fits(snapshot: ClusterSnapshot, state: GangState, summary: GangSummary
     if short:
         names = demand.missing_names(capacity)
         asked = ", ".join(
-            f"{describe(Resources({n: demand.get(n)}))} of {describe(Resources({n: capacity.get(n)}))}" for n in names
+            f"{describe_amount(n, demand.get(n))} of {describe_amount(n, capacity.get(n))}" for n in names
         )
         why = f"its minimum asks more than the whole cluster has ({asked} on {len(nodes)} schedulable nodes)"
     else:
@@ -283,11 +296,7 @@ def never_fits(snapshot: ClusterSnapshot, state: GangState, summary: GangSummary
         if too_big is None:
             return None
         why = f"its pod {too_big.key} asks {describe(too_big.requests)}, more than any one schedulable node has"
-    return Wait(
-        WaitKind.NEVER_FITS,
-        f"gang {summary.key}: it can never start on this cluster: {why}",
-        remedy="a smaller job (fewer workers, smaller requests) or bigger nodes joining: waiting alone never helps",
-    )
+    return why
 
 
 def _reservations_of_others(snapshot: ClusterSnapshot, state: GangState) -> list[tuple[str, str, Resources]]:
@@ -320,6 +329,7 @@ __all__ = [
     "Wait",
     "WaitKind",
     "WeightBreakdown",
+    "bigger_than_cluster",
     "explain_gang",
     "explain_queue",
     "free_capacity",
