@@ -41,6 +41,9 @@ echo "[test] building (or reusing) Helm, then linting the chart"
 helm=$(bash hack/build-helm.sh | tee /dev/stderr | tail -n 1)
 "$helm" lint --strict charts/tfjob-extender
 
+echo "[test] building (or reusing) promtool (the chart's alert rules are unit-tested with it)"
+bash hack/build-promtool.sh
+
 image_tools_present() {
   for tool in buildah podman mmdebstrap; do command -v "$tool" >/dev/null 2>&1 || return 1; done
 }

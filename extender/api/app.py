@@ -32,7 +32,10 @@ def make_service(
     clock: Callable[[], float],
     publish: Callable[[LedgerChange, ClusterSnapshot], None] | None = None,
 ) -> verbs.Service:
-    metrics = Metrics(lambda: debug.gangs_pending(state.snapshot(), settings.policy))
+    metrics = Metrics(
+        lambda: debug.gangs_pending(state.snapshot(), settings.policy),
+        lambda: debug.gangs_partly_bound(state.snapshot(), settings.policy),
+    )
     history = DecisionHistory(settings.decision_history, settings.decision_history_nodes)
     if publish is None:
         return verbs.Service(settings, state, clock, history, metrics)

@@ -115,6 +115,11 @@ def gangs_pending(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:
     return len(queue_of(snapshot, settings).order)
 
 
+def gangs_partly_bound(snapshot: ClusterSnapshot, settings: PolicySettings) -> int:
+    """Waiting gangs with some but not all of their minimum placed (the queue keeps them as a set)."""
+    return len(queue_of(snapshot, settings).partly_bound)
+
+
 def json_document(
     head: dict[str, Any], lists: list[tuple[str, Iterator[object]]], chunk: int, *, planned_items: int = 0
 ) -> Iterator[Piece]:

@@ -26,6 +26,7 @@ import contextlib
 import datetime
 import functools
 import json
+import re
 import ssl
 import subprocess
 import time
@@ -41,7 +42,14 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 import extender
-from extender.devcluster import SCHEDULER_NAME, ApiError, LocalControlPlane, build_control_plane, wait_until
+from extender.devcluster import (
+    SCHEDULER_NAME,
+    UNVERIFIED_TLS,
+    ApiError,
+    LocalControlPlane,
+    build_control_plane,
+    wait_until,
+)
 from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S, token_file_of
 from extender.k8s.client import TOKEN_FILE_REREAD_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
@@ -410,6 +418,48 @@ def test_the_debug_views_want_the_viewers_token_and_the_metrics_are_open(install
         status, _, _ = get(f"http://127.0.0.1:{installed.ports[process]}/metrics")
         assert status == 200
     installed.passed.add("debug views")
+
+
+def test_every_metric_the_alerts_and_the_dashboard_read_is_exposed(installed: Installed) -> None:
+    """The PrometheusRule and the dashboard the chart renders name only metrics the three processes' scraped
+    `/metrics` expose (kube-scheduler's through its secure port, as the ServiceMonitor scrapes it)."""
+    monitored = render(
+        {"monitoring": {"prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}}},
+        release=RELEASE,
+        namespace=NAMESPACE,
+        kube_version=installed.plane.kubernetes_version(),
+    )
+    rule = named(monitored, "PrometheusRule", RELEASE)
+    dashboard = named(monitored, "ConfigMap", f"{RELEASE}-dashboard")["data"]["tfjob-extender.json"]
+    expressions = [r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]]
+    expressions += [target["expr"] for panel in json.loads(dashboard)["panels"] for target in panel["targets"]]
+    named_metrics = {name for text in expressions for name in MONITORED_METRIC.findall(text)}
+    scraped = exposition(f"http://127.0.0.1:{installed.ports['extender']}/metrics")
+    scraped |= exposition(f"http://127.0.0.1:{installed.ports['loops']}/metrics")
+    scraped |= exposition(f"https://127.0.0.1:{installed.ports['kube-scheduler']}/metrics", installed.plane.token)
+    missing = {name for name in named_metrics if name not in scraped}
+    assert named_metrics and not missing, f"named by the alerts or the dashboard, exposed by no process: {missing}"
+
+
+MONITORED_METRIC = re.compile(r"\b((?:tfjob_extender|scheduler)_[a-z_]+)\b")
+"""The metrics of ours and of kube-scheduler an expression names (`up` is Prometheus's own)."""
+
+
+def exposition(url: str, token: str | None = None) -> set[str]:
+    """Every family and sample name a `/metrics` exposes (a histogram's `_bucket`, `_count` and `_sum` too)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    context = UNVERIFIED_TLS if url.startswith("https") else None
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10, context=context) as answer:
+        text = answer.read().decode()
+    names = set()
+    for family in text_string_to_metric_families(text):
+        names.add(family.name)
+        names.update(sample.name for sample in family.samples)
+        if family.type == "counter":
+            names.add(f"{family.name}_total")
+        if family.type == "histogram":
+            names.update(f"{family.name}{suffix}" for suffix in ("_bucket", "_count", "_sum"))
+    return names
 
 
 def test_every_process_keeps_working_as_its_token_rotates(installed: Installed, scene: Scene) -> None:

@@ -391,10 +391,12 @@ def test_service_monitor_is_optional_and_scrapes_both_services() -> None:
     selector = monitor["spec"]["selector"]["matchLabels"]
     selected = [s for s in of_kind(docs, "Service") if selector.items() <= s["metadata"]["labels"].items()]
     assert {s["metadata"]["name"] for s in selected} == {"tfjob-extender-observe", "tfjob-extender-loops"}
-    (endpoint,) = monitor["spec"]["endpoints"]
+    endpoint, scheduler = monitor["spec"]["endpoints"]
     for service in selected:
         assert endpoint["port"] in {port["name"] for port in service["spec"]["ports"]}
-    assert endpoint["path"] == "/metrics"
+    assert endpoint["path"] == scheduler["path"] == "/metrics"
+    observe = named(docs, "Service", "tfjob-extender-observe")
+    assert scheduler["port"] in {port["name"] for port in observe["spec"]["ports"]}, "kube-scheduler's own metrics"
 
 
 def test_disruption_budgets_cover_each_deployment_unless_turned_off() -> None:
