@@ -18,6 +18,7 @@ from extender.cli.loop_process import Loops, run_loops
 from extender.cli.serving import serve
 from extender.config import Settings, SettingsError
 from extender.preflight import command as preflight_command
+from extender.replay import command as replay_command
 from extender.sim import cli as sim_cli
 
 
@@ -47,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return probe_command.run(args)
     if args.command == "preflight":
         return preflight_command.run(args)
+    if args.command == "replay":
+        return replay_command.run(args)
     return 2
 
 

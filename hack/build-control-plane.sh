@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane used by the end-to-end tests and the demo — etcd, kube-apiserver,
-# kube-scheduler, kubectl, kwok and training-operator — from Go modules, into a cache outside the repo
+# kube-scheduler, kube-controller-manager, kubectl, kwok and training-operator — from Go modules, into a cache outside the repo
 # keyed by the versions, and copies training-operator's TFJob CRD out of the module cache. Idempotent:
 # a complete cache is reused at once. The last line printed is the cache directory.
 #
@@ -33,7 +33,9 @@ CRDS=$CACHE/crds
 cache_print_if_asked --print-dir "$CACHE" "$@"
 
 complete() {
-  for f in etcd kube-apiserver kube-scheduler kubectl kwok training-operator.v1; do [ -x "$BIN/$f" ] || return 1; done
+  for f in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok training-operator.v1; do
+    [ -x "$BIN/$f" ] || return 1
+  done
   [ -s "$CRDS/tfjobs.yaml" ]
 }
 reuse_cached "control plane" "$CACHE" complete
@@ -65,14 +67,14 @@ build_kubernetes() {
   done
   go mod edit -require="k8s.io/kubernetes@${K8S_VERSION}"
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kube-scheduler@${K8S_VERSION}" \
-    "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}"
+    "k8s.io/kubernetes/cmd/kube-controller-manager@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}"
   local minor ldflags="-s -w"
   minor=$(echo "$K8S_VERSION" | cut -d. -f2)
   for kv in "gitVersion=${K8S_VERSION}" gitMajor=1 "gitMinor=${minor}" gitTreeState=clean; do
     ldflags="$ldflags -X k8s.io/component-base/version.${kv} -X k8s.io/client-go/pkg/version.${kv}"
   done
   go build -trimpath -ldflags "$ldflags" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 }
 
 build_etcd() {
@@ -95,8 +97,8 @@ total=$SECONDS
 [ -x "$BIN/kwok" ] || (timed "kwok ${KWOK_VERSION}" install_module "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}")
 [ -x "$BIN/training-operator.v1" ] || (timed "training-operator ${TO_VERSION}" install_module \
   "github.com/kubeflow/training-operator/cmd/training-operator.v1@${TO_VERSION}")
-[ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-scheduler" ] && [ -x "$BIN/kubectl" ] || \
-  (timed "kube-apiserver, kube-scheduler, kubectl ${K8S_VERSION}" build_kubernetes)
+[ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-scheduler" ] && [ -x "$BIN/kube-controller-manager" ] && \
+  [ -x "$BIN/kubectl" ] || (timed "kube-apiserver, kube-scheduler, kube-controller-manager, kubectl ${K8S_VERSION}" build_kubernetes)
 [ -s "$CRDS/tfjobs.yaml" ] || (timed "TFJob CRD" copy_crds)
 complete || { echo "[build] error: the control plane is incomplete in $CACHE" >&2; exit 1; }
 step "control plane ready in $((SECONDS - total))s: $CACHE"

@@ -18,6 +18,7 @@ from extender import what_if as what_if_command
 from extender.cli.flags import add_settings_flags, settings_from
 from extender.config.settings import LOG_LEVELS
 from extender.preflight import command as preflight_command
+from extender.replay import command as replay_command
 from extender.sim import cli as sim_cli
 
 __all__ = ["SERVICE_COMMANDS", "parse_args", "settings_from"]
@@ -59,6 +60,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     )
     preflight_command.add_arguments(commands.add_parser("preflight", help=preflight_command.HELP))
+    replay_command.add_arguments(commands.add_parser("replay", help=replay_command.HELP))
     add_dev_cluster_arguments(
         commands.add_parser(
             "dev-cluster",
@@ -84,6 +86,12 @@ def add_dev_cluster_arguments(dev_cluster: argparse.ArgumentParser) -> None:
         "--with-kueue",
         action="store_true",
         help="up: with Kueue admitting TFJobs (built by hack/build-kueue.sh the first time; see docs/kueue.md)",
+    )
+    dev_cluster.add_argument(
+        "--with-controllers",
+        action="store_true",
+        help="up: with kube-controller-manager (Deployments, ReplicaSets, garbage collection, namespaces) and a "
+        "default-profile kube-scheduler, so `helm install` of the chart creates and runs its pods",
     )
     dev_cluster.add_argument("--foreground", action="store_true", help="up: stay, and stop everything on Ctrl-C")
     dev_cluster.add_argument("--log-level", default="warning", choices=LOG_LEVELS)

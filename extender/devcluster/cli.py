@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
             with_kueue=args.with_kueue,
             native_gangs=args.native_gangs,
             foreground=args.foreground,
+            with_controllers=args.with_controllers,
         )
     if args.action == "down":
         return down(run_dir)
@@ -84,6 +85,7 @@ def up(
     foreground: bool,
     with_kueue: bool = False,
     native_gangs: bool = False,
+    with_controllers: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
     recorded = Recorded.load(run_dir)
@@ -102,6 +104,7 @@ def up(
             with_operator=with_operator,
             with_kueue=with_kueue,
             native_gangs=native_gangs,
+            with_controller_manager=with_controllers,
         )
     except (ControlPlaneError, SourceNotFound) as error:
         print(f"dev-cluster: {error}", file=sys.stderr)

@@ -41,6 +41,7 @@ import yaml
 from kubernetes import config
 
 from extender.devcluster.access import PlaneAccess
+from extender.devcluster.controllers import DEFAULT_SCHEDULER, default_scheduler_settings, start_controller_manager
 from extender.devcluster.kueue import build_kueue, start_kueue
 from extender.devcluster.objects import KWOK_NODE_ANNOTATION, SCHEDULER_NAME
 from extender.devcluster.operator import start_operator
@@ -92,10 +93,13 @@ class LocalControlPlane(PlaneAccess):
         apiserver_args: tuple[str, ...] = (),
         native_gangs: bool = False,
         webhook: bool = True,
+        with_controller_manager: bool = False,
     ) -> None:
         """`scheduler_qps` / `scheduler_burst`: kube-scheduler's client rate limit (`clientConnection`),
         instead of the one in `scheduler-config/`. Without `with_extender` / `with_scheduler` the control
-        plane starts without the extender / kube-scheduler (a caller may start them later).
+        plane starts without the extender / kube-scheduler (a caller may start them later);
+        `with_controller_manager` adds kube-controller-manager and a default-profile kube-scheduler
+        (`controllers`).
         `apiserver_args`: flags appended to kube-apiserver's command. `workload_api`: by default as
         `native_gangs`."""
         self.source: Source = source()
@@ -115,6 +119,7 @@ class LocalControlPlane(PlaneAccess):
         self._admission_off: tuple[str, ...] = ADMISSION_OFF
         self.with_operator = with_operator
         self.with_kueue = with_kueue
+        self.with_controller_manager = with_controller_manager
         super().__init__(cache, run_dir)
         self.extender_port = free_port()
         """The extender's verb listener: the verbs kube-scheduler calls, and the probes."""
@@ -148,6 +153,9 @@ class LocalControlPlane(PlaneAccess):
         self.create_namespace(LEASE_NAMESPACE)
         self._install_crds()
         self._start_kwok()
+        if self.with_controller_manager:
+            start_controller_manager(self)
+            self.start_scheduler(DEFAULT_SCHEDULER, default_scheduler_settings(self))
         if self.native_gangs:
             register_webhook(self, self.webhook_port, SCHEDULER_NAME)
         if self.with_extender:

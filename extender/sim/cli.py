@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +75,7 @@ def scenario(name: str, seed: int, *, jobs: int | None = None, nodes: int | None
 
 def run(args: argparse.Namespace) -> int:
     load = build_workload(args)
-    names = args.policy or list(POLICIES)
-    results: list[RunResult] = []
-    for name in names:
-        started = time.perf_counter()
-        simulation = Simulation(load, POLICIES[name](), seed=args.seed, on_progress=_progress(name))
-        results.append(simulation.run())
-        print(f"{name}: simulated in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    results = run_policies(load, args.policy or list(POLICIES), args.seed)
     meta: dict[str, Any] = {
         "workload": load.name,
         "seed": args.seed,
@@ -96,6 +90,18 @@ def run(args: argparse.Namespace) -> int:
         workload.save_trace(load, args.out / "trace.json")
     print(report.table(written), end="")
     return 0
+
+
+def run_policies(load: workload.Workload, names: Sequence[str], seed: int) -> list[RunResult]:
+    """`load` through each policy of `names` (keys of `POLICIES`), one after the other, each on its own
+    cluster with a generator seeded with `seed`; how long each took goes to stderr."""
+    results: list[RunResult] = []
+    for name in names:
+        started = time.perf_counter()
+        simulation = Simulation(load, POLICIES[name](), seed=seed, on_progress=_progress(name))
+        results.append(simulation.run())
+        print(f"{name}: simulated in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return results
 
 
 def _progress(name: str) -> Callable[[float], None] | None:

@@ -125,12 +125,14 @@ def _left(progress: JobProgress) -> float:
     return progress.finished
 
 
-def table(report: dict[str, Any]) -> str:
-    headers = ["policy", *(title for _, title, _ in COLUMNS)]
+def table(report: dict[str, Any], columns: Sequence[tuple[str, str, str]] = COLUMNS, first: str = "policy") -> str:
+    """A Markdown table of `report["policies"]`, one row per policy (the first column titled `first`), one
+    column per entry of `columns`."""
+    headers = [first, *(title for _, title, _ in columns)]
     rows = []
     for name, entry in report["policies"].items():
         cells = [name]
-        for key, _, fmt in COLUMNS:
+        for key, _, fmt in columns:
             value = entry[key]
             cells.append("—" if value is None else fmt.format(value))
         rows.append(cells)
@@ -148,9 +150,14 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(results: Sequence[RunResult], meta: dict[str, Any]) -> dict[str, Any]:
+    """`meta` and each run's `metrics` under `policies`: what `report.json` holds."""
+    return {**meta, "policies": {r.policy: metrics(r) for r in results}}
+
+
 def write(results: Sequence[RunResult], out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
-    report = {**meta, "policies": {r.policy: metrics(r) for r in results}}
+    report = summary(results, meta)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / "table.md").write_text(table(report))
     plot(results, out, str(meta.get("workload", "")))

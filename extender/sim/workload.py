@@ -104,12 +104,9 @@ def load_trace(path: Path) -> Workload:
     document = json.loads(path.read_text())
     nodes = tuple(NodeSpec(**node) for node in document["nodes"])
     jobs = tuple(sorted((JobSpec(**job) for job in document["jobs"]), key=lambda j: (j.arrival_s, j.name)))
-    declared = {str(job["name"]) for job in document["jobs"] if "checkpoint_s" in job}
+    declared = frozenset(str(job["name"]) for job in document["jobs"] if "checkpoint_s" in job)
     name = str(document.get("name") or path.stem)
-    drawn = with_checkpoints(Workload(name, nodes, jobs, float(document.get("nic_gbps", 1.0))), 0)
-    return replace(
-        drawn, jobs=tuple(j if j.name not in declared else old for j, old in zip(drawn.jobs, jobs, strict=True))
-    )
+    return with_checkpoints(Workload(name, nodes, jobs, float(document.get("nic_gbps", 1.0))), 0, keep=declared)
 
 
 CHECKPOINT_RANGE_S = (300.0, 3600.0)
@@ -118,16 +115,17 @@ NEVER_CHECKPOINTS_SHARE = 0.2
 """Share of jobs in the built-in scenarios that never checkpoint (a restart loses all their progress)."""
 
 
-def with_checkpoints(workload: Workload, seed: int) -> Workload:
+def with_checkpoints(workload: Workload, seed: int, keep: frozenset[str] = frozenset()) -> Workload:
     """`workload` with each job's checkpoint interval drawn (`CHECKPOINT_RANGE_S`, `NEVER_CHECKPOINTS_SHARE`)
-    from a generator of its own, so the rest of the workload is the same as without."""
+    from a generator of its own, so the rest of the workload is the same as without; the jobs named in `keep`
+    keep theirs (their draws are made all the same, so the others' do not depend on which are kept)."""
     rng = random.Random(f"{workload.name}/{seed}/checkpoints")
     low, high = (math.log(bound) for bound in CHECKPOINT_RANGE_S)
     jobs = []
     for job in workload.jobs:
         never = rng.random() < NEVER_CHECKPOINTS_SHARE
         interval = math.exp(rng.uniform(low, high))
-        jobs.append(replace(job, checkpoint_s=None if never else round(interval, 1)))
+        jobs.append(job if job.name in keep else replace(job, checkpoint_s=None if never else round(interval, 1)))
     return replace(workload, jobs=tuple(jobs))
 
 
@@ -252,9 +250,9 @@ def with_load(workload: Workload, load: float) -> Workload:
     return Workload(f"{workload.name}-load{load:g}", workload.nodes, jobs, workload.nic_gbps)
 
 
-def with_run_time(spec: JobSpec, run_s: float, hardware: HardwareProfile) -> JobSpec:
+def with_run_time(spec: JobSpec, run_s: float, hardware: HardwareProfile, digits: int = 3) -> JobSpec:
     """`spec` with the work it trains in `run_s` seconds at its submitted size on one node (traces record
-    durations, not work)."""
+    durations, not work), in epochs rounded to `digits` decimals."""
     rate = job_rate(
         MODELS[spec.model],
         spec.batch,
@@ -262,7 +260,7 @@ def with_run_time(spec: JobSpec, run_s: float, hardware: HardwareProfile) -> Job
         [Task("n", spec.requests(Role.WORKER))] * spec.workers,
         hardware,
     ).samples_s
-    return replace_spec(spec, epochs=round(run_s * rate / CIFAR10_TRAIN_SAMPLES, 3))
+    return replace_spec(spec, epochs=round(run_s * rate / CIFAR10_TRAIN_SAMPLES, digits))
 
 
 def from_snapshot(path: Path, default_model: str = "resnet50", default_batch: int = 64) -> Workload:
