@@ -6,15 +6,15 @@ to anything else, as `serve --observe-debug --observe-auth-token-file` does."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from extender import explain as explain_command
 from extender.__main__ import main
+from tests.local_http import serving
 
 TOKEN = "observe-secret"
 ANSWER = {
@@ -42,14 +42,8 @@ class GuardedListener(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), GuardedListener)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(GuardedListener) as served:
+        yield served
 
 
 def test_without_a_token_explain_says_how_to_give_one(url: str) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from extender.__main__ import main
+from tests.local_http import serving
 
 
 class Readiness(http.server.BaseHTTPRequestHandler):
@@ -28,14 +28,10 @@ class Readiness(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def listener() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Readiness)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        with serving(Readiness) as url:
+            yield url
     finally:
-        server.shutdown()
-        server.server_close()
         Readiness.ready = True
 
 

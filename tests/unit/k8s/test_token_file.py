@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from extender.k8s.client import TOKEN_FILE_REREAD_S, kubeconfig_token_file, make_api_client, reread_token_file
+from tests.kubeconfigs import kubeconfig_file
 
 
 class Clock:
@@ -18,20 +17,6 @@ class Clock:
         return self.now
 
 
-def kubeconfig(folder: Path, user: dict[str, str]) -> Path:
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "here",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "other", "user": {"token": "not-this"}}, {"name": "me", "user": user}],
-        "contexts": [{"name": "here", "context": {"cluster": "c", "user": "me"}}],
-    }
-    path = folder / "kubeconfig"
-    path.write_text(yaml.safe_dump(document))
-    return path
-
-
 def bearer(api_client: object) -> str:
     configuration = api_client.configuration  # type: ignore[attr-defined]
     return str(configuration.get_api_key_with_prefix("BearerToken"))
@@ -40,7 +25,7 @@ def bearer(api_client: object) -> str:
 def test_the_token_file_is_read_again_once_the_period_passed_and_a_bad_read_keeps_the_last(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("first\n")
-    path = kubeconfig(tmp_path, {"tokenFile": "token"})
+    path = kubeconfig_file(tmp_path, {"tokenFile": "token"}, "https://127.0.0.1:6443")
     assert kubeconfig_token_file(path) == token
     api_client = make_api_client(str(path))
     assert bearer(api_client) == "Bearer first"
@@ -56,4 +41,4 @@ def test_the_token_file_is_read_again_once_the_period_passed_and_a_bad_read_keep
 
 
 def test_a_kubeconfig_with_an_inline_token_has_no_token_file(tmp_path: Path) -> None:
-    assert kubeconfig_token_file(kubeconfig(tmp_path, {"token": "inline"})) is None
+    assert kubeconfig_token_file(kubeconfig_file(tmp_path, {"token": "inline"})) is None

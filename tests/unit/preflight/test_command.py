@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from extender.__main__ import main
 from extender.k8s.client import ApiCallError
 from extender.preflight import reading, rights
 from extender.preflight.checks import CHART_CRDS, TFJOB_CRD
+from tests.kubeconfigs import kubeconfig_file
 from tests.unit.preflight.objects import INSTALL, POD, SERVICE, configuration, crd, loops, operator, scheduler
 
 Obj = dict[str, Any]
@@ -71,17 +71,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
 
 @pytest.fixture
 def kubeconfig(tmp_path: Path) -> str:
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(document))
-    return str(path)
+    return str(kubeconfig_file(tmp_path))
 
 
 def test_a_healthy_install_prints_one_ok_line_per_finding_and_exits_0(

@@ -18,6 +18,7 @@ from extender.replay.command import describe
 from extender.replay.comparison import gains, mean_over_seeds, ratios
 from extender.replay.history import Assumptions, history
 from tests.builders import make_node
+from tests.kubeconfigs import kubeconfig_file
 from tests.unit.replay.test_history import finished, tfjob
 
 Obj = dict[str, Any]
@@ -62,17 +63,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
 
 @pytest.fixture
 def kubeconfig(tmp_path: Path) -> str:
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(document))
-    return str(path)
+    return str(kubeconfig_file(tmp_path))
 
 
 def test_the_api_servers_nodes_and_tfjobs_are_replayed_and_the_gain_printed(
