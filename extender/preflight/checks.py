@@ -70,6 +70,8 @@ class Observed:
     access: rights.Answers = field(default_factory=dict)
     webhook: webhook.WebhookObjects | None = None
     unreadable: dict[str, str] = field(default_factory=dict)
+    managed: tuple[str, ...] = ()
+    """The namespaces the release's policy scopes it to (none: every namespace)."""
 
 
 def run_checks(install: Install, observed: Observed) -> list[Finding]:
@@ -91,7 +93,8 @@ def run_checks(install: Install, observed: Observed) -> list[Finding]:
     if why := failed_read("access"):
         findings.append(unreadable("rights", "SubjectAccessReviews (create)", why))
     else:
-        findings += rights.check_rights(install, rights.loops_lease(install, observed.deployments), observed.access)
+        lease = rights.loops_lease(install, observed.deployments)
+        findings += rights.check_rights(install, lease, observed.access, observed.managed)
     if why := failed_read("webhook"):
         findings.append(unreadable("webhook", "the admission webhook's objects", why))
     elif observed.webhook is not None:

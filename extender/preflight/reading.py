@@ -54,13 +54,16 @@ def read(api: client.ApiClient, install: Install) -> Observed:
         )
         crds: dict[str, Object | None] = _recorded(unreadable, "crds", lambda: read_crds(api), {})
         lease = rights.loops_lease(install, deployments)
-        access: rights.Answers = _recorded(unreadable, "access", lambda: ask_rights(api, install, lease), {})
+        policy_path = f"/api/v1/namespaces/{install.namespace}/configmaps/{install.fullname}-policy"
+        policy = _recorded(unreadable, "policy", lambda: get_or_none(api, policy_path), None)
+        managed = rights.managed_namespaces(policy)
+        access: rights.Answers = _recorded(unreadable, "access", lambda: ask_rights(api, install, lease, managed), {})
         webhook: WebhookObjects | None = _recorded(
             unreadable, "webhook", lambda: read_webhook(api, install, deployments), None
         )
     except CONNECTION_ERRORS as error:
         raise Unreachable(f"cannot reach the API server: {error}") from error
-    return Observed(str(version.get("gitVersion") or ""), deployments, crds, access, webhook, unreadable)
+    return Observed(str(version.get("gitVersion") or ""), deployments, crds, access, webhook, unreadable, managed)
 
 
 def _recorded(unreadable: dict[str, str], what: str, reading: Callable[[], T], otherwise: T) -> T:
@@ -99,9 +102,9 @@ def read_crds(api: client.ApiClient) -> dict[str, Object | None]:
     return {name: get_or_none(api, f"{CRDS_PATH}/{name}") for name in (TFJOB_CRD, *CHART_CRDS)}
 
 
-def ask_rights(api: client.ApiClient, install: Install, lease: str) -> rights.Answers:
+def ask_rights(api: client.ApiClient, install: Install, lease: str, managed: tuple[str, ...]) -> rights.Answers:
     answers: rights.Answers = {}
-    for need in rights.needs(install, lease):
+    for need in rights.needs(install, lease, managed):
         answer: dict[str, Any] = api_call(api, "POST", REVIEWS_PATH, rights.review(install, need)) or {}
         answers[(need.account, need.right)] = bool((answer.get("status") or {}).get("allowed"))
     return answers

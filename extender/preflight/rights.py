@@ -8,13 +8,17 @@ gang dialects; the loops read the same, evict through `pods/eviction`, get and p
 and hold their own Lease (`--lease-name` of the loops Deployment, else `<fullname>-loops`). Each right is
 asked as a SubjectAccessReview (`review`) for the ServiceAccount's user and groups, so the answer is the
 API server's authorizer's, whatever grants it; a right denied is one failing finding naming the account,
-the verb and the resource, and the chart's binding that grants it.
+the verb and the resource, and the chart's binding that grants it. A release scoped to some namespaces
+(`managedNamespaces`, read from its policy file: `managed_namespaces`) needs the writes in each of those
+namespaces only, where its `<account>-writer` RoleBindings grant them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+import yaml
 
 from extender.preflight.install import FAIL, OK, Finding, Install, Object, containers_of, find
 
@@ -32,6 +36,8 @@ MODELLED = (
 LEASE_GROUP = "coordination.k8s.io"
 LEASE_NAME_FLAG = "--lease-name"
 """The loops' flag naming their Lease."""
+POLICY_KEY = "policy.yaml"
+"""The key of the release's policy ConfigMap (`<fullname>-policy`) holding its policy file."""
 KUBE_SCHEDULER_ROLE = "system:kube-scheduler"
 """The built-in ClusterRole the chart binds kube-scheduler's account to."""
 
@@ -105,8 +111,33 @@ def _reads(account: str, binding: str) -> list[Need]:
     ]
 
 
-def needs(install: Install, lease: str) -> list[Need]:
-    """Every right of the three accounts, kube-scheduler's first; `lease`: the loops' Lease."""
+def managed_namespaces(policy: Object | None) -> tuple[str, ...]:
+    """The namespaces the release's policy ConfigMap scopes it to (none: every namespace, or unreadable)."""
+    text = ((policy or {}).get("data") or {}).get(POLICY_KEY)
+    try:
+        loaded = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return ()
+    names = loaded.get("managed_namespaces") if isinstance(loaded, dict) else None
+    return tuple(str(name) for name in names) if isinstance(names, list) else ()
+
+
+def _writes(account: str, rights: list[Right], binding: str, managed: tuple[str, ...]) -> list[Need]:
+    """The rights to write, everywhere through `binding`, or with `managed` in each of those namespaces
+    through the account's writer RoleBinding there."""
+    if not managed:
+        return [Need(account, right, binding) for right in rights]
+    writer = f"{account}-writer"
+    return [
+        Need(account, replace(right, namespace=namespace), f"RoleBinding {namespace}/{writer} (ClusterRole {writer})")
+        for namespace in managed
+        for right in rights
+    ]
+
+
+def needs(install: Install, lease: str, managed: tuple[str, ...] = ()) -> list[Need]:
+    """Every right of the three accounts, kube-scheduler's first; `lease`: the loops' Lease; `managed`: the
+    namespaces the release is scoped to (none: all)."""
     scheduler, extender, loops, namespace = (
         install.scheduler_account,
         install.extender_account,
@@ -126,12 +157,19 @@ def needs(install: Install, lease: str) -> list[Need]:
         ),
         *_lease(scheduler, namespace, install.scheduler_name, f"RoleBinding {namespace}/{scheduler}-lease"),
         *_reads(extender, extender_binding),
-        *(Need(extender, right, extender_binding) for right in patches),
+        *_writes(extender, patches, extender_binding, managed),
         *_reads(loops, loops_binding),
-        *(Need(loops, right, loops_binding) for right in patches),
-        Need(loops, Right("create", "pods", subresource="eviction"), loops_binding),
-        *(Need(loops, Right(verb, "tfjobs", "kubeflow.org"), loops_binding) for verb in ("get", "patch")),
-        Need(loops, Right("create", "events"), loops_binding),
+        *_writes(
+            loops,
+            [
+                *patches,
+                Right("create", "pods", subresource="eviction"),
+                *(Right(verb, "tfjobs", "kubeflow.org") for verb in ("get", "patch")),
+                Right("create", "events"),
+            ],
+            loops_binding,
+            managed,
+        ),
         *_lease(loops, namespace, lease, f"RoleBinding {namespace}/{loops}-lease"),
     ]
 
@@ -149,11 +187,11 @@ def review(install: Install, need: Need) -> dict[str, Any]:
     return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
 
 
-def check_rights(install: Install, lease: str, answers: Answers) -> list[Finding]:
+def check_rights(install: Install, lease: str, answers: Answers, managed: tuple[str, ...] = ()) -> list[Finding]:
     """One failing finding per right denied (or not answered), and one passing finding per account that has
     them all."""
     findings = []
-    wanted = needs(install, lease)
+    wanted = needs(install, lease, managed)
     for account in (install.scheduler_account, install.extender_account, install.loops_account):
         own = [need for need in wanted if need.account == account]
         check = f"rights {install.namespace}/{account}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from extender.preflight import rights
 from extender.preflight.checks import run_checks
 from extender.preflight.install import FAIL, OK, Install
@@ -106,19 +108,35 @@ def covers(rule: dict[str, Any], right: Right) -> bool:
     )
 
 
-def test_every_right_asked_is_granted_by_the_chart_through_the_binding_named() -> None:
-    docs: list[Document] = render()
+@pytest.mark.parametrize("managed", [(), ("team-a", "team-b")], ids=["everywhere", "scoped"])
+def test_every_right_asked_is_granted_by_the_chart_through_the_binding_named(managed: tuple[str, ...]) -> None:
+    docs: list[Document] = render({"managedNamespaces": list(managed)} if managed else None)
     install = Install()
-    for need in needs(install, LEASE):
+    policy = named(docs, "ConfigMap", f"{install.fullname}-policy")
+    assert rights.managed_namespaces(policy) == managed, "what preflight reads from the release's policy"
+    for need in needs(install, LEASE, managed):
         kind, name, *_ = need.binding.split()
         if need.binding.endswith(f"(ClusterRole {rights.KUBE_SCHEDULER_ROLE})"):
             binding = named(docs, kind, name)
             assert binding["roleRef"]["name"] == rights.KUBE_SCHEDULER_ROLE
             continue
         namespace, _, name = name.rpartition("/")
-        binding = named(docs, kind, name)
-        assert binding["metadata"].get("namespace", "") == namespace
+        (binding,) = [
+            doc
+            for doc in docs
+            if doc["kind"] == kind
+            and doc["metadata"]["name"] == name
+            and doc["metadata"].get("namespace", "") == namespace
+        ]
         assert {"kind": "ServiceAccount", "name": need.account, "namespace": install.namespace} in binding["subjects"]
         role = named(docs, binding["roleRef"]["kind"], binding["roleRef"]["name"])
         assert any(covers(rule, need.right) for rule in role["rules"]), (need.account, str(need.right))
-        assert not need.right.namespace or role["metadata"]["namespace"] == need.right.namespace
+        assert (
+            not need.right.namespace
+            or role["kind"] == "ClusterRole"
+            or role["metadata"]["namespace"] == need.right.namespace
+        )
+    if managed:
+        assert all(
+            need.right.namespace in managed for need in needs(install, LEASE, managed) if need.right.verb == "patch"
+        )
