@@ -127,6 +127,29 @@ def test_serves_the_example_snapshot_as_uid_65532(container: Container) -> None:
     assert uids and set(uids) == {65532}, f"processes serving port {served.port} run as {uids}"
 
 
+def test_the_images_entrypoint_is_the_cli_explain_and_probe_included(container: Container) -> None:
+    """The CLI from the image, as README's "The command-line tool" runs it (`podman run … IMAGE explain …`;
+    here `buildah run`, the same entrypoint and user): `explain` of a TFJob in the example snapshot served by
+    another run of the image, and `probe` of its listeners."""
+    with serving(container, user=IMAGE_USER) as served:
+        explained = subprocess.run(
+            container.command(["explain", "default/resnet", "--url", served.observe_url], user=IMAGE_USER),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+        probed = subprocess.run(
+            container.command(["probe", served.url, served.observe_url], user=IMAGE_USER),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+    assert explained.returncode in (0, 1) and explained.stdout.startswith("default/resnet (TFJob): "), explained
+    assert probed.returncode == 0 and probed.stdout.count(": ready") == 2, probed
+
+
 def test_serving_writes_nothing_to_the_root_filesystem(container: Container) -> None:
     container.shell(f"touch {RUN_MARKER}")
     # As root, and with bytecode writing switched back on: any file the service needs to write gets written.
