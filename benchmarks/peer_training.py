@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from extender.policy.core.views import Role
 from extender.policy.preemption.lost_work import work_size
+from extender.sim.engine import checkpoint_after
 from extender.sim.throughput import MODELS, HardwareProfile, Task, job_rate
 from extender.sim.workload import JobSpec
 
@@ -80,19 +81,12 @@ class Training:
         remaining = (self.spec.samples - self.done) / self.samples_s
         span = min(span, max(remaining, 0.0))
         self.done += self.samples_s * span
-        if interval is None:
-            self.since_save_s += span
+        saved, self.since_save_s = checkpoint_after(interval, self.done, self.since_save_s, self.samples_s, span)
+        if saved is None:
             return
-        if interval <= 0:
-            self.saved, self.since_save_s = self.done, 0.0
-            return
-        trained = self.since_save_s + span
-        if trained < interval:
-            self.since_save_s = trained
-            return
-        self.since_save_s = trained % interval
-        self.saved = self.done - self.samples_s * self.since_save_s
-        self.checkpointed.append(start + span - self.since_save_s)
+        self.saved = saved
+        if interval is not None and interval > 0:
+            self.checkpointed.append(start + span - self.since_save_s)
 
     @property
     def interval_s(self) -> float | None:

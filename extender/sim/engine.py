@@ -272,20 +272,32 @@ class Simulation:
 def checkpoint(progress: JobProgress, samples_s: float, span: float) -> bool:
     """`span` seconds of training at `samples_s` have passed: move the last checkpoint to the last multiple
     of the job's interval within them. Whether the job checkpointed in them."""
-    interval = progress.spec.checkpoint_s
-    if interval is None:
-        progress.since_save_s += span
+    saved, progress.since_save_s = checkpoint_after(
+        progress.spec.checkpoint_s, progress.done, progress.since_save_s, samples_s, span
+    )
+    if saved is None:
         return False
-    if interval <= 0:
-        progress.saved, progress.since_save_s = progress.done, 0.0
-        return True
-    trained = progress.since_save_s + span
-    if trained < interval:
-        progress.since_save_s = trained
-        return False
-    progress.since_save_s = trained % interval
-    progress.saved = progress.done - samples_s * progress.since_save_s
+    progress.saved = saved
     return True
+
+
+def checkpoint_after(
+    interval: float | None, done: float, since_save_s: float, samples_s: float, span: float
+) -> tuple[float | None, float]:
+    """A job that checkpoints every `interval` seconds of training (None: never; 0 or less: at every step)
+    trained `span` seconds at `samples_s`, reaching `done` samples, `since_save_s` seconds after its last
+    checkpoint before them: the samples its last checkpoint within the span kept (None: it made none) and
+    the seconds it has trained since its last checkpoint. The simulator's engine and the peer benchmark's
+    jobs (`benchmarks/peer_training.py`) both checkpoint by it."""
+    if interval is None:
+        return None, since_save_s + span
+    if interval <= 0:
+        return done, 0.0
+    trained = since_save_s + span
+    if trained < interval:
+        return None, trained
+    since = trained % interval
+    return done - samples_s * since, since
 
 
 def restart(progress: JobProgress, job: SimJob) -> None:
