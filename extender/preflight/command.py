@@ -18,6 +18,7 @@ import yaml
 from kubernetes import config
 
 from extender.k8s.client import make_api_client
+from extender.k8s.reads import Unreachable
 from extender.preflight import reading
 from extender.preflight.checks import any_failed, run_checks
 from extender.preflight.install import (
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return _unreachable(args, install, f"cannot load the credentials: {error}")
     try:
         observed = reading.read(api, install)
-    except reading.Unreachable as error:
+    except Unreachable as error:
         return _unreachable(args, install, str(error))
     finally:
         api.close()  # type: ignore[no-untyped-call]

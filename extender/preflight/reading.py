@@ -10,25 +10,18 @@ release namespace's NetworkPolicies. A read the API server refuses (403, say) is
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import urllib3
 from kubernetes import client
 
 from extender.k8s.client import ApiCallError, api_call
+from extender.k8s.reads import CONNECTION_ERRORS, Unreachable, get_or_none, list_all, server_version
 from extender.preflight import rights
 from extender.preflight.checks import CHART_CRDS, TFJOB_CRD, Observed
 from extender.preflight.install import Install, Object, find
 from extender.preflight.webhook import WebhookObjects, service_reference
 
-PAGE_SIZE = 500
-"""Objects per page of a list, in objects."""
-NOT_FOUND = 404
-CREDENTIALS_REFUSED = 401
-CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, OSError)
-"""What the client raises when the API server cannot be reached or the connection breaks."""
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WEBHOOKS_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 REVIEWS_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
@@ -36,18 +29,9 @@ REVIEWS_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 T = TypeVar("T")
 
 
-class Unreachable(RuntimeError):
-    """The API server could not be asked: no connection, or it refused the credentials."""
-
-
 def read(api: client.ApiClient, install: Install) -> Observed:
     try:
-        try:
-            version = api_call(api, "GET", "/version") or {}
-        except ApiCallError as error:
-            if error.status == CREDENTIALS_REFUSED:
-                raise Unreachable(f"the API server refused the credentials: {error}") from error
-            raise Unreachable(f"the API server did not answer GET /version: {error}") from error
+        version = server_version(api)
         unreadable: dict[str, str] = {}
         deployments: list[Object] = _recorded(
             unreadable, "deployments", lambda: list_all(api, "/apis/apps/v1/deployments"), []
@@ -73,29 +57,6 @@ def _recorded(unreadable: dict[str, str], what: str, reading: Callable[[], T], o
     except ApiCallError as error:
         unreadable[what] = str(error)
         return otherwise
-
-
-def list_all(api: client.ApiClient, path: str, **query: str) -> list[Object]:
-    """Every object of a list, page by page."""
-    items: list[Object] = []
-    token = ""
-    while True:
-        parameters = {**query, "limit": str(PAGE_SIZE), **({"continue": token} if token else {})}
-        page = api_call(api, "GET", f"{path}?{urllib.parse.urlencode(parameters)}") or {}
-        items += page.get("items") or []
-        token = str((page.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return items
-
-
-def get_or_none(api: client.ApiClient, path: str) -> Object | None:
-    try:
-        found: Object | None = api_call(api, "GET", path)
-    except ApiCallError as error:
-        if error.status == NOT_FOUND:
-            return None
-        raise
-    return found
 
 
 def read_crds(api: client.ApiClient) -> dict[str, Object | None]:

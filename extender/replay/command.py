@@ -21,6 +21,7 @@ from kubernetes import config
 
 from extender.config.settings import LOG_LEVELS
 from extender.k8s.client import make_api_client
+from extender.k8s.reads import Unreachable
 from extender.replay import reading
 from extender.replay.comparison import compare, render
 from extender.replay.history import (
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     except reading.Unreadable as error:
         sys.stderr.write(f"replay: {error}\n")
         return EXIT_UNREADABLE
-    except reading.Unreachable as error:
+    except Unreachable as error:
         sys.stderr.write(f"replay: {error}\n")
         return EXIT_UNREACHABLE
     assumptions = Assumptions(
@@ -135,7 +136,7 @@ def _read(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     try:
         api = make_api_client(args.kubeconfig)
     except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as error:
-        raise reading.Unreachable(f"cannot load the credentials: {error}") from error
+        raise Unreachable(f"cannot load the credentials: {error}") from error
     try:
         where = api.configuration.host
         return reading.from_api(api, args.namespace), f"the API server at {where}"

@@ -15,8 +15,8 @@ from typing import Any
 
 from kubernetes import client
 
-from extender.k8s.client import ApiCallError, api_call
-from extender.preflight.reading import CONNECTION_ERRORS, CREDENTIALS_REFUSED, NOT_FOUND, list_all
+from extender.k8s.client import ApiCallError
+from extender.k8s.reads import CONNECTION_ERRORS, NOT_FOUND, Unreachable, list_all, server_version
 from extender.state.manifests import SnapshotFileError, read_documents
 
 NODES_PATH = "/api/v1/nodes"
@@ -27,10 +27,6 @@ KINDS = ("Node", "TFJob")
 
 class Unreadable(ValueError):
     """The input cannot be read: a file that is not manifests, or a list the API server refuses."""
-
-
-class Unreachable(RuntimeError):
-    """The API server could not be asked: no connection, or it refused the credentials."""
 
 
 def from_dump(path: Path) -> list[dict[str, Any]]:
@@ -45,12 +41,7 @@ def from_api(api: client.ApiClient, namespace: str = "") -> list[dict[str, Any]]
     """Every Node and every TFJob (of `namespace` when given) from the API server."""
     tfjobs = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs" if namespace else TFJOBS_PATH
     try:
-        try:
-            api_call(api, "GET", "/version")
-        except ApiCallError as error:
-            if error.status == CREDENTIALS_REFUSED:
-                raise Unreachable(f"the API server refused the credentials: {error}") from error
-            raise Unreachable(f"the API server did not answer GET /version: {error}") from error
+        server_version(api)
         return _listed(api, NODES_PATH, "Node") + _listed(api, tfjobs, "TFJob")
     except CONNECTION_ERRORS as error:
         raise Unreachable(f"cannot reach the API server: {error}") from error

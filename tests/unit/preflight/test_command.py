@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from extender.__main__ import main
+from extender.k8s import reads
 from extender.k8s.client import ApiCallError
 from extender.preflight import reading, rights
 from extender.preflight.checks import CHART_CRDS, TFJOB_CRD
@@ -46,7 +47,7 @@ class FakeApi:
         if route == "/version":
             return {"gitVersion": "v1.37.1"}
         if route == "/apis/apps/v1/deployments":
-            assert parameters["limit"] == str(reading.PAGE_SIZE)
+            assert parameters["limit"] == str(reads.PAGE_SIZE)
             first = "continue" not in parameters
             page = self.deployments[:1] if first else self.deployments[1:]
             return {"metadata": {"continue": "next"} if first else {}, "items": page}
@@ -66,6 +67,7 @@ class FakeApi:
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     fake = FakeApi()
     monkeypatch.setattr(reading, "api_call", fake)
+    monkeypatch.setattr(reads, "api_call", fake)
     return fake
 
 
@@ -130,6 +132,7 @@ def test_no_api_server_or_credentials_refused_exits_3(
         raise ConnectionRefusedError("connection refused")
 
     monkeypatch.setattr(reading, "api_call", unreachable)
+    monkeypatch.setattr(reads, "api_call", unreachable)
     assert main(["preflight", "--kubeconfig", kubeconfig]) == 3
     assert capsys.readouterr().err == "preflight: cannot reach the API server: connection refused\n"
 
@@ -137,6 +140,7 @@ def test_no_api_server_or_credentials_refused_exits_3(
         raise ApiCallError(401, "GET /version: HTTP 401")
 
     monkeypatch.setattr(reading, "api_call", refused)
+    monkeypatch.setattr(reads, "api_call", refused)
     assert main(["preflight", "--kubeconfig", kubeconfig, "--json"]) == 3
     assert (
         json.loads(capsys.readouterr().out)["error"] == "the API server refused the credentials: GET /version: HTTP 401"

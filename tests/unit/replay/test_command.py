@@ -11,9 +11,8 @@ import pytest
 import yaml
 
 from extender.__main__ import main
+from extender.k8s import reads
 from extender.k8s.client import ApiCallError
-from extender.preflight import reading as preflight_reading
-from extender.replay import reading
 from extender.replay.command import describe
 from extender.replay.comparison import gains, mean_over_seeds, ratios
 from extender.replay.history import Assumptions, history
@@ -56,8 +55,7 @@ def _listed(manifest: Obj) -> Obj:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     fake = FakeApi()
-    monkeypatch.setattr(reading, "api_call", fake)
-    monkeypatch.setattr(preflight_reading, "api_call", fake)
+    monkeypatch.setattr(reads, "api_call", fake)
     return fake
 
 
@@ -111,7 +109,7 @@ def test_no_tfjob_api_exits_2_and_no_api_server_exits_3(
     def unreachable(*_: object) -> Any:
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr(reading, "api_call", unreachable)
+    monkeypatch.setattr(reads, "api_call", unreachable)
     assert main(["replay", "--kubeconfig", kubeconfig]) == 3
     assert capsys.readouterr().err == "replay: cannot reach the API server: connection refused\n"
 
