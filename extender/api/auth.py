@@ -31,7 +31,6 @@ import hashlib
 import hmac
 import ipaddress
 import os
-import re
 import ssl
 import threading
 import time
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from extender.config import AuthSettings
+from extender.policy.core.setting_rules import is_dns_label
 
 OPEN_PATHS = frozenset({b"/healthz", b"/readyz"})
 """Routes of the verb listener answered without a token: probes, which reveal nothing."""
@@ -59,8 +59,6 @@ TOKEN_FILE_RECHECK_S = 1.0
 """Seconds between looks at the token file's modification time."""
 TOKEN_MAX_CHARS = 8192
 """Longer Authorization headers are refused unread."""
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-"""A namespace's or a Service's name."""
 
 Identity = tuple[bool, str, tuple[str, ...]]
 """(authenticated, user name, groups), as the API server's TokenReview answers."""
@@ -163,7 +161,7 @@ def access_review_target(text: str) -> tuple[str, str] | None:
     """(namespace, Service) of `--auth-access-review NAMESPACE/SERVICE`, None if it is not that."""
     namespace, slash, service = text.partition("/")
     names = (namespace, service)
-    if not slash or not all(DNS_LABEL.fullmatch(name) for name in names):
+    if not slash or not all(is_dns_label(name) for name in names):
         return None
     return namespace, service
 

@@ -188,11 +188,11 @@ class Namespaces:
         return "namespace names, none for every namespace; repeat the flag for each"
 
     def json_schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": {"type": "string", "pattern": NAMESPACE_PATTERN}}
+        return {"type": "array", "items": {"type": "string", "pattern": DNS_LABEL_PATTERN}}
 
     def parse(self, value: object) -> tuple[str, ...]:
         if not isinstance(value, list | tuple) or not all(
-            isinstance(name, str) and re.fullmatch(NAMESPACE_PATTERN, name) for name in value
+            isinstance(name, str) and is_dns_label(name) for name in value
         ):
             raise SettingValueError(f"{value!r} is not {self.describe()}")
         return tuple(value)
@@ -201,8 +201,12 @@ class Namespaces:
         return text
 
 
-NAMESPACE_PATTERN = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-"""A namespace's name: a DNS label."""
+DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+"""A DNS-1123 label: a namespace's name, or a Service's."""
+
+
+def is_dns_label(name: str) -> bool:
+    return re.fullmatch(DNS_LABEL_PATTERN, name) is not None
 
 
 @dataclass(frozen=True, slots=True)

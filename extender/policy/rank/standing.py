@@ -284,9 +284,8 @@ def bigger_than_cluster(snapshot: ClusterSnapshot, state: GangState, summary: Ga
     pods = [pod for members in state.members.values() for pod in members]
     demand = job.minimum_demand() if job is not None else total(pod.requests for pod in pods)
     capacity = cluster_capacity(snapshot)
-    short = demand.shortfall(capacity)
-    if short:
-        names = demand.missing_names(capacity)
+    names = demand.missing_names(capacity)
+    if names:
         asked = ", ".join(
             f"{describe_amount(n, demand.get(n))} of {describe_amount(n, capacity.get(n))}" for n in names
         )
