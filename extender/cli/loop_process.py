@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from extender.cli.native_wiring import NativeGangParts
     from extender.k8s.lease import KubeLease
     from extender.k8s.plans import PlanPublisher
+    from extender.k8s.verbs_tls import VerbsCertificateKeeper
     from extender.loops.actuator import Actuator
     from extender.loops.forecast_loop import ForecastLoop
     from extender.loops.preemption import PreemptionLoop
@@ -55,14 +56,16 @@ class RunningLoops:
     """The native gangs' controller and webhook (with the preemption loop, unless `native_gangs` is off)."""
     forecast: ForecastLoop | None = None
     """The start-time forecast (with the preemption loop, whose run clock it reads)."""
+    verbs_certificates: VerbsCertificateKeeper | None = None
+    """The keeper of the verbs' certificates (with `--verbs-tls-secret`), in every replica."""
 
     def start(self) -> None:
-        for loop in (self.preemption, self.scaler, self.native, self.forecast):
+        for loop in (self.verbs_certificates, self.preemption, self.scaler, self.native, self.forecast):
             if loop is not None:
                 loop.start()
 
     def stop(self) -> None:
-        for loop in (self.forecast, self.native, self.scaler, self.preemption):
+        for loop in (self.forecast, self.native, self.scaler, self.preemption, self.verbs_certificates):
             if loop is not None:
                 loop.stop()
 
@@ -151,7 +154,18 @@ def make_loops(
     if forecast is not None:
         export_forecast_metrics(registry, forecast)
     held = lease if preemption is not None or scaler is not None else None
-    return RunningLoops(preemption, scaler, held, native, forecast)
+    return RunningLoops(preemption, scaler, held, native, forecast, make_verbs_certificates(settings, api_client))
+
+
+def make_verbs_certificates(settings: Settings, api_client: ApiClient) -> VerbsCertificateKeeper | None:
+    """The keeper of the verbs' certificates, when `--verbs-tls-secret` names where to keep them."""
+    from extender.k8s.verbs_tls import VerbsCertificateKeeper, VerbsTlsSource
+
+    verbs = settings.verbs_tls
+    if not verbs.secret:
+        return None
+    source = VerbsTlsSource(verbs.namespace, verbs.secret, verbs.service_hosts, verbs.certificate_days)
+    return VerbsCertificateKeeper(api_client, source)
 
 
 def make_forecast_loop(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import ssl
 import sys
 import threading
 import time
@@ -64,7 +65,8 @@ def serve(settings: Settings, log_level: str) -> int:
         )
         if wiring is None:
             return 2
-        runtime = Runtime(wiring.parts, listeners(settings, wiring, access_log=log_level == "debug"))
+        served = listeners(settings, wiring, access_log=log_level == "debug")
+        runtime = Runtime([*wiring.parts, *tls_file_watches(settings, served)], served)
     except ValueError as error:
         print(f"tfjob-extender: {error}", file=sys.stderr)
         return 2
@@ -95,6 +97,28 @@ def listeners(settings: Settings, wiring: Wiring, *, access_log: bool) -> list[E
             )
         )
     return served
+
+
+def tls_file_watches(settings: Settings, served: list[EdgeServer]) -> list[Part]:
+    """For the verb listener, and the observe listener if any, that serve TLS from files: a part reading
+    those files again when they change (`api.tls_files`)."""
+    from extender.api.tls_files import TlsFiles
+    from extender.cli.runtime import Part
+
+    watched = [(served[0], settings.auth)]
+    if settings.observe_port:
+        watched.append((served[-1], settings.observe_auth))
+    parts = []
+    for listener, auth in watched:
+        if auth.tls_cert_file is None:
+            continue
+
+        def serve_context(context: ssl.SSLContext, listener: EdgeServer = listener) -> None:
+            listener.tls = context
+
+        files = TlsFiles(auth, serve_context)
+        parts.append(Part(f"TLS files of the {listener.name}", files.start, files.stop))
+    return parts
 
 
 def sampler(service: Service) -> Part:

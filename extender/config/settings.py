@@ -17,6 +17,7 @@ from pathlib import Path
 
 from extender.config.listeners import OBSERVE_LIMITS, VERB_LIMITS, AuthSettings, ListenerLimits
 from extender.config.rules import FilePath, Text, group
+from extender.config.verbs_tls import VerbsTlsSettings
 from extender.config.webhook import NATIVE_GANG_MODES, WEBHOOK_LIMITS, WebhookSettings
 from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.preemption_settings import PreemptionLoopSettings
@@ -249,6 +250,13 @@ class Settings:
         WebhookSettings,
         "The native gangs' admission webhook (TLS): its listener and certificates",
         prefix="webhook-",
+        in_file=False,
+        commands=LOOPS,
+    )
+    verbs_tls: VerbsTlsSettings = group(
+        VerbsTlsSettings,
+        "The certificates of kube-scheduler's calls to the verbs (mutual TLS), kept by the loops",
+        prefix="verbs-tls-",
         in_file=False,
         commands=LOOPS,
     )

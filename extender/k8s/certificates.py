@@ -61,8 +61,8 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def new_ca(now: datetime.datetime, serving_days: int) -> tuple[str, str]:
-    """(certificate, key) of a new CA."""
+def new_ca(now: datetime.datetime, serving_days: int, lifetimes: int = CA_LIFETIMES) -> tuple[str, str]:
+    """(certificate, key) of a new CA, valid `lifetimes` times `serving_days`."""
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
@@ -71,7 +71,7 @@ def new_ca(now: datetime.datetime, serving_days: int) -> tuple[str, str]:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=serving_days * CA_LIFETIMES))
+        .not_valid_after(now + datetime.timedelta(days=serving_days * lifetimes))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -95,22 +95,43 @@ def new_ca(now: datetime.datetime, serving_days: int) -> tuple[str, str]:
 
 def new_serving(ca_cert: str, ca_key: str, hosts: Sequence[str], now: datetime.datetime, days: int) -> tuple[str, str]:
     """(certificate, key) for `hosts` (DNS names; IP addresses as IP SANs), signed by the CA."""
+    names = x509.SubjectAlternativeName([_general_name(host) for host in hosts])
+    return _leaf(ca_cert, ca_key, hosts[0], names, ExtendedKeyUsageOID.SERVER_AUTH, now, days)
+
+
+def new_client(ca_cert: str, ca_key: str, common_name: str, now: datetime.datetime, days: int) -> tuple[str, str]:
+    """(certificate, key) a client authenticates with (client authentication only), signed by the CA."""
+    return _leaf(ca_cert, ca_key, common_name, None, ExtendedKeyUsageOID.CLIENT_AUTH, now, days)
+
+
+def _leaf(
+    ca_cert: str,
+    ca_key: str,
+    common_name: str,
+    names: x509.SubjectAlternativeName | None,
+    usage: x509.ObjectIdentifier,
+    now: datetime.datetime,
+    days: int,
+) -> tuple[str, str]:
     authority = x509.load_pem_x509_certificate(ca_cert.encode())
     signing_key = serialization.load_pem_private_key(ca_key.encode(), password=None)
     if not isinstance(signing_key, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA's key is not an ECDSA key")
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(hosts[0]))
+        .subject_name(_name(common_name))
         .issuer_name(authority.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(min(now + datetime.timedelta(days=days), authority.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName([_general_name(host) for host in hosts]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if names is not None:
+        builder = builder.add_extension(names, critical=False)
+    cert = (
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(authority.public_key()),  # type: ignore[arg-type]
             critical=False,
@@ -131,13 +152,13 @@ def not_after(pem: str) -> datetime.datetime:
     return x509.load_pem_x509_certificate(pem.encode()).not_valid_after_utc
 
 
-def _renew(pem: str, now: datetime.datetime) -> bool:
+def is_due(pem: str, now: datetime.datetime) -> bool:
     cert = x509.load_pem_x509_certificate(pem.encode())
     life = cert.not_valid_after_utc - cert.not_valid_before_utc
     return cert.not_valid_after_utc - now < life * RENEW_AT_LEFT
 
 
-def _names(pem: str) -> set[str]:
+def names_of(pem: str) -> set[str]:
     cert = x509.load_pem_x509_certificate(pem.encode())
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -148,7 +169,7 @@ def _names(pem: str) -> set[str]:
     }
 
 
-def _signed_by(pem: str, ca_pem: str) -> bool:
+def signed_by(pem: str, ca_pem: str) -> bool:
     cert = x509.load_pem_x509_certificate(pem.encode())
     authority = x509.load_pem_x509_certificate(ca_pem.encode())
     try:
@@ -164,14 +185,14 @@ def renewed(
     """The certificates to store instead of `stored` (None: keep them): see the module's text. Unreadable
     stored certificates are replaced."""
     try:
-        ca_due = stored is None or not stored.ca_cert or _renew(stored.ca_cert, now)
+        ca_due = stored is None or not stored.ca_cert or is_due(stored.ca_cert, now)
         serving_due = (
             ca_due
             or stored is None
             or not stored.cert
-            or _renew(stored.cert, now)
-            or not _signed_by(stored.cert, stored.ca_cert)
-            or _names(stored.cert) != {_canonical(host) for host in hosts}
+            or is_due(stored.cert, now)
+            or not signed_by(stored.cert, stored.ca_cert)
+            or names_of(stored.cert) != {canonical(host) for host in hosts}
         )
     except ValueError:
         ca_due = serving_due = True
@@ -179,7 +200,7 @@ def renewed(
         return None
     if ca_due:
         ca_cert, ca_key = new_ca(now, serving_days)
-        previous = stored.ca_cert if stored is not None and stored.ca_cert and _valid(stored.ca_cert, now) else ""
+        previous = stored.ca_cert if stored is not None and stored.ca_cert and is_valid(stored.ca_cert, now) else ""
     else:
         assert stored is not None
         ca_cert, ca_key, previous = stored.ca_cert, stored.ca_key, stored.previous_ca
@@ -187,14 +208,14 @@ def renewed(
     return Certificates(ca_cert, ca_key, cert, key, previous)
 
 
-def _valid(pem: str, now: datetime.datetime) -> bool:
+def is_valid(pem: str, now: datetime.datetime) -> bool:
     try:
         return not_after(pem) > now
     except ValueError:
         return False
 
 
-def _canonical(host: str) -> str:
+def canonical(host: str) -> str:
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:

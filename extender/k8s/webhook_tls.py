@@ -23,7 +23,6 @@ import logging
 import os
 import ssl
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,11 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from extender.k8s import secrets
 from extender.k8s.certificates import Certificates, new_ca, new_serving, not_after, renewed
-from extender.k8s.client import ApiCallError, api_call
+from extender.k8s.client import api_call
+from extender.k8s.reads import get_or_none
+from extender.k8s.rounds import Rounds
 
 log = logging.getLogger(__name__)
 
@@ -95,18 +97,13 @@ def placeholder_context() -> ssl.SSLContext:
 
 def certificates_of(secret: dict[str, Any] | None) -> Certificates | None:
     """The certificates a Secret holds (None: no Secret, or it holds none)."""
-    data = (secret or {}).get("data") or {}
-    values = {
-        field: base64.b64decode(data[key]).decode() if data.get(key) else "" for field, key in SECRET_KEYS.items()
-    }
+    stored = secrets.texts(secret)
+    values = {field: stored.get(key, "") for field, key in SECRET_KEYS.items()}
     return Certificates(**values) if values["ca_cert"] else None
 
 
-def secret_data(certificates: Certificates) -> dict[str, str]:
-    return {
-        key: base64.b64encode(getattr(certificates, field).encode()).decode("ascii")
-        for field, key in SECRET_KEYS.items()
-    }
+def secret_texts(certificates: Certificates) -> dict[str, str]:
+    return {key: getattr(certificates, field) for field, key in SECRET_KEYS.items()}
 
 
 def bundle_patch(configuration: dict[str, Any], bundle: str) -> list[dict[str, Any]]:
@@ -138,13 +135,11 @@ class WebhookCertificates:
         self._settings = settings
         self._on_context = on_context
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._rounds = Rounds("webhook certificates", self.keep, RECHECK_S, RETRY_S)
         self._loaded = ""
         self._files_seen: tuple[float, float] | None = None
         self.not_after: datetime.datetime | None = None
         self.bundle_written = False
-        self.error = ""
 
     @property
     def from_files(self) -> bool:
@@ -160,27 +155,15 @@ class WebhookCertificates:
             "error": self.error or None,
         }
 
+    @property
+    def error(self) -> str:
+        return self._rounds.error
+
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="webhook-certificates", daemon=True)
-        self._thread.start()
+        self._rounds.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self.keep()
-                self.error = ""
-                wait = RECHECK_S
-            except Exception as error:  # the API server unreachable, a refusal, a bad file: try again soon
-                self.error = str(error)[:300]
-                log.warning("webhook certificates: %s; trying again in %gs", self.error, RETRY_S)
-                wait = RETRY_S
-            if self._stop.wait(wait):
-                return
+        self._rounds.stop()
 
     def keep(self) -> None:
         """One round: load what is due, write what is due."""
@@ -188,12 +171,12 @@ class WebhookCertificates:
             self._keep_files()
             return
         now = self._clock()
-        path = f"/api/v1/namespaces/{self._settings.namespace}/secrets/{self._settings.secret}"
-        secret = self._get(path)
+        namespace, name = self._settings.namespace, self._settings.secret
+        secret = secrets.read(self._api, namespace, name)
         stored = certificates_of(secret)
         certificates = renewed(stored, self._settings.hosts, now, self._settings.certificate_days)
         if certificates is not None:
-            self._write_secret(path, secret, certificates)
+            secrets.write(self._api, namespace, name, secret, secret_texts(certificates))
             log.info(
                 "webhook certificates: made %s",
                 "a new CA and serving certificate"
@@ -223,33 +206,9 @@ class WebhookCertificates:
         self.not_after = not_after(cert)
         log.info("webhook certificates: serving a certificate valid until %s", self.not_after.isoformat())
 
-    def _get(self, path: str) -> dict[str, Any] | None:
-        try:
-            found = api_call(self._api, "GET", path)
-        except ApiCallError as error:
-            if error.status == 404:
-                return None
-            raise
-        return found if isinstance(found, dict) else None
-
-    def _write_secret(self, path: str, secret: dict[str, Any] | None, certificates: Certificates) -> None:
-        data = secret_data(certificates)
-        if secret is None:
-            body = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": self._settings.secret, "namespace": self._settings.namespace},
-                "type": "Opaque",
-                "data": data,
-            }
-            api_call(self._api, "POST", path.rsplit("/", 1)[0], body)
-            return
-        secret["data"] = {**(secret.get("data") or {}), **data}
-        api_call(self._api, "PUT", path, secret)
-
     def _write_bundle(self, bundle: str) -> None:
         path = f"{CONFIGURATIONS}/{self._settings.configuration}"
-        configuration = self._get(path)
+        configuration = get_or_none(self._api, path)
         if configuration is None:
             self.bundle_written = False
             raise ValueError(f"no MutatingWebhookConfiguration {self._settings.configuration} to write the CA into")

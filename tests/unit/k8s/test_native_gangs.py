@@ -10,10 +10,11 @@ import ssl
 from collections.abc import Mapping
 from typing import Any
 
+from extender.k8s import secrets
 from extender.k8s.certificates import Certificates, not_after, renewed
 from extender.k8s.native_gangs import kept_gang, podgroup_manifest, workload_manifest
 from extender.k8s.native_mode import native_api
-from extender.k8s.webhook_tls import bundle_patch, certificates_of, secret_data, server_context
+from extender.k8s.webhook_tls import bundle_patch, certificates_of, secret_texts, server_context
 from extender.loops.native_gangs import KeptGang, NativeGangAction
 from extender.state.workload_api import min_count
 
@@ -120,7 +121,7 @@ def test_the_serving_certificate_is_trusted_through_the_bundle_for_each_name() -
 def test_the_secret_round_trips_the_certificates() -> None:
     made = renewed(None, HOSTS, NOW, 90)
     assert made is not None
-    assert certificates_of({"data": secret_data(made)}) == made
+    assert certificates_of({"data": secrets.encoded(secret_texts(made))}) == made
     assert certificates_of(None) is None and certificates_of({"data": {}}) is None
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from extender.k8s import webhook_tls
+from extender.k8s import reads, secrets, webhook_tls
 from extender.k8s.certificates import Certificates, renewed
 from extender.k8s.client import ApiCallError
-from extender.k8s.webhook_tls import CertificateSource, WebhookCertificates, secret_data
+from extender.k8s.webhook_tls import CertificateSource, WebhookCertificates, secret_texts
 
 SECRET = "/api/v1/namespaces/tfjob-system/secrets/tfjob-extender-webhook-tls"
 CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/tfjob-extender"
@@ -55,7 +55,8 @@ class Server:
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Server:
     fake = Server()
-    monkeypatch.setattr(webhook_tls, "api_call", fake)
+    for module in (webhook_tls, secrets, reads):
+        monkeypatch.setattr(module, "api_call", fake)
     return fake
 
 
@@ -124,5 +125,5 @@ def test_certificate_files_are_served_and_read_again_when_they_change(server: Se
 
 
 def test_the_secret_holds_base64_pem() -> None:
-    data = secret_data(Certificates("a", "b", "c", "d"))
+    data = secrets.encoded(secret_texts(Certificates("a", "b", "c", "d")))
     assert base64.b64decode(data["tls.crt"]) == b"c" and base64.b64decode(data["ca-previous.crt"]) == b""
