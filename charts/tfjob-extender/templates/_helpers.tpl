@@ -302,10 +302,11 @@ securityContext:
 {{- end }}
 {{- end }}
 
-{{/* The pod annotations of a Deployment: call with (dict "root" $ "values" … "port" N "checksum" sha). */}}
+{{/* The pod annotations of a Deployment: call with (dict "root" $ "values" … "port" N "checksum" sha); port
+0: no plain-HTTP /metrics for Prometheus's annotations. */}}
 {{- define "tfjob-extender.podAnnotations" -}}
 checksum/config: {{ .checksum }}
-{{- if .root.Values.observe.prometheusAnnotations }}
+{{- if and .root.Values.observe.prometheusAnnotations .port }}
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
@@ -430,6 +431,43 @@ or `--feature-gates=GenericWorkload=true` first when they have none. A YAML list
 {{- if $args }}
 {{- toYaml $args }}
 {{- end }}
+{{- end }}
+
+{{/* The verbs' Service, which kube-scheduler calls over mutual TLS, and the Secret the loops keep its
+certificates in (k8s/verbs_tls.py), mounted by both pods at verbsTlsDir. */}}
+{{- define "tfjob-extender.verbsService" -}}
+{{- printf "%s-verbs" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{- define "tfjob-extender.verbsSecret" -}}
+{{- printf "%s-verbs-tls" (include "tfjob-extender.fullname" .) }}
+{{- end }}
+
+{{- define "tfjob-extender.verbsTlsDir" -}}
+/etc/tfjob-extender/verbs-tls
+{{- end }}
+
+{{/*
+Every pod's API credentials, for its ServiceAccount: what the kubelet would mount automatically, but a token
+that expires within the hour (the automatic one may be extended to a year) and is renewed, the cluster CA,
+the namespace; at the path in-cluster clients read. Every pod sets automountServiceAccountToken: false.
+*/}}
+{{- define "tfjob-extender.credentialsVolume" -}}
+- name: credentials
+  projected:
+    sources:
+      - serviceAccountToken: {path: token, expirationSeconds: 3600}
+      - configMap:
+          name: kube-root-ca.crt
+          items: [{key: ca.crt, path: ca.crt}]
+      - downwardAPI:
+          items:
+            - path: namespace
+              fieldRef: {fieldPath: metadata.namespace}
+{{- end }}
+
+{{- define "tfjob-extender.credentialsMount" -}}
+- {name: credentials, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
 {{- end }}
 
 {{/* The webhook's Service, the MutatingWebhookConfiguration and the Secret holding its certificate. */}}

@@ -131,14 +131,14 @@ def test_the_dashboard_and_the_rules_render_only_when_asked_and_kube_scheduler_i
     panels = dashboard["panels"]
     assert any("scheduler_pending_pods" in target["expr"] for panel in panels for target in panel["targets"])
     assert all(
-        'job=~"$release-observe"' in t["expr"] for p in panels for t in p["targets"] if "scheduler_" in t["expr"]
+        'job=~"$release-kube-scheduler"' in t["expr"] for p in panels for t in p["targets"] if "scheduler_" in t["expr"]
     )
     (release,) = [v for v in dashboard["templating"]["list"] if v["name"] == "release"]
     assert release["query"] == RELEASE, "kube-scheduler's series are those of this release's Service"
     endpoints = named(docs, "ServiceMonitor", RELEASE)["spec"]["endpoints"]
     assert [e["port"] for e in endpoints] == ["observe", "kube-scheduler"]
     assert endpoints[1]["scheme"] == "https" and "bearerTokenFile" in endpoints[1]
-    ports = [p["name"] for p in named(docs, "Service", f"{RELEASE}-observe")["spec"]["ports"]]
-    assert ports == ["observe", "kube-scheduler"]
+    ports = [p["name"] for p in named(docs, "Service", f"{RELEASE}-kube-scheduler")["spec"]["ports"]]
+    assert ports == ["kube-scheduler"]
     policy = named(docs, "NetworkPolicy", f"{RELEASE}-scheduler")
     assert {"port": 10259, "protocol": "TCP"} in policy["spec"]["ingress"][0]["ports"]

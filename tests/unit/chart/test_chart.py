@@ -152,7 +152,7 @@ def test_one_policy_file_reaches_both_processes() -> None:
         "scheduler_name"
     }, "the built-in defaults but for the scheduler's name"
     templates = pod_templates(docs)
-    for deployment, container in (("tfjob-extender-scheduler", "tfjob-extender"), ("tfjob-extender-loops", None)):
+    for deployment, container in (("tfjob-extender-verbs", "tfjob-extender"), ("tfjob-extender-loops", None)):
         spec = templates[deployment]["spec"]
         (each,) = [c for c in spec["containers"] if container in (None, c["name"])]
         assert each["args"][1:3] == ["--config", POLICY_FILE]
@@ -165,9 +165,10 @@ def test_one_policy_file_reaches_both_processes() -> None:
 def test_a_policy_change_rolls_the_pods_that_read_it() -> None:
     before = checksums(render())
     after = checksums(render({"policy": {"starvation_limit_s": 60.0}}))
-    assert before.keys() == after.keys() == {"tfjob-extender-scheduler", "tfjob-extender-loops"}
-    for name in before:
+    assert before.keys() == after.keys() == {"tfjob-extender-scheduler", "tfjob-extender-verbs", "tfjob-extender-loops"}
+    for name in ("tfjob-extender-verbs", "tfjob-extender-loops"):
         assert before[name] != after[name], name
+    assert before["tfjob-extender-scheduler"] == after["tfjob-extender-scheduler"], "kube-scheduler reads no policy"
     assert checksums(render({"extender": {"replicas": 3}})) == before, "only what the ConfigMaps hold counts"
     renamed = checksums(render({"schedulerName": "gang-scheduler"}))
     assert renamed["tfjob-extender-scheduler"] != before["tfjob-extender-scheduler"], "kube-scheduler's config"
@@ -263,14 +264,18 @@ def test_the_scheduler_name_names_the_profile_the_lease_and_the_extenders_filter
 
 def test_the_exact_command_lines() -> None:
     docs = render()
+    tls = "/etc/tfjob-extender/verbs-tls"
     assert args_of(docs, "tfjob-extender") == [
-        "serve", "--config", POLICY_FILE, "--host", "127.0.0.1", "--port", "8888", "--no-loops",
-        "--observe-host", "0.0.0.0", "--observe-port", "8890", "--log-format", "json",
+        "serve", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8888",
+        "--tls-cert-file", f"{tls}/tls.crt", "--tls-key-file", f"{tls}/tls.key",
+        "--tls-client-ca-file", f"{tls}/ca.crt",
+        "--no-loops", "--observe-host", "0.0.0.0", "--observe-port", "8890", "--log-format", "json",
     ]  # fmt: skip
     assert args_of(docs, "tfjob-extender-loops") == [
         "loops", "--config", POLICY_FILE, "--host", "0.0.0.0", "--port", "8889",
-        "--lease-namespace", NAMESPACE, "--lease-name", f"{RELEASE}-loops", "--log-format", "json",
-        "--native-gangs", "off",
+        "--lease-namespace", NAMESPACE, "--lease-name", f"{RELEASE}-loops",
+        "--verbs-tls-secret", f"{RELEASE}-verbs-tls", "--verbs-tls-service", f"{RELEASE}-verbs",
+        "--verbs-tls-namespace", NAMESPACE, "--log-format", "json", "--native-gangs", "off",
     ]  # fmt: skip
     assert args_of(docs, "kube-scheduler") == [
         "kube-scheduler",
@@ -341,7 +346,7 @@ def test_token_review_rights_exist_only_for_token_review_auth() -> None:
 def test_a_token_file_comes_from_the_named_secret() -> None:
     debug = {"enabled": True, "auth": "tokenFile", "tokenFile": {"secretName": "observe-tokens", "key": "list"}}
     docs = render({"observe": {"debug": debug}})
-    for deployment, container in (("tfjob-extender-scheduler", "tfjob-extender"), ("tfjob-extender-loops", None)):
+    for deployment, container in (("tfjob-extender-verbs", "tfjob-extender"), ("tfjob-extender-loops", None)):
         spec = pod_templates(docs)[deployment]["spec"]
         (each,) = [c for c in spec["containers"] if container in (None, c["name"])]
         args = each["args"]
@@ -368,18 +373,21 @@ def test_no_priority_class_by_default() -> None:
     for name, template in pod_templates(render()).items():
         assert "priorityClassName" not in template["spec"], name
     chosen = pod_templates(render(EVERY_OPTION))
-    assert chosen["tfjob-extender-scheduler"]["spec"]["priorityClassName"] == "tfjob-critical"
+    for name in ("tfjob-extender-scheduler", "tfjob-extender-verbs"):
+        assert chosen[name]["spec"]["priorityClassName"] == "tfjob-critical", name
 
 
 def test_pod_placement_labels_and_annotations_reach_the_pods() -> None:
-    spec = pod_templates(render(EVERY_OPTION))["tfjob-extender-scheduler"]
+    templates = pod_templates(render(EVERY_OPTION))
+    assert templates["tfjob-extender-scheduler"]["metadata"]["labels"]["example.com/team"] == "ml"
+    spec = templates["tfjob-extender-verbs"]
     for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"):
         assert spec["spec"][key] == EVERY_OPTION["extender"][key], key
     assert spec["spec"]["imagePullSecrets"] == [{"name": "registry-credentials"}]
     assert spec["metadata"]["labels"]["example.com/team"] == "ml"
     assert spec["metadata"]["annotations"]["example.com/owner"] == "ml-platform"
     for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "imagePullSecrets"):
-        assert key not in pod_templates(render())["tfjob-extender-scheduler"]["spec"], key
+        assert key not in pod_templates(render())["tfjob-extender-verbs"]["spec"], key
 
 
 def test_service_monitor_is_optional_and_scrapes_both_services() -> None:
@@ -390,19 +398,25 @@ def test_service_monitor_is_optional_and_scrapes_both_services() -> None:
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     selector = monitor["spec"]["selector"]["matchLabels"]
     selected = [s for s in of_kind(docs, "Service") if selector.items() <= s["metadata"]["labels"].items()]
-    assert {s["metadata"]["name"] for s in selected} == {"tfjob-extender-observe", "tfjob-extender-loops"}
+    assert {s["metadata"]["name"] for s in selected} == {
+        "tfjob-extender-observe",
+        "tfjob-extender-loops",
+        "tfjob-extender-kube-scheduler",
+        "tfjob-extender-verbs",
+    }
     endpoint, scheduler = monitor["spec"]["endpoints"]
-    for service in selected:
-        assert endpoint["port"] in {port["name"] for port in service["spec"]["ports"]}
+    ports = {s["metadata"]["name"]: {port["name"] for port in s["spec"]["ports"]} for s in selected}
+    assert ports["tfjob-extender-verbs"].isdisjoint({endpoint["port"], scheduler["port"]}), "the verbs: no metrics"
+    for service in ("tfjob-extender-observe", "tfjob-extender-loops"):
+        assert endpoint["port"] in ports[service]
     assert endpoint["path"] == scheduler["path"] == "/metrics"
-    observe = named(docs, "Service", "tfjob-extender-observe")
-    assert scheduler["port"] in {port["name"] for port in observe["spec"]["ports"]}, "kube-scheduler's own metrics"
+    assert ports["tfjob-extender-kube-scheduler"] == {scheduler["port"]}, "kube-scheduler's own metrics"
 
 
 def test_disruption_budgets_cover_each_deployment_unless_turned_off() -> None:
     docs = render()
     budgets = of_kind(docs, "PodDisruptionBudget")
-    assert len(budgets) == 2
+    assert len(budgets) == 3
     for template in pod_templates(docs).values():
         (budget,) = [
             b for b in budgets if b["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
@@ -412,26 +426,44 @@ def test_disruption_budgets_cover_each_deployment_unless_turned_off() -> None:
     assert not of_kind(render({"podDisruptionBudget": {"enabled": False}}), "PodDisruptionBudget")
 
 
-def test_network_policies_let_in_only_the_observe_ports() -> None:
+def test_network_policies_let_in_only_the_observe_ports_and_kube_scheduler_to_the_verbs() -> None:
     docs = render()
     policies = of_kind(docs, "NetworkPolicy")
-    ports = {"tfjob-extender-scheduler": 8890, "tfjob-extender-loops": 8889}
+    ports = {"tfjob-extender-scheduler": [], "tfjob-extender-verbs": [8890, 8888], "tfjob-extender-loops": [8889]}
     templates = pod_templates(docs)
-    assert len(policies) == len(templates) == 2
-    for name, template in templates.items():
+    assert len(policies) == len(templates) == 3
+
+    def policy_of(template: dict[str, Any], found: list[dict[str, Any]]) -> dict[str, Any]:
         (policy,) = [
             p
-            for p in policies
+            for p in found
             if p["spec"]["podSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
         ]
+        return policy
+
+    for name, template in templates.items():
+        policy = policy_of(template, policies)
         assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
-        (rule,) = policy["spec"]["ingress"]
-        assert rule["ports"] == [{"port": ports[name], "protocol": "TCP"}]
-        assert "from" not in rule, "from anywhere by default"
+        rules = policy["spec"]["ingress"]
+        assert [rule["ports"][0]["port"] for rule in rules] == ports[name], name
         assert policy["spec"]["egress"] == [{}], "to the API server, wherever it is"
+    observe, verbs = policy_of(templates["tfjob-extender-verbs"], policies)["spec"]["ingress"]
+    assert "from" not in observe, "from anywhere by default"
+    (scheduler,) = verbs["from"]
+    assert scheduler["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "scheduler"
+    assert (
+        scheduler["podSelector"]["matchLabels"].items()
+        <= templates["tfjob-extender-scheduler"]["metadata"]["labels"].items()
+    )
     narrowed = of_kind(render(EVERY_OPTION), "NetworkPolicy")
     for policy in narrowed:
-        (rule,) = policy["spec"]["ingress"]
+        rule = policy["spec"]["ingress"][0]
+        if policy["metadata"]["name"] == "tfjob-extender-scheduler":
+            assert (
+                rule["ports"] == [{"port": 10259, "protocol": "TCP"}]
+                and rule["from"] == EVERY_OPTION["networkPolicy"]["from"]
+            )
+            continue
         *peers, tester = rule["from"]
         assert peers == EVERY_OPTION["networkPolicy"]["from"]
         assert tester["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "test", "helm test's pod"
@@ -442,10 +474,12 @@ def test_names_follow_the_release_and_the_overrides() -> None:
     other = render(release="ml")
     assert {d["metadata"]["name"] for d in of_kind(other, "Deployment")} == {
         "ml-tfjob-extender-scheduler",
+        "ml-tfjob-extender-verbs",
         "ml-tfjob-extender-loops",
     }
     assert {d["metadata"]["name"] for d in of_kind(render({"fullnameOverride": "gangs"}), "Deployment")} == {
         "gangs-scheduler",
+        "gangs-verbs",
         "gangs-loops",
     }
     renamed = render({"nameOverride": "gangs"}, release="ml")

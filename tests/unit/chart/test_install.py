@@ -1,8 +1,8 @@
 """What the install asks for: the chart's objects as `manifests/` holds them (its default render, which
 test_rendered_manifests.py keeps equal to a fresh one) and, where a check holds for any values, the render with
 every option on. They parse, agree with each other, with the scheduler configuration and the Dockerfile, and
-ask for no more than needed: two containers of one pod with separate credentials, narrow RBAC, the loops
-apart."""
+ask for no more than needed: one identity per pod with short-lived projected credentials, kube-scheduler
+calling the verbs over mutual TLS, narrow RBAC, the loops apart."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ EXTENDER_ACCOUNT = "tfjob-extender"
 LOOPS_ACCOUNT = "tfjob-extender-loops"
 ACCOUNTS = {SCHEDULER_ACCOUNT, EXTENDER_ACCOUNT, LOOPS_ACCOUNT}
 SCHEDULER_POD = "tfjob-extender-scheduler"
+VERBS_POD = "tfjob-extender-verbs"
 LOOPS_POD = "tfjob-extender-loops"
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -165,14 +166,19 @@ def test_every_document_is_a_kubernetes_object(path: Path) -> None:
             assert isinstance(doc["metadata"]["name"], str) and doc["metadata"]["name"], path
 
 
-def test_kube_scheduler_reads_the_documented_configuration_but_for_the_lease_namespace_and_client() -> None:
-    """scheduler-config/ is the local control plane's copy of what the chart mounts (see its README)."""
+def test_kube_scheduler_reads_the_documented_configuration_but_for_the_lease_namespace_client_and_verbs_url() -> None:
+    """scheduler-config/ is the local control plane's copy of what the chart mounts (see its README): there
+    the extender listens on kube-scheduler's own loopback address, plain HTTP."""
     rendered = mounted_scheduler_config(manifests())
     documented = yaml.safe_load(SCHEDULER_CONFIG.read_text())
     assert rendered["leaderElection"]["resourceNamespace"] == NAMESPACE
+    assert the_extender(documented)["urlPrefix"] == "http://127.0.0.1:8888"
+    assert the_extender(documented)["enableHTTPS"] is False and "tlsConfig" not in the_extender(documented)
     for config in (rendered, documented):
         del config["leaderElection"]["resourceNamespace"]
         del config["clientConnection"]
+        for key in ("urlPrefix", "enableHTTPS", "tlsConfig"):
+            the_extender(config).pop(key, None)
     assert rendered == documented
 
 
@@ -194,26 +200,56 @@ def test_the_extender_block_is_safe_for_gangs() -> None:
     assert config["leaderElection"]["resourceName"] == profile["schedulerName"]
 
 
-def test_kube_scheduler_calls_the_extender_where_it_listens(install: list[Document]) -> None:
-    url = urlsplit(the_extender(mounted_scheduler_config(install))["urlPrefix"])
+def secret_mount(docs: list[Document], deployment: str, container: str, path: str) -> tuple[str, set[str]]:
+    """(the Secret, its keys) mounted at the folder of `path` in `container` of `deployment`."""
+    pod = pod_spec(docs, deployment)
+    (mount,) = [
+        m for m in containers(docs)[container]["volumeMounts"] if m["mountPath"] == str(PurePosixPath(path).parent)
+    ]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return volume["secret"]["secretName"], {item["path"] for item in volume["secret"]["items"]}
+
+
+def test_kube_scheduler_calls_the_verbs_through_their_service_over_mutual_tls(install: list[Document]) -> None:
+    extender_block = the_extender(mounted_scheduler_config(install))
+    url = urlsplit(extender_block["urlPrefix"])
+    assert url.scheme == "https" and extender_block["enableHTTPS"] is True
+    service_name, namespace, *_ = (url.hostname or "").split(".")
+    service = named(install, "Service", service_name)
+    assert namespace == NAMESPACE and service["spec"]["sessionAffinity"] == "ClientIP"
+    (exposed,) = service["spec"]["ports"]
+    assert exposed["port"] == url.port
+    template = named(install, "Deployment", VERBS_POD)["spec"]["template"]
+    assert service["spec"]["selector"].items() <= template["metadata"]["labels"].items()
     extender = containers(install)["tfjob-extender"]
     args = extender["args"]
     assert args[0] == "serve" and "--no-loops" in args
-    assert (flag(args, "--host"), flag(args, "--port")) == (url.hostname, str(url.port))
+    (port,) = [p for p in extender["ports"] if p["name"] == exposed["targetPort"]]
+    assert (flag(args, "--host"), flag(args, "--port")) == ("0.0.0.0", str(port["containerPort"]))
+    tls = extender_block["tlsConfig"]
+    assert tls["serverName"] == f"{service_name}.{NAMESPACE}.svc" and "insecure" not in tls
+    client_secret, client_keys = secret_mount(install, SCHEDULER_POD, "kube-scheduler", tls["certFile"])
+    assert client_keys == {"ca.crt", "client.crt", "client.key"}, "never the CAs' keys or the serving key"
+    assert {PurePosixPath(tls[key]).name for key in ("caFile", "certFile", "keyFile")} == client_keys
+    serving_secret, serving_keys = secret_mount(install, VERBS_POD, "tfjob-extender", flag(args, "--tls-cert-file"))
+    assert serving_keys == {"ca.crt", "tls.crt", "tls.key"}
+    assert {PurePosixPath(flag(args, f"--tls-{key}-file")).name for key in ("cert", "key", "client-ca")} == serving_keys
+    loops = containers(install)[LOOPS_POD]["args"]
+    assert flag(loops, "--verbs-tls-secret") == client_secret == serving_secret
+    assert (flag(loops, "--verbs-tls-service"), flag(loops, "--verbs-tls-namespace")) == (service_name, NAMESPACE)
     assert dockerfile_instruction("ENTRYPOINT") == ["tfjob-extender"]
     image_default = dockerfile_instruction("CMD")
-    assert image_default[0] == "serve"
-    assert (flag(image_default, "--host"), flag(image_default, "--port")) == (url.hostname, str(url.port))
+    assert image_default[0] == "serve" and flag(image_default, "--port") == str(url.port)
 
 
 def test_the_probes_ask_the_listeners_the_kubelet_can_reach(install: list[Document]) -> None:
-    """The verbs stay on 127.0.0.1, which the kubelet's probes (dialling the pod's address) cannot reach: the
+    """The verbs want kube-scheduler's client certificate, which the kubelet's probes do not have: the
     extender and the loops are probed on their observe ports, bound on every address."""
     by_name = containers(install)
     for name, command, port in (("tfjob-extender", "serve", "--observe-port"), (LOOPS_POD, "loops", "--port")):
         each = by_name[name]
         assert each["args"][0] == command
-        (observe,) = each["ports"]
+        (observe,) = [p for p in each["ports"] if p["name"] == "observe"]
         assert observe["containerPort"] == int(flag(each["args"], port))
         host = flag(each["args"], "--observe-host" if command == "serve" else "--host")
         assert host == "0.0.0.0"
@@ -316,25 +352,24 @@ def test_every_binding_names_one_of_the_service_accounts(install: list[Document]
                 assert subject["name"] in ACCOUNTS, binding["metadata"]["name"]
 
 
-def test_the_two_containers_of_the_scheduler_pod_hold_different_identities(install: list[Document]) -> None:
-    pod = pod_spec(install, SCHEDULER_POD)
-    assert pod["automountServiceAccountToken"] is False, "no token of the pod's account in every container"
-    volumes = {volume["name"]: volume for volume in pod["volumes"]}
-    mounted = {
-        each["name"]: [m["name"] for m in each.get("volumeMounts", []) if m["mountPath"] == TOKEN_PATH]
-        for each in pod["containers"]
-    }
-    (scheduler_volume,) = mounted["kube-scheduler"]
-    (extender_volume,) = mounted["tfjob-extender"]
-    secret = named(install, "Secret", volumes[scheduler_volume]["secret"]["secretName"])
-    assert secret["type"] == "kubernetes.io/service-account-token"
-    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == SCHEDULER_ACCOUNT
-    sources = volumes[extender_volume]["projected"]["sources"]
-    assert any("serviceAccountToken" in source for source in sources), "the pod's own account"
-    assert pod["serviceAccountName"] == EXTENDER_ACCOUNT
-    assert pod_spec(install, LOOPS_POD)["serviceAccountName"] == LOOPS_ACCOUNT
-    for account in (SCHEDULER_ACCOUNT, EXTENDER_ACCOUNT):
+def test_each_pod_holds_one_identity_with_a_projected_token_of_at_most_an_hour(install: list[Document]) -> None:
+    assert not [s for s in of_kind(install, "Secret") if s.get("type") == "kubernetes.io/service-account-token"]
+    accounts = {SCHEDULER_POD: SCHEDULER_ACCOUNT, VERBS_POD: EXTENDER_ACCOUNT, LOOPS_POD: LOOPS_ACCOUNT}
+    for deployment, account in accounts.items():
+        pod = pod_spec(install, deployment)
+        assert pod["serviceAccountName"] == account
+        assert pod["automountServiceAccountToken"] is False, "the automatic token may be extended to a year"
         assert named(install, "ServiceAccount", account)["automountServiceAccountToken"] is False
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        for each in pod["containers"]:
+            (mount,) = [m for m in each["volumeMounts"] if m["mountPath"] == TOKEN_PATH]
+            (token,) = [
+                s["serviceAccountToken"]
+                for s in volumes[mount["name"]]["projected"]["sources"]
+                if "serviceAccountToken" in s
+            ]
+            assert token["expirationSeconds"] <= 3600, deployment
+            assert "audience" not in token, "the API server's audience"
 
 
 def test_the_verb_serving_extender_may_only_watch_and_publish_plans() -> None:
@@ -433,15 +468,13 @@ def test_the_extender_and_the_loops_may_watch_every_kind_the_model_follows(insta
                 assert (group, kind.plural, verb, "*") in rights, (account, kind.plural, group)
 
 
-def test_the_observe_listeners_are_scraped_and_reachable_through_services_while_the_verbs_stay_local() -> None:
+def test_the_observe_listeners_are_scraped_and_reachable_through_services() -> None:
     docs = manifests()
     by_name = containers(docs)
-    args = by_name["tfjob-extender"]["args"]
-    assert (flag(args, "--host"), flag(args, "--port")) == ("127.0.0.1", "8888")
     services = {service["metadata"]["name"]: service for service in of_kind(docs, "Service")}
-    assert set(services) == {"tfjob-extender-observe", "tfjob-extender-loops"}, "only the observe listeners"
+    assert set(services) == {"tfjob-extender-observe", "tfjob-extender-loops", "tfjob-extender-verbs"}
     for service_name, deployment, container, port_flag in (
-        ("tfjob-extender-observe", SCHEDULER_POD, "tfjob-extender", "--observe-port"),
+        ("tfjob-extender-observe", VERBS_POD, "tfjob-extender", "--observe-port"),
         ("tfjob-extender-loops", LOOPS_POD, LOOPS_POD, "--port"),
     ):
         port = int(flag(by_name[container]["args"], port_flag))
@@ -456,10 +489,10 @@ def test_the_observe_listeners_are_scraped_and_reachable_through_services_while_
         service = services[service_name]
         assert service["metadata"]["namespace"] == NAMESPACE
         assert service["spec"]["selector"].items() <= template["metadata"]["labels"].items()
-        other = LOOPS_POD if deployment == SCHEDULER_POD else SCHEDULER_POD
-        other_labels = named(docs, "Deployment", other)["spec"]["template"]["metadata"]["labels"]
-        assert not service["spec"]["selector"].items() <= other_labels.items(), "selects its own pod only"
+        for other in {SCHEDULER_POD, VERBS_POD, LOOPS_POD} - {deployment}:
+            other_labels = named(docs, "Deployment", other)["spec"]["template"]["metadata"]["labels"]
+            assert not service["spec"]["selector"].items() <= other_labels.items(), "selects its own pods only"
         (exposed,) = service["spec"]["ports"]
         assert exposed["port"] == port
-        (container_port,) = by_name[container]["ports"]
+        (container_port,) = [p for p in by_name[container]["ports"] if p["containerPort"] == port]
         assert exposed["targetPort"] in (container_port["name"], port)
