@@ -3,10 +3,12 @@
 No kubelet runs here, so each container of a rendered Deployment becomes a process of the control plane's
 process group (stopped and logged like its other processes): the rendered `command` and `args` (an image's
 entrypoint stood in for by the local program that image ships, `STAND_INS`), the rendered `env`, the files
-of the ConfigMaps it mounts written to a directory of its own (the mount paths in its arguments mapped
-there), under a kubeconfig holding a TokenRequest token of the ServiceAccount whose credentials the
-container mounts. What differs from the rendered container is listed, with the reason, in `LOCAL_CHANGES`
-and made in `local_command` only. The ports stay the rendered ones; one already taken fails at once.
+of the ConfigMaps and Secrets it mounts written to a directory of its own (the mount paths in its arguments
+and in kube-scheduler's configuration mapped there; a Secret read from the API server once it exists, as
+the kubelet waits for it), under a kubeconfig holding a TokenRequest token of the ServiceAccount whose
+credentials the container mounts. What differs from the rendered container is listed, with the reason, in
+`LOCAL_CHANGES` and made in `local_command` only. The ports stay the rendered ones; one already taken fails
+at once.
 
 `probes` lists the HTTP probes the containers declare, and `answer_within_budget` asks each what the kubelet
 would, until it answers 200 or its budget (the initial delay and as many periods as the failure threshold
@@ -21,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +44,12 @@ LOCAL_CHANGES = {
     f"in-cluster token at {TOKEN_PATH} here",
     "loopback": f"{EVERY_ADDRESS} becomes {LOOPBACK} (kube-scheduler, which binds to {EVERY_ADDRESS} by default, gets "
     f"`--bind-address={LOOPBACK}`): servers bind to the loopback address only on this machine",
-    "services": f"a Service's address in an argument (`http://NAME.NAMESPACE.svc:PORT`) becomes {LOOPBACK} and the "
-    "port of the container behind it: no cluster DNS or Service proxy runs here",
+    "services": f"a Service's address in an argument or in kube-scheduler's extender `urlPrefix` "
+    f"(`https://NAME.NAMESPACE.svc:PORT`) becomes {LOOPBACK} and the port of the container behind it: no cluster DNS "
+    "or Service proxy runs here (the extender's `tlsConfig.serverName` still names the Service, so the serving "
+    "certificate is checked as in a cluster)",
+    "secrets": "a mounted Secret's items are read from the API server once, when the container starts: the kubelet "
+    "would also update them in place as they change",
 }
 """Every way a process run here differs from its rendered container, and why."""
 DEFAULT_PERIOD_S = 10
@@ -133,8 +140,8 @@ def local_url(docs: list[Document], argument: str) -> str:
 
 
 def service_account(docs: list[Document], container: Container) -> str:
-    """The ServiceAccount whose credentials the container holds: the token Secret or projected token mounted
-    at `TOKEN_PATH`, or, with none mounted there, its pod's account if the token is mounted automatically."""
+    """The ServiceAccount whose credentials the container holds: its pod's, through the projected token
+    mounted at `TOKEN_PATH` or, with none mounted there, the token mounted automatically."""
     volumes = {v["name"]: v for v in container.pod.get("volumes") or []}
     mounts = [m for m in container.spec.get("volumeMounts") or [] if m["mountPath"] == TOKEN_PATH]
     pod_account = str(container.pod.get("serviceAccountName") or "default")
@@ -144,28 +151,38 @@ def service_account(docs: list[Document], container: Container) -> str:
         assert automount is not False, f"{container.name}: no credentials at all"
         return pod_account
     volume = volumes[mounts[0]["name"]]
-    if "secret" in volume:
-        secret = named(docs, "Secret", volume["secret"]["secretName"])
-        assert secret["type"] == "kubernetes.io/service-account-token", secret
-        return str(secret["metadata"]["annotations"]["kubernetes.io/service-account.name"])
     sources = volume["projected"]["sources"]
     assert any("serviceAccountToken" in source for source in sources), volume
     return pod_account
 
 
-def mounted_config_files(docs: list[Document], container: Container, directory: Path) -> dict[str, Path]:
-    """Write the files of every ConfigMap the container mounts under `directory`; return mount path → the
-    local directory holding them. The credentials at `TOKEN_PATH` are left to `LOCAL_CHANGES`; any other
-    volume has no stand-in here."""
+def mounted_secrets(container: Container) -> list[str]:
+    """The Secrets the container mounts (which must exist before it can start)."""
+    volumes = {v["name"]: v for v in container.pod.get("volumes") or []}
+    mounted = [volumes[m["name"]] for m in container.spec.get("volumeMounts") or [] if m["mountPath"] != TOKEN_PATH]
+    return [volume["secret"]["secretName"] for volume in mounted if "secret" in volume]
+
+
+def mounted_files(
+    docs: list[Document], container: Container, directory: Path, secret_data: Callable[[str], dict[str, str]]
+) -> dict[str, Path]:
+    """Write the files of every ConfigMap and Secret the container mounts under `directory` (a Secret's keys →
+    texts from `secret_data`); return mount path → the local directory holding them. The credentials at
+    `TOKEN_PATH` are left to `LOCAL_CHANGES`; any other volume has no stand-in here."""
     volumes = {v["name"]: v for v in container.pod.get("volumes") or []}
     mapped: dict[str, Path] = {}
     for mount in container.spec.get("volumeMounts") or []:
         if mount["mountPath"] == TOKEN_PATH:
             continue
         volume = volumes[mount["name"]]
-        assert "configMap" in volume, f"{container.name}: volume {mount['name']} has no local stand-in: {volume}"
-        data = named(docs, "ConfigMap", volume["configMap"]["name"])["data"]
-        items = volume["configMap"].get("items") or [{"key": key, "path": key} for key in data]
+        if "configMap" in volume:
+            source = volume["configMap"]
+            data = named(docs, "ConfigMap", source["name"])["data"]
+        else:
+            assert "secret" in volume, f"{container.name}: volume {mount['name']} has no local stand-in: {volume}"
+            source = volume["secret"]
+            data = secret_data(source["secretName"])
+        items = source.get("items") or [{"key": key, "path": key} for key in data]
         local = directory / container.name / mount["name"]
         local.mkdir(parents=True)
         for item in items:
@@ -194,7 +211,7 @@ def program(plane: LocalControlPlane, container: Container) -> list[str]:
 
 
 def local_command(
-    plane: LocalControlPlane, container: Container, kubeconfig: Path, mounts: dict[str, Path]
+    plane: LocalControlPlane, docs: list[Document], container: Container, kubeconfig: Path, mounts: dict[str, Path]
 ) -> list[str]:
     """The container's command as run here: rendered, with only `LOCAL_CHANGES` made."""
     command = [mapped_argument(argument, mounts) for argument in program(plane, container)]
@@ -204,6 +221,12 @@ def local_command(
         settings = yaml.safe_load(Path(config).read_text())
         assert "kubeconfig" not in settings.get("clientConnection", {}), settings
         settings.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
+        for extender in settings.get("extenders") or []:
+            extender["urlPrefix"] = local_url(docs, extender["urlPrefix"])
+            tls = extender.get("tlsConfig") or {}
+            for key in ("caFile", "certFile", "keyFile"):
+                if key in tls:
+                    tls[key] = mapped_argument(tls[key], mounts)
         Path(config).write_text(yaml.safe_dump(settings))
         return [
             *command,

@@ -66,7 +66,7 @@ def test_helm_install_creates_and_runs_the_charts_pods_under_restricted_pod_secu
 
     deployments = plane.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments")["items"]
     wanted = {d["metadata"]["name"]: d["spec"]["replicas"] for d in deployments}
-    assert set(wanted) == {f"{RELEASE}-scheduler", f"{RELEASE}-loops"}, wanted
+    assert set(wanted) == {f"{RELEASE}-scheduler", f"{RELEASE}-verbs", f"{RELEASE}-loops"}, wanted
 
     def running() -> list[dict[str, Any]] | None:
         pods = plane.pods(NAMESPACE)

@@ -22,6 +22,7 @@ the chart's ServiceAccounts was refused and that every grant of the chart's own 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import functools
@@ -101,9 +102,12 @@ the loops acting; the debug views for the viewer."""
 PROCESS_NAMES = {"kube-scheduler": "kube-scheduler", "tfjob-extender": "extender", "tfjob-extender-loops": "loops"}
 """Container → the name of its process in the control plane's group (and its log file); the shared helpers
 read the extender's log as `extender`."""
-UNREACHED_GRANTS: dict[tuple[str, str, str, str], str] = {}
+UNREACHED_GRANTS: dict[tuple[str, str, str, str], str] = {
+    (f"{RELEASE}-loops", "", "secrets", "update"): "k8s/verbs_tls.py: the verbs' certificates renewed, which is due "
+    "only when a third of their 30 days is left (tests/unit/k8s/test_verbs_certificates.py)",
+}
 """(account, API group, resource[/subresource], verb) the chart grants for a code path this module does not
-reach → that code path. Empty: the scenarios reach every grant, the patches of PodGroups of all three
+reach → that code path. The scenarios reach every other grant, the patches of PodGroups of all three
 dialects by both processes among them (each process alone plans a gang of every dialect while the other is
 down, so neither's patch depends on which of them reserves a plan first)."""
 CREDENTIALS = ("credentials-1", "credentials-2")
@@ -203,20 +207,24 @@ def start_containers(
     plane: LocalControlPlane, docs: list[Document], directory: Path
 ) -> tuple[dict[str, float], dict[str, int], dict[str, Path]]:
     """Every container of the rendered Deployments as a process of the control plane's group, under its own
-    ServiceAccount; returns container → when it started (monotonic), process → its observe port, and
-    ServiceAccount → its kubeconfig."""
+    ServiceAccount, those that mount a Secret once it exists (the loops write the verbs' certificates, as the
+    kubelet waits for a pod's Secrets); returns container → when it started (monotonic), process → its
+    observe port, and ServiceAccount → its kubeconfig."""
     kubeconfigs: dict[str, Path] = {}
     started, ports = {}, {}
     (directory / "credentials").mkdir(parents=True)
-    for container in installed_form.containers(docs):
+    every = installed_form.containers(docs)
+    for container in every:
         installed_form.refuse_taken_ports(container)
-    for container in installed_form.containers(docs):
+    for container in sorted(every, key=lambda c: bool(installed_form.mounted_secrets(c))):
+        for secret in installed_form.mounted_secrets(container):
+            wait_until(f"the Secret {secret}", functools.partial(secret_texts, plane, secret), 60)
         account = installed_form.service_account(docs, container)
         if account not in kubeconfigs:
             path = directory / "credentials" / f"{account}.kubeconfig"
             kubeconfigs[account] = plane.service_account_kubeconfig(NAMESPACE, account, path, CREDENTIALS[0])
-        mounts = installed_form.mounted_config_files(docs, container, directory)
-        command = installed_form.local_command(plane, container, kubeconfigs[account], mounts)
+        mounts = installed_form.mounted_files(docs, container, directory, lambda name: secret_texts(plane, name))
+        command = installed_form.local_command(plane, docs, container, kubeconfigs[account], mounts)
         name = PROCESS_NAMES.get(container.name, container.name)
         started[container.name] = time.monotonic()
         plane.spawn(name, command, installed_form.environment(container))
@@ -226,9 +234,20 @@ def start_containers(
     return started, ports, kubeconfigs
 
 
+def secret_texts(plane: LocalControlPlane, name: str) -> dict[str, str]:
+    """The keys of the Secret `name` of the release's namespace → their texts ({} while there is none)."""
+    try:
+        secret = plane.get(f"/api/v1/namespaces/{NAMESPACE}/secrets/{name}")
+    except ApiError as error:
+        if error.status == 404:
+            return {}
+        raise
+    return {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
+
+
 def verb_port(container: Container) -> int:
-    """The port of `serve`'s verb listener (its `--port`), which kube-scheduler calls, open on the loopback
-    address; its `/debug` is on the observe port, behind the viewer's token."""
+    """The port of `serve`'s verb listener (its `--port`), which kube-scheduler calls over mutual TLS; its
+    `/debug` is on the observe port, behind the viewer's token."""
     args = container.spec["args"]
     return int(args[args.index("--port") + 1])
 
