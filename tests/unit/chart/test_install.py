@@ -496,3 +496,19 @@ def test_the_observe_listeners_are_scraped_and_reachable_through_services() -> N
         assert exposed["port"] == port
         (container_port,) = [p for p in by_name[container]["ports"] if p["containerPort"] == port]
         assert exposed["targetPort"] in (container_port["name"], port)
+
+
+def test_no_identity_can_mint_or_read_another_identitys_credentials(install: list[Document]) -> None:
+    """No token lives in a Secret, and no identity of the chart may request a token for a ServiceAccount or
+    read any Secret but the certificates the loops keep (by name)."""
+    for account in ACCOUNTS:
+        rights = granted_to(install, account)
+        assert not [r for r in rights if r[1] == "serviceaccounts/token"], account
+        secrets = {(verb, name) for _, resource, verb, name in rights if resource == "secrets"}
+        if account != LOOPS_ACCOUNT:
+            assert not secrets, account
+            continue
+        assert {name for verb, name in secrets if verb in ("get", "list", "watch")} <= {
+            "tfjob-extender-verbs-tls",
+            "tfjob-extender-webhook-tls",
+        }, secrets
