@@ -47,9 +47,11 @@ busy and polled p99 ≤ 1.5 × quiet p99; under each observe-side attack p99 ≤
 from __future__ import annotations
 
 import argparse
+import datetime
 import http.client
 import os
 import random
+import ssl
 import statistics
 import subprocess
 import sys
@@ -70,7 +72,7 @@ from benchmarks.listener_attacks import ATTACKER_NICENESS, Attack, attacker_proc
 from benchmarks.served_extender import served_extender
 from extender.api.app import make_service
 from extender.api.verbs import HANDLERS, Service, answer
-from extender.config import Settings
+from extender.config import AuthSettings, Settings
 from extender.devcluster.processes import free_port
 from extender.state.kinds import Kind
 from extender.state.offline import load_snapshot_file
@@ -158,16 +160,26 @@ def this_script(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:
 
 
 def start_server(
-    snapshot: Path, port: int, observe_port: int, *, loops: bool, churn: float, interval: float, kind: str = "edge"
+    snapshot: Path,
+    port: int,
+    observe_port: int,
+    *,
+    loops: bool,
+    churn: float,
+    interval: float,
+    kind: str = "edge",
+    tls_dir: Path | None = None,
 ) -> subprocess.Popen[str]:
     args = ["--serve", str(snapshot), "--port", str(port), "--observe-port", str(observe_port)]
     args += ["--churn-per-s", str(churn), "--server", kind, "--loop-interval-s", str(interval)]
+    args += ["--tls-dir", str(tls_dir)] if tls_dir is not None else []
     server = this_script(*args, *(["--loops"] if loops else []))
+    ready = f"http://127.0.0.1:{observe_port if kind == 'edge' else port}/readyz"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert server.poll() is None, "the extender exited"
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+            if httpx.get(ready).status_code == 200:
                 return server
         except httpx.TransportError:
             time.sleep(0.2)
@@ -223,16 +235,34 @@ def run_loops_alone(snapshot: Path, churn: float, interval: float) -> None:
 
 
 def serve(
-    snapshot: Path, port: int, observe_port: int, *, loops: bool, churn: float, interval: float, server: str
+    snapshot: Path,
+    port: int,
+    observe_port: int,
+    *,
+    loops: bool,
+    churn: float,
+    interval: float,
+    server: str,
+    tls_dir: Path | None = None,
 ) -> None:
     """The extender as `serve --cluster-snapshot --observe-port --observe-debug` builds it, plus the churn and
     (with `loops`) the preemption loop and the scaler in shadow mode, in this process until SIGTERM: its verb
     listener and observe listener (`server` "edge"), or for comparison a minimal ASGI app around the same
-    verbs on plain uvicorn ("uvicorn")."""
+    verbs on plain uvicorn ("uvicorn"). With `tls_dir` the verbs want a client certificate (`mtls_files`), as
+    in the chart."""
     from extender.cli.runtime import Part, Runtime
     from extender.cli.serving import Wiring, listeners
 
     settings = Settings(port=port, observe_port=observe_port, observe_debug=True)
+    if tls_dir is not None:
+        settings = replace(
+            settings,
+            auth=AuthSettings(
+                tls_cert_file=tls_dir / "tls.crt",
+                tls_key_file=tls_dir / "tls.key",
+                tls_client_ca_file=tls_dir / "ca.crt",
+            ),
+        )
     state = loaded_model(snapshot, settings)
     service = make_service(settings, state, time.time)
     churning = threading.Thread(target=churn_events, args=(state, churn), daemon=True)
@@ -410,6 +440,21 @@ def start_loops_alone(snapshot: Path, args: argparse.Namespace) -> subprocess.Po
     return process
 
 
+def mtls_files(directory: Path) -> ssl.SSLContext:
+    """The chart's verbs certificates (as the loops make them, for the Service and 127.0.0.1) written into
+    `directory` for the server; the client's context, holding kube-scheduler's client certificate."""
+    from extender.k8s.verbs_certificates import renewed
+
+    made = renewed(None, ("tfjob-extender-verbs", "127.0.0.1"), datetime.datetime.now(datetime.UTC), 30)
+    assert made is not None
+    for name, text in (("ca.crt", made.ca_cert), ("tls.crt", made.cert), ("tls.key", made.key)):
+        (directory / name).write_text(text)
+    (directory / "client.pem").write_text(made.client_cert + made.client_key)
+    context = ssl.create_default_context(cadata=made.ca_cert)
+    context.load_cert_chain(str(directory / "client.pem"))
+    return context
+
+
 def run_mode(
     snapshot: Path,
     args: argparse.Namespace,
@@ -419,6 +464,7 @@ def run_mode(
     poll_debug: bool = False,
     loops_alone: bool = False,
     server_kind: str = "edge",
+    tls: tuple[Path, ssl.SSLContext] | None = None,
 ) -> dict[tuple[str, int], list[float]]:
     port, observe_port = free_port(), free_port()
     server = start_server(
@@ -429,6 +475,7 @@ def run_mode(
         churn=args.churn_per_s,
         interval=args.loop_interval_s,
         kind=server_kind,
+        tls_dir=tls[0] if tls is not None else None,
     )
     loops_process = start_loops_alone(snapshot, args) if loops_alone else None
     results: dict[tuple[str, int], list[float]] = {}
@@ -437,7 +484,11 @@ def run_mode(
     if poll_debug:
         threading.Thread(target=poll_debug_state, args=(observe_port, stop_polling, polls), daemon=True).start()
     try:
-        client = http.client.HTTPConnection("127.0.0.1", port)
+        client = (
+            http.client.HTTPConnection("127.0.0.1", port)
+            if tls is None
+            else http.client.HTTPSConnection("127.0.0.1", port, context=tls[1])
+        )
         try:
             for count in CANDIDATE_COUNTS:
                 for case, (verb, body) in cases(count).items():
@@ -486,6 +537,15 @@ def run(args: argparse.Namespace) -> None:
                 ours = stats(quiet[(case, count)])
                 theirs = stats(timings)
                 print(f"{case:<30} {count:>6} | p50 {theirs[0] / ours[0]:.2f}  p99 {theirs[1] / ours[1]:.2f}")
+        if args.mtls:
+            print(f"\nquiet, the verbs over mutual TLS as the chart serves them (one connection kept open)\n{header}")
+            directory = Path(workdir) / "tls"
+            directory.mkdir()
+            mutual = run_mode(snapshot, args, loops=False, service=None, tls=(directory, mtls_files(directory)))
+            print("mutual TLS / plain HTTP")
+            for (case, count), timings in mutual.items():
+                plain, secured = stats(quiet[(case, count)]), stats(timings)
+                print(f"{case:<30} {count:>6} | p50 {secured[0] / plain[0]:.2f}  p99 {secured[1] / plain[1]:.2f}")
         if args.debug_readers:
             print(f"\nquiet, while a reader polls /debug/state without pause\n{header} | p99 / quiet p99")
             polled = run_mode(snapshot, args, loops=False, service=None, poll_debug=True)
@@ -577,7 +637,13 @@ def main() -> None:
     parser.add_argument(
         "--attack-candidates", type=int, default=500, choices=CANDIDATE_COUNTS, help="candidates (--observe-attacks)"
     )
+    parser.add_argument(
+        "--mtls",
+        action="store_true",
+        help="also measure the quiet mode with the verbs over mutual TLS (as the chart serves them) and print ratios",
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--tls-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", choices=("edge", "uvicorn"), default="edge", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--observe-port", type=int, default=0, help=argparse.SUPPRESS)
@@ -595,6 +661,7 @@ def main() -> None:
             churn=args.churn_per_s,
             interval=args.loop_interval_s,
             server=args.server,
+            tls_dir=args.tls_dir,
         )
     else:
         run(args)
