@@ -5,7 +5,8 @@ The rights are those the chart grants its ServiceAccounts for what their process
 kube-scheduler binds pods, lists and watches nodes and pods, and holds its Lease (named the scheduler name)
 in the release namespace; the extender lists and watches what it models and patches PodGroups of all three
 gang dialects; the loops read the same, evict through `pods/eviction`, get and patch TFJobs, create Events
-and hold their own Lease (`--lease-name` of the loops Deployment, else `<fullname>-loops`). Each right is
+and hold their own Lease (`--lease-name` of the loops Deployment, else `<fullname>-loops`) and keep the
+verbs' certificates in the Secret `<fullname>-verbs-tls`. Each right is
 asked as a SubjectAccessReview (`review`) for the ServiceAccount's user and groups, so the answer is the
 API server's authorizer's, whatever grants it; a right denied is one failing finding naming the account,
 the verb and the resource, and the chart's binding that grants it. A release scoped to some namespaces
@@ -91,16 +92,21 @@ def loops_lease(install: Install, deployments: list[Object]) -> str:
     return install.loops_account
 
 
-def _lease(account: str, namespace: str, name: str, binding: str) -> list[Need]:
-    """Holding a Lease: creating it in the namespace (`create` cannot be limited by name), reading and
-    renewing it by name."""
+def _kept(account: str, resource: str, group: str, namespace: str, name: str, binding: str) -> list[Need]:
+    """Keeping one object: creating it in the namespace (`create` cannot be limited by name), reading and
+    updating it by name."""
     return [
-        Need(account, Right("create", "leases", LEASE_GROUP, namespace=namespace), binding),
+        Need(account, Right("create", resource, group, namespace=namespace), binding),
         *(
-            Need(account, Right(verb, "leases", LEASE_GROUP, namespace=namespace, name=name), binding)
+            Need(account, Right(verb, resource, group, namespace=namespace, name=name), binding)
             for verb in ("get", "update")
         ),
     ]
+
+
+def _lease(account: str, namespace: str, name: str, binding: str) -> list[Need]:
+    """Holding a Lease."""
+    return _kept(account, "leases", LEASE_GROUP, namespace, name, binding)
 
 
 def _reads(account: str, binding: str) -> list[Need]:
@@ -171,6 +177,14 @@ def needs(install: Install, lease: str, managed: tuple[str, ...] = ()) -> list[N
             managed,
         ),
         *_lease(loops, namespace, lease, f"RoleBinding {namespace}/{loops}-lease"),
+        *_kept(
+            loops,
+            "secrets",
+            "",
+            namespace,
+            f"{install.fullname}-verbs-tls",
+            f"RoleBinding {namespace}/{loops}-verbs-certificates",
+        ),
     ]
 
 
