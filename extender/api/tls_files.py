@@ -34,7 +34,7 @@ class TlsFiles:
         self._on_context = on_context
         self._paths = [p for p in (auth.tls_cert_file, auth.tls_key_file, auth.tls_client_ca_file) if p is not None]
         self._seen = self._stamps()
-        self._rounds = Rounds("TLS files", self.keep, reread_s, RETRY_S)
+        self._rounds = Rounds("tls-files", self.keep, reread_s, RETRY_S)
 
     def _stamps(self) -> tuple[tuple[int, int, int], ...]:
         return tuple(_stamp(path) for path in self._paths)

@@ -24,7 +24,7 @@ class Rounds:
         self.error = ""
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"rounds-{self._name}", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

@@ -76,7 +76,7 @@ class VerbsCertificateKeeper:
         self._api = api_client
         self._source = source
         self._clock = clock
-        self._rounds = Rounds("verbs certificates", self.keep, RECHECK_S, RETRY_S)
+        self._rounds = Rounds("verbs-certificates", self.keep, RECHECK_S, RETRY_S)
 
     @property
     def error(self) -> str:

@@ -11,7 +11,7 @@ Two sources (`CertificateSource`, from the webhook's settings):
   differs (a JSON patch that tests the resourceVersion it read). Never Helm's `genCA`, which changes on
   every render.
 A round runs at start and every `RECHECK_S` (`RETRY_S` after a failure), on a thread of its own
-(`webhook-certificates`). Until the first certificate is loaded the listener serves a throwaway self-signed
+(`rounds-webhook-certificates`). Until the first certificate is loaded the listener serves a throwaway self-signed
 one, which no API server trusts: TLS is never off. `status` is what `/debug/native-gangs` and `/readyz` show.
 """
 
@@ -135,7 +135,7 @@ class WebhookCertificates:
         self._settings = settings
         self._on_context = on_context
         self._clock = clock
-        self._rounds = Rounds("webhook certificates", self.keep, RECHECK_S, RETRY_S)
+        self._rounds = Rounds("webhook-certificates", self.keep, RECHECK_S, RETRY_S)
         self._loaded = ""
         self._files_seen: tuple[float, float] | None = None
         self.not_after: datetime.datetime | None = None
