@@ -16,7 +16,7 @@ from pathlib import Path
 
 from extender.api.auth import tls_context
 from extender.config import AuthSettings
-from extender.k8s.rounds import Rounds
+from extender.k8s.rounds import InRounds, Rounds
 
 TLS_FILES_REREAD_S = 30.0
 """Seconds between looks at a listener's TLS files (the kubelet updates a mounted Secret within a minute
@@ -24,7 +24,7 @@ or so)."""
 RETRY_S = 5.0
 
 
-class TlsFiles:
+class TlsFiles(InRounds):
     """Watches the TLS files of one listener (see the module's text)."""
 
     def __init__(
@@ -48,12 +48,6 @@ class TlsFiles:
         assert context is not None
         self._on_context(context)
         self._seen = stamps
-
-    def start(self) -> None:
-        self._rounds.start()
-
-    def stop(self) -> None:
-        self._rounds.stop()
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:

@@ -44,3 +44,20 @@ class Rounds:
                 wait = self._retry_s
             if self._stop.wait(wait):
                 return
+
+
+class InRounds:
+    """A keeper whose upkeep runs in `Rounds` (`_rounds`, set by its constructor): started and stopped with
+    them, its last failure theirs."""
+
+    _rounds: Rounds
+
+    @property
+    def error(self) -> str:
+        return self._rounds.error
+
+    def start(self) -> None:
+        self._rounds.start()
+
+    def stop(self) -> None:
+        self._rounds.stop()

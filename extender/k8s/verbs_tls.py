@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from extender.k8s import secrets
-from extender.k8s.rounds import Rounds
+from extender.k8s.rounds import InRounds, Rounds
 from extender.k8s.verbs_certificates import VerbsCertificates, renewed
 from extender.k8s.webhook_tls import RECHECK_S, RETRY_S, utc_now
 
@@ -63,7 +63,7 @@ def secret_texts(certificates: VerbsCertificates, now: datetime.datetime) -> dic
     return {**texts, BUNDLE_KEY: certificates.bundle(now)}
 
 
-class VerbsCertificateKeeper:
+class VerbsCertificateKeeper(InRounds):
     """The keeper (see the module's text)."""
 
     def __init__(
@@ -77,16 +77,6 @@ class VerbsCertificateKeeper:
         self._source = source
         self._clock = clock
         self._rounds = Rounds("verbs-certificates", self.keep, RECHECK_S, RETRY_S)
-
-    @property
-    def error(self) -> str:
-        return self._rounds.error
-
-    def start(self) -> None:
-        self._rounds.start()
-
-    def stop(self) -> None:
-        self._rounds.stop()
 
     def keep(self) -> None:
         """One round: make and write what is due."""

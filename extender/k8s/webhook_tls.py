@@ -34,7 +34,7 @@ from extender.k8s import secrets
 from extender.k8s.certificates import Certificates, new_ca, new_serving, not_after, renewed
 from extender.k8s.client import api_call
 from extender.k8s.reads import get_or_none
-from extender.k8s.rounds import Rounds
+from extender.k8s.rounds import InRounds, Rounds
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def bundle_patch(configuration: dict[str, Any], bundle: str) -> list[dict[str, A
     return patch
 
 
-class WebhookCertificates:
+class WebhookCertificates(InRounds):
     """The webhook's certificate keeper (see the module's text); `on_context` gets each new server context."""
 
     def __init__(
@@ -154,16 +154,6 @@ class WebhookCertificates:
             "configuration": self._settings.configuration,
             "error": self.error or None,
         }
-
-    @property
-    def error(self) -> str:
-        return self._rounds.error
-
-    def start(self) -> None:
-        self._rounds.start()
-
-    def stop(self) -> None:
-        self._rounds.stop()
 
     def keep(self) -> None:
         """One round: load what is due, write what is due."""

@@ -4,7 +4,6 @@ discovery documents say about the cluster, the webhook's certificates and the ca
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime
 import ssl
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from extender.k8s.native_mode import native_api
 from extender.k8s.webhook_tls import bundle_patch, certificates_of, secret_texts, server_context
 from extender.loops.native_gangs import KeptGang, NativeGangAction
 from extender.state.workload_api import min_count
+from tests.certificates import handshake
 
 NOW = datetime.datetime(2026, 10, 1, tzinfo=datetime.UTC)
 HOSTS = ["tfjob-extender-webhook", "tfjob-extender-webhook.tfjob-system.svc", "127.0.0.1"]
@@ -103,16 +103,8 @@ def test_the_serving_certificate_is_trusted_through_the_bundle_for_each_name() -
     assert made is not None
     server = server_context(made.cert, made.key)
     client = ssl.create_default_context(cadata=made.bundle(datetime.datetime.now(datetime.UTC)))
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    to_client, to_server = ssl.MemoryBIO(), ssl.MemoryBIO()
-    server_side = server.wrap_bio(to_server, to_client, server_side=True)
-    client_side = client.wrap_bio(incoming, outgoing, server_hostname="tfjob-extender-webhook.tfjob-system.svc")
-    for _ in range(10):
-        for side in (client_side, server_side):
-            with contextlib.suppress(ssl.SSLWantReadError):
-                side.do_handshake()
-        to_server.write(outgoing.read())
-        incoming.write(to_client.read())
+    client_side = handshake(server, client, "tfjob-extender-webhook.tfjob-system.svc")
+    assert client_side is not None
     peer = client_side.getpeercert()
     assert peer is not None
     assert ("DNS", "tfjob-extender-webhook.tfjob-system.svc") in list(peer["subjectAltName"])

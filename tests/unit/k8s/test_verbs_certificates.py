@@ -3,7 +3,6 @@ between a kube-scheduler-like client and the verb listener's context built from 
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ssl
 from pathlib import Path
@@ -18,6 +17,7 @@ from extender.k8s import reads, secrets
 from extender.k8s.certificates import not_after, signed_by
 from extender.k8s.verbs_certificates import VerbsCertificates, renewed
 from extender.k8s.verbs_tls import BUNDLE_KEY, VerbsCertificateKeeper, VerbsTlsSource, certificates_of, secret_texts
+from tests.certificates import handshake as tls_handshake
 
 NOW = datetime.datetime(2026, 10, 1, tzinfo=datetime.UTC)
 HOSTS = ("tfjob-extender-verbs", "tfjob-extender-verbs.tfjob-system.svc")
@@ -73,23 +73,7 @@ def test_the_secret_round_trips_and_carries_the_bundle_the_pods_mount() -> None:
 
 
 def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> bool:
-    """Whether a TLS handshake between the two contexts, over memory, succeeds."""
-    incoming, outgoing, to_client, to_server = (ssl.MemoryBIO() for _ in range(4))
-    server_side = server.wrap_bio(to_server, to_client, server_side=True)
-    client_side = client.wrap_bio(incoming, outgoing, server_hostname=HOSTS[1])
-    try:
-        for _ in range(10):
-            for side in (client_side, server_side):
-                with contextlib.suppress(ssl.SSLWantReadError):
-                    side.do_handshake()
-            to_server.write(outgoing.read())
-            incoming.write(to_client.read())
-        server_side.write(b"x")
-        client_side.write(b"y")
-        to_server.write(outgoing.read())
-        return server_side.read(1) == b"y"
-    except ssl.SSLError:
-        return False
+    return tls_handshake(server, client, HOSTS[1]) is not None
 
 
 def mounted(directory: Path, certificates: VerbsCertificates, now: datetime.datetime) -> AuthSettings:
