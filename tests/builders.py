@@ -332,6 +332,7 @@ def _kind(obj: Obj) -> Kind:
         "TFJob": Kind.TFJOB,
         "PriorityClass": Kind.PRIORITY_CLASS,
         "ClusterNetworkTopology": Kind.NETWORK_TOPOLOGY,
+        "WorkloadPriorityClass": Kind.WORKLOAD_PRIORITY_CLASS,
     }
     return kinds[obj["kind"]]
 
@@ -353,6 +354,16 @@ def hold(
 
 def make_priority_class(name: str, value: int) -> Obj:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def make_workload_priority_class(name: str, value: int) -> Obj:
+    """Kueue's WorkloadPriorityClass."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
 
 
 def cpu_nodes(count: int, cpu: str = "4") -> list[Obj]:

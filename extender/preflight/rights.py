@@ -32,6 +32,7 @@ MODELLED = (
     *((group, "podgroups") for group in GANG_GROUPS),
     ("kubeflow.org", "tfjobs"),
     ("scheduling.koordinator.sh", "clusternetworktopologies"),
+    ("kueue.x-k8s.io", "workloadpriorityclasses"),
 )
 """(API group, resource) the extender and the loops list and watch."""
 LEASE_GROUP = "coordination.k8s.io"

@@ -102,6 +102,7 @@ def _job(obj: Json) -> JobView:
         if annotation_of(meta, MIN_RUN_ANNOTATION) is not None
         else None,
         kueue_managed=kueue.managed_by_kueue(meta, spec),
+        kueue_priority_class=kueue.workload_priority_class(meta),
         scheduler_names=tuple(sorted(scheduler_names)),
         scheduling_group=scheduling_groups[0] if len(set(scheduling_groups)) == 1 else "",
         native_gang=fields.dns_subdomain(native, f"annotation {NATIVE_GANG_ANNOTATION}")

@@ -29,6 +29,9 @@ class Kind(enum.Enum):
     PRIORITY_CLASS = "PriorityClass"
     NETWORK_TOPOLOGY = "ClusterNetworkTopology"
     """`scheduling.koordinator.sh/v1alpha1`: the network layers; only the object named `default` counts."""
+    WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+    """`kueue.x-k8s.io/v1beta2` (`v1beta1` before Kueue v0.15): the priorities Kueue gives the Workloads of
+    jobs labelled `kueue.x-k8s.io/priority-class`, which the priority boost must stay below."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,14 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType(Kind.TFJOB, "kubeflow.org/v1", "tfjobs", namespaced=True, optional=True),
     ResourceType(Kind.PRIORITY_CLASS, "scheduling.k8s.io/v1", "priorityclasses", namespaced=False, optional=False),
+    ResourceType(
+        Kind.WORKLOAD_PRIORITY_CLASS,
+        "kueue.x-k8s.io/v1beta2",
+        "workloadpriorityclasses",
+        namespaced=False,
+        optional=True,
+        older_versions=("v1beta1",),
+    ),
     ResourceType(
         Kind.NETWORK_TOPOLOGY,
         "scheduling.koordinator.sh/v1alpha1",

@@ -23,7 +23,15 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 POD_SET_LABEL = "kueue.x-k8s.io/podset"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+"""Names the WorkloadPriorityClass whose value Kueue gives the job's Workload as its priority."""
 WORKLOAD_KIND = "Workload"
+
+
+def workload_priority_class(meta: Json) -> str:
+    """The WorkloadPriorityClass a TFJob's label names ("" for none)."""
+    labels = fields.mapping(meta, "labels", "metadata.labels")
+    return str(labels.get(PRIORITY_CLASS_LABEL) or "")
 
 
 def managed_by_kueue(meta: Json, spec: Json) -> bool:

@@ -23,6 +23,7 @@ from extender.state.view_manifests import (
     node_manifest,
     pod_manifest,
     priority_class_manifest,
+    workload_priority_class_manifest,
 )
 
 T = TypeVar("T")
@@ -72,6 +73,8 @@ def _manifests(snapshot: ClusterSnapshot, *, paced: bool = False) -> Iterator[di
     yield from _mapped(job_manifest, walk(snapshot.jobs))
     for name, value in sorted(snapshot.priority_classes.items()):
         yield priority_class_manifest(name, value)
+    for name, value in sorted(snapshot.workload_priority_classes.items()):
+        yield workload_priority_class_manifest(name, value)
     if snapshot.network_topology is not None:
         yield network_topology_manifest(snapshot.network_topology)
 

@@ -72,6 +72,7 @@ class ClusterState(ReservationBook, PreemptionRecords):
         self._jobs: CowMap[str, JobView] = CowMap()
         self._job_members: CowMap[str, frozenset[str]] = CowMap()
         self._priority_classes: CowMap[str, int] = CowMap()
+        self._workload_priority_classes: CowMap[str, int] = CowMap()
         self._reservations: CowMap[str, Reservation] = CowMap()
         self._reserved_by_node: CowMap[str, Resources] = CowMap()
         self._failed_plans: CowMap[str, FailedPlan] = CowMap()
@@ -197,6 +198,7 @@ class ClusterState(ReservationBook, PreemptionRecords):
                 reserved_by_node=self._reserved_by_node.freeze(),
                 failed_plans=self._failed_plans.freeze(),
                 priority_classes=self._priority_classes.freeze(),
+                workload_priority_classes=self._workload_priority_classes.freeze(),
                 preemptions=self._preemptions.freeze(),
                 leaving=self._leaving.freeze(),
                 jobs_synced=Kind.TFJOB in self._synced,
@@ -254,6 +256,9 @@ class ClusterState(ReservationBook, PreemptionRecords):
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, convert.network_layers(obj))
+        elif kind is Kind.WORKLOAD_PRIORITY_CLASS:
+            self._workload_priority_classes.set(key, convert.priority_class_value(obj))
+            self._changed()
         else:
             self._priority_classes.set(key, convert.priority_class_value(obj))
             self._queue.touch_everything()
@@ -272,6 +277,9 @@ class ClusterState(ReservationBook, PreemptionRecords):
             self._changed()
         elif kind is Kind.NETWORK_TOPOLOGY:
             self._set_network_topology(key, None)
+        elif kind is Kind.WORKLOAD_PRIORITY_CLASS:
+            self._workload_priority_classes.delete(key)
+            self._changed()
         else:
             self._priority_classes.delete(key)
             self._queue.touch_everything()

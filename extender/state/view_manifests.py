@@ -26,7 +26,7 @@ from extender.state.gang_annotations import (
     TAKEN_ANNOTATION,
 )
 from extender.state.kinds import BY_KIND, Kind
-from extender.state.kueue import QUEUE_NAME_LABEL
+from extender.state.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 
 GATE_NAME = "tfjob-extender.io/gated"
 """The scheduling gate a dumped gated pod carries: the model keeps that it is gated, not by which gates."""
@@ -243,7 +243,7 @@ def job_manifest(job: JobView) -> dict[str, Any]:
             job.created,
             uid=job.uid,
             annotations=annotations,
-            labels={QUEUE_NAME_LABEL: DUMPED_QUEUE_NAME} if job.kueue_managed else {},
+            labels=_kueue_labels(job),
         ),
         "spec": spec,
     }
@@ -297,5 +297,22 @@ def network_topology_manifest(layers: tuple[NetworkLayer, ...]) -> dict[str, Any
     }
 
 
+def _kueue_labels(job: JobView) -> dict[str, str]:
+    """Kueue's labels as the model reads them back: a queue for a job Kueue admits, its WorkloadPriorityClass."""
+    labels = {QUEUE_NAME_LABEL: DUMPED_QUEUE_NAME} if job.kueue_managed else {}
+    if job.kueue_priority_class:
+        labels[PRIORITY_CLASS_LABEL] = job.kueue_priority_class
+    return labels
+
+
 def priority_class_manifest(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def workload_priority_class_manifest(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }

@@ -8,7 +8,10 @@ hour between checkpoints and has reported none, so it would lose all it ran. The
 `boost-high`, needs 2 CPU of the quota and Kueue preempts one of them. Without the boost (the control
 run) Kueue takes the more recently admitted one of equal priority, `costly`; with the extender writing
 `kueue.x-k8s.io/priority-boost` from what taking each would cost, it takes `cheap`. Kueue's own choice
-decides in both: the extender touches nothing of Kueue's but the annotation on the Workloads.
+decides in both: the extender touches nothing of Kueue's but the annotation on the Workloads. A third run
+gives the jobs Kueue's WorkloadPriorityClasses instead (`kueue.x-k8s.io/priority-class`): their Workloads'
+priority is that class's value, and the boost stays below the next WorkloadPriorityClass, not the next
+PriorityClass.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 from extender.devcluster import LocalControlPlane
 from extender.loops.priority_booster import PRIORITY_BOOST_ANNOTATION
 from extender.state.gang_annotations import CHECKPOINT_INTERVAL_ANNOTATION, LAST_CHECKPOINT_ANNOTATION
-from extender.state.kueue import QUEUE_NAME_LABEL
+from extender.state.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from tests.e2e.kueue import KUEUE_API, admitted_by_kueue, kueue_plane
 from tests.e2e.waits import wait_until
 from tests.e2e.workloads import bound, job_pods, tfjob
@@ -92,15 +95,17 @@ def queue_of_four_cpu(plane: LocalControlPlane, run: str) -> None:
     )  # fmt: skip
 
 
-def queued_job(run: str, name: str, priority_class: str) -> dict[str, Any]:
+def queued_job(run: str, name: str, priority_class: str, workload_priority_class: str = "") -> dict[str, Any]:
     job = tfjob(name, scene=run, ps=1, workers=1, priority_class=priority_class)
     job["metadata"]["labels"] = {QUEUE_NAME_LABEL: "q"}
+    if workload_priority_class:
+        job["metadata"]["labels"][PRIORITY_CLASS_LABEL] = workload_priority_class
     job["metadata"]["annotations"][CHECKPOINT_INTERVAL_ANNOTATION] = "3600"
     return job
 
 
-def started(plane: LocalControlPlane, run: str, name: str, priority_class: str) -> None:
-    plane.create_tfjob(run, queued_job(run, name, priority_class))
+def started(plane: LocalControlPlane, run: str, name: str, priority_class: str, workload_class: str = "") -> None:
+    plane.create_tfjob(run, queued_job(run, name, priority_class, workload_class))
     wait_until(f"Kueue admitted {name}", lambda: admitted_by_kueue(plane, run, name), TIMEOUT_S)
     wait_until(f"{name} bound", lambda: len(bound(job_pods(plane, run, name))) == 2, TIMEOUT_S)
 
@@ -165,3 +170,34 @@ def test_kueue_takes_the_later_admitted_job_without_the_boost_and_the_cheaper_on
     plane.extender_args = (*plane.extender_args, *BOOST_ARGS)
     plane.start_extender()
     assert kueue_takes(plane, "boost-on", boosted=True) == "cheap"
+
+
+WORKLOAD_CLASSES = {"wpc-research": 100, "wpc-production": 110}
+"""Kueue's WorkloadPriorityClasses of the third run: the jobs' own, and the next one above it."""
+
+
+def test_the_boost_stays_below_the_next_workload_priority_class(plane: LocalControlPlane) -> None:
+    """Both jobs of `wpc-research` (100) would lose far more than ten points (their restart alone), and the
+    next class above theirs is the WorkloadPriorityClass `wpc-production` (110), far below the next
+    PriorityClass (`boost-high`, 1000): each boost is 9, so neither Workload reaches `wpc-production`."""
+    if BOOST_ARGS[0] not in plane.extender_args:
+        plane.stop_extender()
+        plane.extender_args = (*plane.extender_args, *BOOST_ARGS)
+        plane.start_extender()
+    for name, value in WORKLOAD_CLASSES.items():
+        plane.post(
+            f"{KUEUE_API}/workloadpriorityclasses",
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+             "value": value},
+        )  # fmt: skip
+    run = "boost-classes"
+    queue_of_four_cpu(plane, run)
+    for name in ("cheap", "costly"):
+        started(plane, run, name, LOW, "wpc-research")
+    cap = WORKLOAD_CLASSES["wpc-production"] - WORKLOAD_CLASSES["wpc-research"] - 1
+    wanted = {"cheap": cap, "costly": cap}
+    wait_until(f"both boosts written at {cap}", lambda: boosts(plane, run) == wanted, 30)
+    time.sleep(3.0)
+    assert boosts(plane, run) == wanted, "rewritten every second, never higher"
+    for workload in plane.get(f"{KUEUE_API}/namespaces/{run}/workloads")["items"]:
+        assert workload["spec"]["priority"] == WORKLOAD_CLASSES["wpc-research"], workload["spec"]

@@ -149,6 +149,8 @@ class ClusterSnapshot:
     reserved_by_node: Mapping[str, Resources] = field(default_factory=empty_frozen_map)
     failed_plans: Mapping[str, FailedPlan] = field(default_factory=empty_frozen_map)
     priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
+    workload_priority_classes: Mapping[str, int] = field(default_factory=empty_frozen_map)
+    """Kueue's WorkloadPriorityClasses: name → value."""
     preemptions: Mapping[str, PreemptionRecord] = field(default_factory=empty_frozen_map)
     """Gang key → the last preemption carried out for it."""
     leaving: Mapping[str, frozenset[str]] = field(default_factory=empty_frozen_map)

@@ -308,6 +308,9 @@ class JobView:
     templates: `extender.state.kueue`). Kueue owns `spec.runPolicy.suspend` and requeues a job whose pod
     counts change, so the loops never suspend, resume, evict for preemption or resize it; the extender
     only places it (`KUEUE_LEFT_ALONE`)."""
+    kueue_priority_class: str = ""
+    """The WorkloadPriorityClass its label `kueue.x-k8s.io/priority-class` names ("" for none): Kueue gives its
+    Workload that class's value as priority instead of its pods' PriorityClass."""
 
     @property
     def key(self) -> str:

@@ -505,7 +505,12 @@ def test_every_object_carries_the_standard_labels_and_its_namespace() -> None:
 def test_the_loops_may_patch_kueue_workloads_only_with_the_priority_boost_on() -> None:
     def kueue_verbs(docs: list[Document]) -> set[str]:
         rules = named(docs, "ClusterRole", f"{RELEASE}-loops")["rules"]
-        return {verb for rule in rules if rule["apiGroups"] == ["kueue.x-k8s.io"] for verb in rule["verbs"]}
+        return {
+            verb
+            for rule in rules
+            if rule["apiGroups"] == ["kueue.x-k8s.io"] and rule["resources"] == ["workloads"]
+            for verb in rule["verbs"]
+        }
 
     assert kueue_verbs(render()) == set()
     assert kueue_verbs(render({"policy": {"kueue_priority_boost": True}})) == {"list", "patch"}

@@ -20,9 +20,19 @@ from extender.policy.rank.jobstates import job_states
 from extender.policy.scaling.scale_out import plan_scale_out
 from extender.state import crds
 from extender.state.gang_annotations import SUSPENDABLE_ANNOTATION, SUSPENDED_AT_ANNOTATION
-from extender.state.kueue import POD_SET_LABEL, QUEUE_NAME_LABEL, WORKLOAD_ANNOTATION
+from extender.state.kueue import POD_SET_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, WORKLOAD_ANNOTATION
+from extender.state.state_dump import dump_state
 from extender.state.view_manifests import job_manifest
-from tests.builders import Obj, cluster, cpu_nodes, placed_job, running_gang, snapshot, waiting_job
+from tests.builders import (
+    Obj,
+    cluster,
+    cpu_nodes,
+    make_workload_priority_class,
+    placed_job,
+    running_gang,
+    snapshot,
+    waiting_job,
+)
 
 NOW = 1_800_000_000.0
 NAMES = ["node-0", "node-1", "node-2"]
@@ -71,6 +81,18 @@ def test_a_tfjob_is_kueues_by_its_queue_name_its_workload_owner_or_kueues_marks_
 def test_that_kueue_admits_a_tfjob_survives_a_state_dump() -> None:
     job = crds.job_view(tfjob(queued(running_gang("q", workers=1, nodes=NAMES))))
     assert crds.job_view(job_manifest(job)) == job
+
+
+def test_a_tfjobs_workload_priority_class_and_the_classes_survive_a_state_dump() -> None:
+    labelled = tfjob(queued(running_gang("q", workers=1, nodes=NAMES)))
+    labelled["metadata"]["labels"][PRIORITY_CLASS_LABEL] = "research"
+    job = crds.job_view(labelled)
+    assert job.kueue_priority_class == "research"
+    assert crds.job_view(job_manifest(job)) == job
+    state = cluster(make_workload_priority_class("research", 100))
+    dumped = [m for m in dump_state(state.snapshot())["items"] if m["kind"] == "WorkloadPriorityClass"]
+    assert dumped == [make_workload_priority_class("research", 100)]
+    assert state.snapshot().workload_priority_classes == {"research": 100}
 
 
 def test_a_kueue_job_is_never_suspended_for_a_fresh_gang_even_when_it_checkpoints() -> None:

@@ -1,5 +1,6 @@
 """Kueue's priority boost from the cost of taking an admitted TFJob: larger for the job that would lose more,
-never into the next PriorityClass, written only when it changes and not more often than the interval."""
+never into the next PriorityClass or WorkloadPriorityClass, written only when it changes and not more often
+than the interval."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from extender.loops.priority_booster import PRIORITY_BOOST_ANNOTATION, PriorityB
 from extender.policy.core.settings import PolicySettings
 from extender.policy.preemption.priority_boost import boost_for, priority_boosts
 from extender.state.gang_annotations import CHECKPOINT_INTERVAL_ANNOTATION, LAST_CHECKPOINT_ANNOTATION
-from extender.state.kueue import QUEUE_NAME_LABEL
-from tests.builders import make_priority_class, running_gang, snapshot
+from extender.state.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from tests.builders import make_priority_class, make_workload_priority_class, running_gang, snapshot
 
 NOW = 1_800_000_000.0
 SETTINGS = PolicySettings(kueue_priority_boost=True, priority_boost_resource_s=10.0, restart_cost_s=20.0)
@@ -58,6 +59,29 @@ def test_the_boost_stays_below_the_next_priorityclass_and_the_cap() -> None:
     assert boost_for(50.0, 0, classes, SETTINGS) == 5
     snap = snapshot(make_priority_class("batch", 30), *admitted("costly", "node-1", checkpoint_ago_s=300))
     assert priority_boosts(snap, SETTINGS, NOW) == {"default/costly": 29}
+
+
+def with_workload_priority_class(objects: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    for obj in objects:
+        if obj["kind"] == "TFJob":
+            obj["metadata"].setdefault("labels", {})[PRIORITY_CLASS_LABEL] = name
+    return objects
+
+
+def test_the_boost_stays_below_the_next_workload_priority_class_from_the_jobs_own() -> None:
+    """Kueue's priority of a job labelled with a WorkloadPriorityClass is that class's value, and the next
+    class above may be a WorkloadPriorityClass or a PriorityClass."""
+    costly = with_workload_priority_class(admitted("costly", "node-1", checkpoint_ago_s=300), "research")
+    classes = [make_workload_priority_class("research", 100), make_workload_priority_class("production", 120)]
+    assert priority_boosts(snapshot(*classes, *costly), SETTINGS, NOW) == {"default/costly": 19}
+    below_a_pod_class = snapshot(
+        make_workload_priority_class("research", 100), make_priority_class("high", 105), *costly
+    )
+    assert priority_boosts(below_a_pod_class, SETTINGS, NOW) == {"default/costly": 4}
+    unlabelled = admitted("plain", "node-1", checkpoint_ago_s=300)
+    assert priority_boosts(snapshot(*classes, *unlabelled), SETTINGS, NOW) == {"default/plain": 99}, (
+        "its pods' priority 0, below the WorkloadPriorityClass of 100"
+    )
 
 
 def test_a_boost_is_written_when_it_changes_and_at_most_once_per_interval() -> None:
