@@ -105,6 +105,18 @@ read the extender's log as `extender`."""
 UNREACHED_GRANTS: dict[tuple[str, str, str, str], str] = {
     (f"{RELEASE}-loops", "", "secrets", "update"): "k8s/verbs_tls.py: the verbs' certificates renewed, which is due "
     "only when a third of their 30 days is left (tests/unit/k8s/test_verbs_certificates.py)",
+    **{
+        (
+            account,
+            "kueue.x-k8s.io",
+            "workloadpriorityclasses",
+            verb,
+        ): "k8s/informer.py: Kueue's WorkloadPriorityClasses, "
+        "which this plane does not serve (no Kueue: the optional kind is skipped); watched in "
+        "tests/e2e/test_kueue_priority_boost.py"
+        for account in (RELEASE, f"{RELEASE}-loops")
+        for verb in ("list", "watch")
+    },
 }
 """(account, API group, resource[/subresource], verb) the chart grants for a code path this module does not
 reach → that code path. The scenarios reach every other grant, the patches of PodGroups of all three
