@@ -21,6 +21,7 @@ from extender.api.pacing import Steps, in_steps
 from extender.api.read_routes import json_reply, read_route
 from extender.loops.native_gang_loop import NativeGangLoop, NativeGangRecord
 from extender.loops.native_gangs import barrier_of
+from extender.policy.core.settings import in_managed_namespaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,7 @@ def admission_answer(view: NativeGangsView) -> Callable[[bytes], tuple[int, byte
         if loop.dry_run:
             return [], "shadow mode (--dry-run): nothing is changed"
         namespace = str(request.get("namespace") or "")
-        if loop.managed_namespaces and namespace not in loop.managed_namespaces:
+        if not in_managed_namespaces(loop.managed_namespaces, namespace):
             return [], f"namespace {namespace} is not one the extender manages"
         return native_gang_patch(request, loop.scheduler_name)
 

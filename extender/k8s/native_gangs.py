@@ -15,13 +15,13 @@ there is created. Made by `list_kept`'s label selector, the objects are found ag
 from __future__ import annotations
 
 import logging
-import urllib.parse
 from typing import Any
 
 from kubernetes.client import ApiClient
 
 from extender.k8s.client import ApiCallError, api_call
 from extender.k8s.native_mode import NATIVE_VERSION
+from extender.k8s.reads import list_all
 from extender.loops.native_gangs import KeptGang, NativeGangAction
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,6 @@ MANAGED_BY = "tfjob-extender"
 JOB_UID_LABEL = "tfjob-extender.io/tfjob-uid"
 TEMPLATE = "tfjob"
 """The Workload's one PodGroup template."""
-LIST_PAGE = 500
 
 
 def owner_reference(action: NativeGangAction) -> dict[str, Any]:
@@ -116,21 +115,11 @@ class KubeNativeGangs:
         return api_call(self._api, method, path, body, content_type)
 
     def list_kept(self) -> dict[str, KeptGang]:
-        selector = urllib.parse.quote(f"{MANAGED_BY_LABEL}={MANAGED_BY}")
-        kept: dict[str, KeptGang] = {}
-        token = ""
-        while True:
-            query = f"labelSelector={selector}&limit={LIST_PAGE}"
-            if token:
-                query += f"&continue={urllib.parse.quote(token)}"
-            page = self._call("GET", f"/apis/{NATIVE_VERSION}/workloads?{query}") or {}
-            for item in page.get("items") or []:
-                gang = kept_gang(item)
-                if gang is not None:
-                    kept[gang.key] = gang
-            token = str((page.get("metadata") or {}).get("continue") or "")
-            if not token:
-                return kept
+        workloads = list_all(
+            self._api, f"/apis/{NATIVE_VERSION}/workloads", labelSelector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+        )
+        kept = [gang for gang in map(kept_gang, workloads) if gang is not None]
+        return {gang.key: gang for gang in kept}
 
     def create(self, action: NativeGangAction) -> None:
         self._create(_collection(action, "workloads"), workload_manifest(action))

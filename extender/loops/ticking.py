@@ -2,6 +2,7 @@
 
 A tick that raises (an API error, a bug) is logged and the loop waits for the next one: the loops are
 level-triggered, so the next tick decides again from a fresh snapshot. `stop` wakes the wait at once.
+With `at_once` the first tick comes as the thread starts, before the first wait.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ log = logging.getLogger(__name__)
 
 
 class Ticker:
-    def __init__(self, name: str, tick: Callable[[], None], pause_s: Callable[[], float]) -> None:
+    def __init__(
+        self, name: str, tick: Callable[[], None], pause_s: Callable[[], float], *, at_once: bool = False
+    ) -> None:
         self.name = name
         self._tick = tick
         self._pause_s = pause_s
+        self._at_once = at_once
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -31,8 +35,13 @@ class Ticker:
             self._thread.join(timeout=timeout_s)
 
     def _run(self) -> None:
+        if self._at_once:
+            self._guarded_tick()
         while not self._stop.wait(self._pause_s()):
-            try:
-                self._tick()
-            except Exception:
-                log.exception("%s: tick failed", self.name)
+            self._guarded_tick()
+
+    def _guarded_tick(self) -> None:
+        try:
+            self._tick()
+        except Exception:
+            log.exception("%s: tick failed", self.name)

@@ -335,4 +335,9 @@ class PolicySettings:
 
     def manages(self, key: str) -> bool:
         """Whether the object `namespace/name` (or a namespace's name) is in a managed namespace."""
-        return not self.managed_namespaces or key.partition("/")[0] in self.managed_namespaces
+        return in_managed_namespaces(self.managed_namespaces, key)
+
+
+def in_managed_namespaces(managed: tuple[str, ...], key: str) -> bool:
+    """Whether the object `namespace/name` (or a namespace's name) is in one of `managed` (none: every one)."""
+    return not managed or key.partition("/")[0] in managed
