@@ -22,7 +22,6 @@ the chart's ServiceAccounts was refused and that every grant of the chart's own 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime
 import functools
@@ -52,6 +51,7 @@ from extender.devcluster import (
     wait_until,
 )
 from extender.devcluster.access import SERVICE_ACCOUNT_TOKEN_S, token_file_of
+from extender.k8s import secrets
 from extender.k8s.client import TOKEN_FILE_REREAD_S
 from extender.state.convert import GANG_PLAN_ANNOTATION
 from tests.e2e import installed_form
@@ -254,7 +254,7 @@ def secret_texts(plane: LocalControlPlane, name: str) -> dict[str, str]:
         if error.status == 404:
             return {}
         raise
-    return {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
+    return secrets.texts(secret)
 
 
 def verb_port(container: Container) -> int:
