@@ -71,6 +71,8 @@ class Forecast:
     band: StartBand
     completed_before: int
     """Jobs finished when it was made."""
+    what_if: tuple[tuple[int, StartBand], ...] = ()
+    """(workers, band) at each smaller size its TFJob may start at (the forecaster's what-if)."""
 
 
 @dataclass
@@ -150,7 +152,7 @@ def replay(
         done = sum(1 for p in progress.values() if p.finished is not None)
         jobs = _job_of(snapshot, policy)
         for key, forecast in forecasts.items():
-            out.ours.append(Forecast(jobs.get(key, key), now, forecast.band, done))
+            out.ours.append(Forecast(jobs.get(key, key), now, forecast.band, done, forecast.what_if))
         for name, bands in _baselines(snapshot, policy, now, progress, walls).items():
             out.baselines[name].extend(Forecast(jobs.get(key, key), now, band, done) for key, band in bands.items())
 

@@ -97,6 +97,8 @@ class SimCluster:
         self.used: dict[str, Resources] = dict.fromkeys(self.nodes, EMPTY)
         self.jobs: dict[str, SimJob] = {}
         self.pods: dict[str, SimPod] = {}
+        self.gangs: set[str] = set()
+        """The jobs submitted with a PodGroup."""
         self.version = 0
         """Bumped by every change to a node, job, PodGroup or pod."""
         self.pods_version = 0
@@ -139,6 +141,7 @@ class SimCluster:
         self.jobs[spec.name] = job
         self._feed(Kind.TFJOB, "ADDED", self._tfjob_object(job, now))
         if gang:
+            self.gangs.add(spec.name)
             self._feed(Kind.PODGROUP, "ADDED", _podgroup_object(job, now))
         for index in range(spec.ps):
             self._create(job, Role.PS, index, now)
@@ -175,6 +178,8 @@ class SimCluster:
         job = self.jobs[name]
         job.workers = replicas
         self._feed(Kind.TFJOB, "MODIFIED", self._tfjob_object(job, now))
+        if job.spec.gang_asks_all and name in self.gangs:
+            self._feed(Kind.PODGROUP, "MODIFIED", _podgroup_object(job, now))
         for pod in sorted(job.pods.values(), key=lambda p: -p.index):
             if pod.role is Role.WORKER and pod.index >= replicas:
                 self.delete_pod(pod.key, now)
@@ -334,7 +339,7 @@ def _template(requests: Resources) -> dict[str, Any]:
 
 def _podgroup_object(job: SimJob, now: float) -> dict[str, Any]:
     spec = job.spec
-    minimum = spec.ps + (spec.min_workers if job.elastic else job.workers)
+    minimum = spec.ps + (spec.min_workers if job.elastic and not spec.gang_asks_all else job.workers)
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",

@@ -64,6 +64,10 @@ class JobSpec:
     """Seconds of training between two checkpoints: a restart (eviction, suspension) loses the progress
     made since the last one. None: it never checkpoints (a restart loses everything); 0: it keeps every
     step (no loss)."""
+    gang_asks_all: bool = False
+    """An elastic job's PodGroup asks for every replica and follows `Worker.replicas` (training-operator's
+    PodGroup when the TFJob sets no `schedulingPolicy.minAvailable`); else it asks for the PS and
+    `min_workers` (a rigid job's always asks for every replica)."""
 
     @property
     def samples(self) -> float:
@@ -127,6 +131,20 @@ def with_checkpoints(workload: Workload, seed: int, keep: frozenset[str] = froze
         interval = math.exp(rng.uniform(low, high))
         jobs.append(job if job.name in keep else replace(job, checkpoint_s=None if never else round(interval, 1)))
     return replace(workload, jobs=tuple(jobs))
+
+
+def asking_all(workload: Workload) -> Workload:
+    """`workload` with each elastic job's PodGroup asking for all its replicas (`JobSpec.gang_asks_all`), as
+    training-operator makes it by default: such a job starts with every worker it was submitted with, and
+    only a smaller submission (the forecast's what-if) starts with fewer."""
+    jobs = tuple(replace(job, gang_asks_all=True) if job.elastic else job for job in workload.jobs)
+    return replace(workload, name=f"{workload.name}-asking-all", jobs=jobs)
+
+
+def resubmitted(workload: Workload, job: str, workers: int) -> Workload:
+    """`workload` with `job` submitted with `workers` workers instead (its training work, elastic bounds and
+    PodGroup rule unchanged)."""
+    return replace(workload, jobs=tuple(replace(s, workers=workers) if s.name == job else s for s in workload.jobs))
 
 
 KOD2_WORKER_SHAPES: Mapping[str, tuple[str, str]] = {
