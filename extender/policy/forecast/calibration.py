@@ -6,7 +6,8 @@ actual wait and becomes a calibration score. Scores are log ratios, `log(actual 
 with `c` = `offset_s`, because waits span seconds to hours and an error is as bad in proportion:
 - p90: moved up by the `(1 − α)` conformal quantile of `actual` over `p90` (so `actual ≤ p90` holds for the
   stated share of new forecasts if the errors stay exchangeable);
-- p10: moved down by the same quantile of `p10` over `actual`;
+- p10: moved down by the same quantile of `p10` over `actual` (a p10 of 0 stays 0: the forward run starts
+  that gang at once in a tenth of the futures or more, so it fits now, which no past error can move later);
 - p50: moved by the median of `actual` over `p50`.
 Errors differ by how far off a start is (a start forecast in a minute is early or late for other reasons than
 one forecast in an hour), so the shifts are taken per band of the raw p50 (`P50_BINS_S`: under 1 min, 1–5
@@ -138,7 +139,7 @@ def corrected(band: StartBand, shift: Correction, offset_s: float) -> StartBand:
     if not band.known or not shift.applied:
         return band
     return StartBand(
-        _moved(band.p10_s, -shift.lower, offset_s),
+        band.p10_s if band.p10_s == 0.0 else _moved(band.p10_s, -shift.lower, offset_s),
         _moved(band.p50_s, shift.middle, offset_s),
         _moved(band.p90_s, shift.upper, offset_s),
         samples=band.samples,

@@ -38,6 +38,14 @@ def test_nothing_is_corrected_below_the_minimum_records() -> None:
     assert not shift.applied and corrected(band, shift, 30.0) == band
 
 
+def test_a_start_now_is_never_lifted_by_narrowing() -> None:
+    wide = [StartBand(10.0, 200.0, 400.0)] * 50
+    shift = correction(records(wide, [200.0] * 50), (0.9, 0.9), 30.0, 20)
+    assert shift.lower < 0, "bands wider than needed: p10 moves up"
+    assert (corrected(wide[0], shift, 30.0).p10_s or 0.0) > 10.0
+    assert corrected(StartBand(0.0, 200.0, 400.0), shift, 30.0).p10_s == 0.0
+
+
 def test_an_unknown_band_stays_unknown() -> None:
     shift = correction(records([StartBand(10.0, 20.0, 30.0)] * 30, [25.0] * 30), (0.9, 0.9), 30.0, 20)
     unknown = StartBand(unknown="no run times")
