@@ -6,9 +6,10 @@ there is nothing to ask, so each seed's scenario is first made the way training-
 by default: every elastic job's gang asks for all its replicas and follows them (`sim.workload.asking_all`).
 Then, per seed:
 
-1. the scenario is replayed with the real forecaster (`benchmarks.start_forecast.replay`), asked for the
-   what-if of every waiting gang rather than of its highest-ranked few, and each job's forecast made at its
-   submission is kept with its what-if bands;
+1. the scenario is replayed with the real forecaster (`benchmarks.start_forecast.replay`), its settings as
+   shipped (a new gang gets its what-if at the first refresh that sees it, unless more than
+   `what_if_gangs` arrive at once), and each job's forecast made at its submission is kept with its
+   what-if bands;
 2. up to `--pairs` (job, smaller size) are drawn from those forecasts, one size per job;
 3. each is replayed with that job submitted at that size (its gang asking for it: `resubmitted`), all else
    the same seed, and its realised wait from submission is scored against the what-if band: inside
@@ -42,9 +43,6 @@ from extender.sim.workload import Workload, asking_all, resubmitted
 
 ELASTIC_SCENARIOS = ("mixed", "pai", "kod2")
 """The built-in scenarios with elastic jobs (the others have no smaller size to ask about)."""
-WHAT_IF_FOR_EVERY_GANG = ("what_if_gangs=1000",)
-"""The forecaster computes what-ifs for its highest-ranked waiting gangs only (`what_if_gangs`, a cost bound);
-the check asks them of every gang, so each job has its bands at submission whatever its rank."""
 SUBMISSION_SLACK_S = 1.0
 """A forecast made within this many simulated seconds of the job's arrival counts as made at submission."""
 
@@ -109,7 +107,7 @@ def _shares(scored: Sequence[tuple[StartBand, float]]) -> dict[str, float]:
 
 def check(name: str, seed: int, pairs: int, samples: int, every_s: float) -> dict[str, Any]:
     workload = asking_all(scenario(name, seed))
-    run = replay(workload, seed, samples, every_s, walls={}, changes=WHAT_IF_FOR_EVERY_GANG)
+    run = replay(workload, seed, samples, every_s, walls={})
     kept = at_submission(run.ours, workload)
     scored = []
     for pair in drawn_pairs(kept, pairs, seed):

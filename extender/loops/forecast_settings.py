@@ -50,7 +50,9 @@ class StartForecastSettings:
         "latest starving-to-start delays kept (0: starving gangs are not counted on to start sooner)",
     )
     what_if_gangs: int = setting(
-        5, Numbers(0, integer=True, unit="gangs"), "waiting gangs, highest rank first, forecast at each smaller size"
+        5,
+        Numbers(0, integer=True, unit="gangs"),
+        "waiting gangs forecast anew at each smaller size per refresh, those longest without it first",
     )
     what_if_samples: int = setting(50, POSITIVE_COUNT, "sampled futures per size of a gang's what-if")
     event_change_share: float = setting(

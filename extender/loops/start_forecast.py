@@ -34,7 +34,7 @@ from extender.policy.forecast.calibration import (
     corrections,
 )
 from extender.policy.forecast.inputs import forecast_inputs
-from extender.policy.forecast.model import StartBand
+from extender.policy.forecast.model import ForecastInputs, StartBand, aged
 from extender.policy.forecast.montecarlo import forecast_starts, what_if
 from extender.policy.rank.queue import queue_of
 
@@ -70,6 +70,8 @@ class StartForecaster:
     levels: tuple[float, float] = (0.0, 0.0)
     """The (lower, upper) levels the calibration's shifts are taken at (`calibration.adapted`)."""
     _open: dict[str, list[tuple[float, StartBand, StartBand]]] = field(default_factory=dict)
+    _what_ifs: dict[str, tuple[float, tuple[tuple[int, StartBand], ...]]] = field(default_factory=dict)
+    """Gang key → (when, its raw what-if bands then)."""
     _last: tuple[int, float] | None = None
     """(snapshot generation, when) of the last refresh."""
 
@@ -101,10 +103,7 @@ class StartForecaster:
         raw.update(dict.fromkeys(reserved, RESERVED_BAND))
         shifts = self.corrections()
         offset = s.calibration_offset_s
-        elastic = [gang for gang in inputs.waiting if gang.smaller and raw[gang.key].known][: s.what_if_gangs]
-        sizes = {
-            gang.key: what_if(inputs, gang.key, s.what_if_samples, self.refreshes, s.min_history) for gang in elastic
-        }
+        sizes = self._what_ifs_at(inputs, raw, now)
         workers = {gang.key: gang.workers for gang in inputs.waiting}
         published = {}
         for key, band in raw.items():
@@ -114,6 +113,20 @@ class StartForecaster:
             self._keep_open(key, band, published[key].band, now)
         self.forecasts = MappingProxyType(published)
         return self.forecasts
+
+    def _what_ifs_at(
+        self, inputs: ForecastInputs, raw: Mapping[str, StartBand], now: float
+    ) -> dict[str, tuple[tuple[int, StartBand], ...]]:
+        """Every waiting gang that may start smaller, with its raw band at each smaller size: computed anew for
+        `what_if_gangs` of them per refresh, those longest without one first (a new gang before any, higher
+        rank first among equals), the others' kept bands aged by the time since theirs was computed."""
+        s = self.settings
+        elastic = [gang for gang in inputs.waiting if gang.smaller and raw[gang.key].known]
+        computed = {gang.key: self._what_ifs[gang.key] for gang in elastic if gang.key in self._what_ifs}
+        for gang in sorted(elastic, key=lambda gang: computed.get(gang.key, (-math.inf,))[0])[: s.what_if_gangs]:
+            computed[gang.key] = (now, what_if(inputs, gang.key, s.what_if_samples, self.refreshes, s.min_history))
+        self._what_ifs = computed
+        return {key: tuple((n, aged(band, now - at)) for n, band in bands) for key, (at, bands) in computed.items()}
 
     def corrections(self) -> Corrections:
         s = self.settings

@@ -10,7 +10,7 @@ and `StartBand` is one gang's answer. `inputs.forecast_inputs` builds the first 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from extender.policy.preemption.residual_life import RunTimes
 
@@ -75,3 +75,20 @@ class StartBand:
     @property
     def known(self) -> bool:
         return not self.unknown
+
+
+def aged(band: StartBand, elapsed_s: float) -> StartBand:
+    """`band` as it reads `elapsed_s` seconds after it was made, nothing else known since: each quantile that
+    many seconds nearer, none below 0."""
+    if not band.known or elapsed_s <= 0:
+        return band
+    return replace(
+        band,
+        p10_s=_nearer(band.p10_s, elapsed_s),
+        p50_s=_nearer(band.p50_s, elapsed_s),
+        p90_s=_nearer(band.p90_s, elapsed_s),
+    )
+
+
+def _nearer(value: float | None, elapsed_s: float) -> float | None:
+    return None if value is None else max(0.0, value - elapsed_s)

@@ -14,6 +14,7 @@ from extender.loops.forecast_settings import StartForecastSettings
 from extender.loops.run_clock import RunClock
 from extender.loops.start_forecast import StartForecaster
 from extender.policy.core.settings import PolicySettings
+from extender.policy.forecast.model import aged
 from extender.state.store import ClusterState
 from tests.builders import (
     bound_job,
@@ -143,3 +144,37 @@ def test_a_job_that_may_start_smaller_gets_a_band_per_size() -> None:
         (3, 0.0),
         (2, 0.0),
     ]
+
+
+def elastic_gangs(count: int) -> ClusterState:
+    """One 4-CPU node held by a running gang, and `count` waiting elastic gangs of 4 one-CPU workers that may
+    start with 1."""
+    objects = [*cpu_nodes(1), *bound_job("running", placement=spread(["node-0"], 4))]
+    for g in range(count):
+        name = f"elastic-{g}"
+        objects += [
+            make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, cpu="1") for i in range(4)
+        ]
+        objects += [
+            make_podgroup(name, min_member=4),
+            make_sized_tfjob(
+                name, workers=4, cpu="1", min_workers=1, max_workers=4, dynamic=True, created=f"2026-03-01T10:0{g}:00Z"
+            ),
+        ]
+    return cluster(*objects)
+
+
+def test_every_gang_that_may_start_smaller_gets_its_what_if_in_turn_aged_between_turns() -> None:
+    """Two what-ifs per refresh for three gangs: the first refresh gives the two highest-ranked theirs; the
+    second gives the third its own and the first (the longest without, by rank) a new one, and shows the
+    second's of 10 s before, 10 s nearer."""
+    settings = StartForecastSettings(what_if_gangs=2, refresh_s=1e-3)
+    forecaster = StartForecaster(PolicySettings(), settings)
+    snapshot, clock = elastic_gangs(3).snapshot(), clock_with_history(RUN_S, RUN_S, RUN_S)
+    first = forecaster.refresh(snapshot, clock, NOW)
+    assert [key for key, forecast in first.items() if forecast.what_if] == ["default/elastic-0", "default/elastic-1"]
+    second = forecaster.refresh(snapshot, clock, NOW + 10)
+    assert all(forecast.what_if for forecast in second.values())
+    kept, before = second["default/elastic-1"].what_if, first["default/elastic-1"].what_if
+    assert kept == tuple((workers, aged(band, 10)) for workers, band in before)
+    assert any(band.p50_s for _, band in before), "something to age"
