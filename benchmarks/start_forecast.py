@@ -327,7 +327,8 @@ def _cell(value: float | int) -> str:
 
 def synthetic_cluster(nodes: int, gangs: int) -> ClusterState:
     """`nodes` full nodes of 32 CPU, each running an elastic job (1 PS + 3 workers of 4 CPU, minimum 2 workers
-    at 4 CPU and 16 GiB), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created before now."""
+    at 4 CPU and 16 GiB), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created before now; every
+    other one's TFJob may start with half its workers (a what-if at each smaller size)."""
     objects: list[dict[str, Any]] = []
     for n in range(nodes):
         node, name = f"node-{n:05d}", f"job-{n:05d}"
@@ -335,7 +336,12 @@ def synthetic_cluster(nodes: int, gangs: int) -> ClusterState:
         objects += running_job_pods(name, node=node, workers=3, cpu="4", memory="16Gi")
         objects += [make_podgroup(name, min_member=4), make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi")]
     for g in range(gangs):
-        objects += waiting_job(f"wait-{g:04d}", pods=2 + g % 7, cpu="4", created="2026-03-01T10:00:00Z")
+        name, pods = f"wait-{g:04d}", 2 + g % 7
+        objects += waiting_job(name, pods=pods, cpu="4", created="2026-03-01T10:00:00Z")
+        if g % 2:
+            objects[-1] = make_sized_tfjob(
+                name, workers=pods, cpu="4", min_workers=max(1, pods // 2), max_workers=pods, dynamic=True
+            )
     return cluster(*objects)
 
 
@@ -355,8 +361,10 @@ def time_refresh(nodes: int, gangs: int, samples: int, runs: int) -> None:
         forecasts = dict(forecaster.refresh(snapshot, clock, now + run))
         times.append((time.perf_counter() - started) * 1000)
     known = sum(1 for f in forecasts.values() if f.band.known)
+    smaller = sum(1 for f in forecasts.values() if f.what_if)
     print(
-        f"# refresh at {nodes} nodes, {len(forecasts)} waiting gangs ({known} with a band), {samples} samples: "
+        f"# refresh at {nodes} nodes, {len(forecasts)} waiting gangs ({known} with a band, {smaller} with a "
+        f"what-if), {samples} samples: "
         f"p50 {statistics.median(times):.1f} ms, max {max(times):.1f} ms over {runs} runs",
         flush=True,
     )

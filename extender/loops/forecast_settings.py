@@ -50,7 +50,7 @@ class StartForecastSettings:
         "latest starving-to-start delays kept (0: starving gangs are not counted on to start sooner)",
     )
     what_if_gangs: int = setting(
-        5,
+        3,
         Numbers(0, integer=True, unit="gangs"),
         "waiting gangs forecast anew at each smaller size per refresh, those longest without it first",
     )
