@@ -77,8 +77,12 @@ def test_helm_install_creates_and_runs_the_charts_pods_under_restricted_pod_secu
     owners = {p["metadata"]["ownerReferences"][0]["kind"] for p in pods}
     assert owners == {"ReplicaSet"}, "made by the replica-set controller, from the Deployments"
     for deployment in wanted:
-        status = plane.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{deployment}")["status"]
-        assert status.get("replicas") == wanted[deployment], status
+
+        def counted(name: str = deployment) -> dict[str, Any] | None:
+            status: dict[str, Any] = plane.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")["status"]
+            return status if status.get("replicas") == wanted[name] else None
+
+        wait_until(f"{deployment}'s status counting its pods (the controller writes it after they run)", counted, 30)
     failed = [
         event["message"]
         for event in plane.events(NAMESPACE)
