@@ -336,12 +336,9 @@ def synthetic_cluster(nodes: int, gangs: int) -> ClusterState:
         objects += running_job_pods(name, node=node, workers=3, cpu="4", memory="16Gi")
         objects += [make_podgroup(name, min_member=4), make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi")]
     for g in range(gangs):
-        name, pods = f"wait-{g:04d}", 2 + g % 7
-        objects += waiting_job(name, pods=pods, cpu="4", created="2026-03-01T10:00:00Z")
-        if g % 2:
-            objects[-1] = make_sized_tfjob(
-                name, workers=pods, cpu="4", min_workers=max(1, pods // 2), max_workers=pods, dynamic=True
-            )
+        pods = 2 + g % 7
+        minimum = max(1, pods // 2) if g % 2 else None
+        objects += waiting_job(f"wait-{g:04d}", pods=pods, cpu="4", min_workers=minimum, created="2026-03-01T10:00:00Z")
     return cluster(*objects)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.start_forecast import FLOOR_S, Forecast, replay
+from benchmarks.start_forecast import FLOOR_S, Forecast, replay, waits
 from extender.loops.forecast_settings import StartForecastSettings
 from extender.policy.forecast.model import StartBand
 from extender.sim.cli import scenario
@@ -114,12 +114,7 @@ def check(name: str, seed: int, pairs: int, samples: int, every_s: float) -> dic
         wait = realised_wait(workload, seed, pair)
         if wait is not None:
             scored.append((pair, wait))
-    own = []
-    for pair, _ in scored:
-        starts = [at for at in run.starts.get(pair.job, ()) if at >= pair.made_at]
-        band = kept[pair.job].band
-        if starts and band.known:
-            own.append((band, starts[0] - pair.made_at))
+    own = [(f.band, wait) for f, wait in waits([kept[pair.job] for pair, _ in scored], run.starts) if f.band.known]
     return {
         "workload": workload.name,
         "seed": seed,
@@ -165,8 +160,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             rec = check(name, seed, args.pairs, args.samples, args.every_s)
             print(f"| {rec['workload']} seed {seed} | " + " | ".join(_cell(rec[c]) for c in COLUMNS) + " |", flush=True)
             records.append(rec)
-    pooled = [d for rec in records for d in rec["details"]]
-    inside = sum(d["band"][0] <= d["wait_s"] <= d["band"][2] for d in pooled)
+    pooled = [(StartBand(*d["band"]), d["wait_s"]) for rec in records for d in rec["details"]]
+    inside = round(_shares(pooled)["inside"] * len(pooled))
     print(f"# pooled: {inside}/{len(pooled)} realised starts inside the what-if's p10–p90", flush=True)
     if args.json:
         args.json.write_bytes(orjson.dumps(records, option=orjson.OPT_INDENT_2))

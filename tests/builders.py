@@ -413,20 +413,25 @@ def waiting_job(
     cpu: str = "1",
     policy: str = "PreemptLowerPriority",
     declare_bounds: bool = False,
+    min_workers: int | None = None,
     created: str = "2026-03-01T10:00:00Z",
 ) -> list[Obj]:
     """A gang of `pods` pending workers of `cpu` (no PS), `minMember` all of them, its TFJob rigid (with
-    `declare_bounds`, its min and max workers annotated as `pods`)."""
+    `declare_bounds`, its min and max workers annotated as `pods`), or with `min_workers` a dynamic-worker
+    TFJob that may start with that many (a what-if at each smaller size)."""
     members = [
         make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, priority=priority, cpu=cpu)
         for i in range(pods)
     ]
     for member in members:
         member["spec"]["preemptionPolicy"] = policy
-    bounds = pods if declare_bounds else None
-    job = make_sized_tfjob(
-        name, workers=pods, cpu=cpu, min_workers=bounds, max_workers=bounds, dynamic=False, created=created
-    )
+    if min_workers is not None:
+        job = make_sized_tfjob(name, workers=pods, cpu=cpu, min_workers=min_workers, dynamic=True, created=created)
+    else:
+        bounds = pods if declare_bounds else None
+        job = make_sized_tfjob(
+            name, workers=pods, cpu=cpu, min_workers=bounds, max_workers=bounds, dynamic=False, created=created
+        )
     return [*members, make_podgroup(name, min_member=pods), job]
 
 

@@ -151,16 +151,7 @@ def elastic_gangs(count: int) -> ClusterState:
     start with 1."""
     objects = [*cpu_nodes(1), *bound_job("running", placement=spread(["node-0"], 4))]
     for g in range(count):
-        name = f"elastic-{g}"
-        objects += [
-            make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, cpu="1") for i in range(4)
-        ]
-        objects += [
-            make_podgroup(name, min_member=4),
-            make_sized_tfjob(
-                name, workers=4, cpu="1", min_workers=1, max_workers=4, dynamic=True, created=f"2026-03-01T10:0{g}:00Z"
-            ),
-        ]
+        objects += waiting_job(f"elastic-{g}", pods=4, min_workers=1, created=f"2026-03-01T10:0{g}:00Z")
     return cluster(*objects)
 
 
