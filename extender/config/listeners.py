@@ -45,8 +45,9 @@ class ListenerLimits:
     overflow_replies: int = setting(
         16, SPARE_CONNECTIONS, "connections past the limits still answered with a JSON 503 (past these: closed)"
     )
-    """Such a connection's first request head is read and answered at once; past these, a new connection is
-    closed unanswered."""
+    """Such a connection's first request head is read and answered at once; past these, a newcomer takes the
+    place of the one that has waited longest without sending a request head (closed unanswered), or is
+    closed unanswered when every one has sent its head."""
     accepts_per_s: float = setting(
         200.0, Numbers(0.0, low_open=True, unit="per second"), "new connections accepted per second"
     )

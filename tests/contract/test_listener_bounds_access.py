@@ -3,14 +3,16 @@
 The verb listener serves the verbs and the probes only: the debug routes, the page, explain, the metrics
 and the schema are a JSON 404 there, and live on the observe listener (the schema nowhere by default).
 `serve` off the loopback address with no authentication refuses to start, unless `--verbs-insecure`.
-Connections are bounded per client address and per listener: past the limits a few get a JSON 503 and
-the rest are closed unanswered; yet idle sockets, however many and from wherever, never keep out a client
-with a valid token, nor a client at another address.
+Connections are bounded per client address and per listener: past the limits a few get a JSON 503, and a
+newcomer there takes the place of the one that has waited longest without sending a request, which is closed
+unanswered; so idle sockets, however many and from wherever, never keep out a client with a valid token,
+nor a client at another address.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import socket
 import subprocess
 import tempfile
@@ -33,7 +35,7 @@ from benchmarks.served_extender import (
     stop,
 )
 from extender.devcluster.processes import free_port
-from tests.contract.listener_checks import PROMPT_S, assert_json_error, refused
+from tests.contract.listener_checks import PROMPT_S, assert_json_error, refused, seconds_until_closed
 
 TOKEN = "verb-secret"
 BEARER = ("authorization", f"Bearer {TOKEN}")
@@ -215,15 +217,18 @@ def test_one_address_holds_its_share_of_connections_and_the_next_gets_a_json_503
         close_all(held)
 
 
-def test_past_the_overflow_replies_new_connections_are_closed_unanswered(limited: ServedExtender) -> None:
+def test_past_the_overflow_replies_the_longest_idle_is_closed_unanswered_for_a_newcomer(
+    limited: ServedExtender,
+) -> None:
     held = held_connections(limited, "127.0.0.2", 3) + held_connections(limited, "127.0.0.3", 1)
-    overflow = [connect(limited.verb, source="127.0.0.4") for _ in range(2)]
+    idle = [connect(limited.verb, source="127.0.0.4") for _ in range(2)]
     try:
         time.sleep(0.5)
-        for _ in range(2):
-            past = exchange(limited.verb, request_bytes("GET", "/healthz"), source="127.0.0.5")
-            assert past is None, f"a connection past the overflow replies was answered: {past}"
-        for sock in overflow:
-            assert_json_error(exchange_on(sock, request_bytes("GET", "/healthz")), 503)
+        assert_json_error(exchange(limited.verb, request_bytes("GET", "/healthz"), source="127.0.0.5"), 503)
+        closed = []
+        for sock in idle:
+            with sock.makefile("rb") as stream:
+                closed.append(seconds_until_closed(sock, stream, 0.5) < math.inf)
+        assert closed == [True, False], "the longest idle gave way, and only it"
     finally:
-        close_all(held + overflow)
+        close_all(held + idle)

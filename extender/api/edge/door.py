@@ -10,8 +10,12 @@
   displaced. Without authentication every client is equal, and this is what lets kube-scheduler in past a
   pile of idle sockets.
 - **Overflow.** Past the slots, `overflow_replies` connections are read until their first request and
-  answered with a JSON 503 — unless that request authenticates and a slot is free or reserved for it; past
-  those, a connection is closed unanswered (refusing costs a close, nothing more).
+  answered with a JSON 503 — unless that request authenticates and a slot is free or reserved for it. When
+  the overflow is full, a newcomer takes the place of the overflow connection that has waited longest
+  without sending a whole request head, which is closed unanswered: a client that sends its request at
+  once (kube-scheduler, a token holder) always gets it read, however many idle sockets came before. Only
+  when every overflow connection has sent its head is a newcomer closed unanswered (refusing costs a
+  close, nothing more).
 - **Rates.** New connections are accepted at `accepts_per_s` and requests answered at `requests_per_s`
   (token buckets holding one second's worth; 0: unlimited); the listener waits rather than refuses.
 - **Bytes.** The bytes of request heads and bodies held and of replies not yet taken, over every
@@ -47,7 +51,7 @@ class Tenant(Protocol):
     accepted_at: float
 
     def displace(self) -> None:
-        """Close at once: a newcomer takes the slot."""
+        """Close at once: a newcomer takes its place."""
 
 
 class TokenBucket:
@@ -81,6 +85,8 @@ class Door:
         self.clock = clock
         self.served: set[Tenant] = set()
         self.overflow: set[Tenant] = set()
+        self.unheard: dict[Tenant, None] = {}
+        """Overflow connections that have not sent a whole request head yet, oldest first."""
         self.unauthenticated_by_peer: Counter[str] = Counter()
         self.fresh: dict[Tenant, None] = {}
         """Served connections that have finished no request yet, oldest first."""
@@ -103,10 +109,20 @@ class Door:
         if self._fits(tenant) or self._displace_for(tenant):
             self._serve(tenant)
             return Place.SLOT
-        if len(self.overflow) < self.limits.overflow_replies:
+        if len(self.overflow) < self.limits.overflow_replies or self._displace_unheard():
             self.overflow.add(tenant)
+            self.unheard[tenant] = None
             return Place.OVERFLOW
         return Place.REFUSED
+
+    def _displace_unheard(self) -> bool:
+        """Close the overflow connection that has waited longest without sending a request head."""
+        if not self.unheard:
+            return False
+        old = next(iter(self.unheard))
+        self.release(old)
+        old.displace()
+        return True
 
     def _fits(self, tenant: Tenant) -> bool:
         if len(self.served) >= self.limits.max_connections:
@@ -144,6 +160,10 @@ class Door:
         if tenant.standing is not Standing.AUTHENTICATED:
             self.unauthenticated_by_peer[tenant.peer] += 1
 
+    def heard(self, tenant: Tenant) -> None:
+        """`tenant` sent a whole request head: in the overflow, it is no longer displaced for a newcomer."""
+        self.unheard.pop(tenant, None)
+
     def proven(self, tenant: Tenant) -> None:
         """A request was answered on `tenant`: it can no longer be displaced."""
         self.fresh.pop(tenant, None)
@@ -162,6 +182,7 @@ class Door:
         tenant.standing = Standing.AUTHENTICATED
         if len(self.served) < self.limits.max_connections or self._displace_for(tenant):
             self.overflow.discard(tenant)
+            self.unheard.pop(tenant, None)
             self._serve(tenant)
             return True
         return False
@@ -174,6 +195,7 @@ class Door:
             if tenant.standing is not Standing.AUTHENTICATED:
                 self._forget_unauthenticated(tenant)
         self.overflow.discard(tenant)
+        self.unheard.pop(tenant, None)
         tenant.place = Place.REFUSED
 
     def _forget_unauthenticated(self, tenant: Tenant) -> None:

@@ -207,6 +207,8 @@ class ReadingConnection(asyncio.Protocol):
             return
         self.reading = READING_MOVES[self.reading, ReadEvent.HEAD_COMPLETE]
         self.head_fed = 0
+        if self.place is Place.OVERFLOW:
+            self.host.door.heard(self)
         request.method = self.parser.get_method()
         request.http_version = self.parser.get_http_version()
         request.keep_alive = self.parser.should_keep_alive()

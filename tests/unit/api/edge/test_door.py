@@ -41,8 +41,27 @@ def door(*, authenticates: bool = True, limits: ListenerLimits = LIMITS) -> tupl
 
 def test_one_client_holds_its_share_and_the_rest_go_to_the_overflow_then_are_refused() -> None:
     gate, _ = door()
-    places = [gate.admit(Socket()) for _ in range(5)]
-    assert places == [Place.SLOT, Place.SLOT, Place.OVERFLOW, Place.OVERFLOW, Place.REFUSED]
+    tenants = [Socket() for _ in range(5)]
+    places = [gate.admit(tenant) for tenant in tenants[:4]]
+    assert places == [Place.SLOT, Place.SLOT, Place.OVERFLOW, Place.OVERFLOW]
+    for tenant in tenants[2:4]:
+        gate.heard(tenant)
+    assert gate.admit(tenants[4]) is Place.REFUSED, "every overflow connection has sent its request"
+    assert not any(tenant.displaced for tenant in tenants)
+
+
+def test_a_full_overflow_of_idle_sockets_gives_way_to_a_newcomer_oldest_first() -> None:
+    gate, _ = door()
+    idle = [Socket(peer=f"10.0.0.{i}") for i in range(5)]
+    assert [gate.admit(tenant) for tenant in idle] == [Place.SLOT] * 3 + [Place.OVERFLOW] * 2
+    asking = Socket(peer="10.0.0.7")
+    assert gate.admit(asking) is Place.OVERFLOW, "within their grace, the idle slots are kept"
+    assert idle[3].displaced and idle[3].place is Place.REFUSED and not idle[4].displaced
+    gate.heard(asking)
+    assert gate.admit(Socket(peer="10.0.0.8")) is Place.OVERFLOW and idle[4].displaced
+    assert asking in gate.overflow and not asking.displaced, "one that sent its request head is never displaced"
+    assert gate.authenticated(asking) and asking.place is Place.SLOT, "a slot is reserved for it"
+    assert asking not in gate.overflow and asking not in gate.unheard
 
 
 def test_unauthenticated_clients_never_take_the_slots_reserved_for_authenticated_ones() -> None:
