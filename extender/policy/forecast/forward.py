@@ -5,8 +5,10 @@ in its future's free room starts (the first in rank order first, until none fits
 its needs until it ends (`durations` after it started); a running job frees what it holds when its
 `remaining` time is up. A column may start at a given time whether it fits or not (`forced`: room taken
 for it by preemption, lent from the free room, which may go below zero so that the columns after it wait
-for as much to free again). Each step handles one event in every future, so a run costs about as many
-array steps as there are jobs, whatever the number of futures.
+for as much to free again). A column `held_now` (its room is in pieces too small for its pods, node by
+node: `packing`) does not start at the first instant: it waits at least until the first job ends. Each
+step handles one event in every future, so a run costs about as many array steps as there are jobs,
+whatever the number of futures.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def starts_given(
     `remaining` and the waiting ones run for `durations` (both samples × jobs). The columns are
     `inputs.waiting` in rank order; `never`: columns left out; `until`: stop once that column has started
     in every sample (the others' starts are then partial); `forced` (samples × columns): when each starts
-    whether or not it fits (room taken by preemption)."""
+    whether or not it fits (room taken by preemption). A gang `held_now` does not start at time 0."""
     samples = remaining.shape[0]
     if not inputs.waiting:
         return np.zeros((samples, 0))
@@ -87,13 +89,18 @@ class _Futures:
         self.waiting = np.tile(~left_out, (samples, 1))
         self.forced = None if forced is None else np.where(self.waiting, forced, np.inf)
         self.now = np.zeros(samples)
+        held = np.asarray([gang.held_now for gang in inputs.waiting], dtype=bool)
+        self.held = held if held.any() else None
+        """Columns that do not start at the first instant (time 0)."""
 
     def admit(self, rows: np.ndarray) -> None:
-        """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order, until
-        none fits."""
+        """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order (the
+        `held` ones only after time 0), until none fits."""
         slack = 1 + FIT_SLACK
         while len(rows):
-            fits = self.waiting[rows].copy()
+            fits = self.waiting[rows]
+            if self.held is not None:
+                fits &= ~(self.held[None, :] & (self.now[rows] == 0)[:, None])
             for resource in range(self.needs.shape[1]):
                 fits &= self.needs[None, :, resource] <= self.free[rows, resource, None] * slack + FIT_SLACK
             admitting = fits.any(axis=1)

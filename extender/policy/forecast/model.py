@@ -42,6 +42,14 @@ class WaitingGang:
     room for it from running work."""
     starving_s: float = 0.0
     """How long it has starved already."""
+    fits_now_workers: int | None = None
+    """Workers the nodes hold now, node by node, beside its other replicas (-1: not even those;
+    `packing.workers_fitting_now`); None: not counted (the summed room decides)."""
+
+    @property
+    def held_now(self) -> bool:
+        """Its start needs fit in the summed room at best: node by node, its workers do not fit now."""
+        return self.fits_now_workers is not None and self.workers > self.fits_now_workers
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ draw from the curve of how long gangs in this cluster took from starving to star
 waits for as much to free again (`forward`).
 
 What it assumes, and where it says "unknown" instead of a number:
-- capacity is summed over the schedulable nodes (no fragmentation; calibration widens what this misses);
+- capacity is summed over the schedulable nodes, except at the first instant, where a gang whose workers
+  do not fit node by node waits for the first job to end (`WaitingGang.held_now`); from then on what is
+  fragmented is not seen (calibration widens what this misses);
 - jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
   later arrivals from the recent rate and mix of TFJobs into the run was measured worse on the CPU, GPU
   and mixed scenarios it was tried on: see docs/start-forecast.md);
@@ -144,7 +146,12 @@ def what_if(
     bands = []
     for workers, needs in gang.smaller:
         variant = replace(
-            inputs, waiting=(*inputs.waiting[:index], replace(gang, needs=needs), *inputs.waiting[index + 1 :])
+            inputs,
+            waiting=(
+                *inputs.waiting[:index],
+                replace(gang, needs=needs, workers=workers),
+                *inputs.waiting[index + 1 :],
+            ),
         )
         _, never = _needs(variant)
         if never[index]:

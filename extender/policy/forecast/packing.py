@@ -1,0 +1,45 @@
+"""How many of a waiting job's workers the nodes can hold now, node by node (pure).
+
+The forward run sums free room over the nodes, so a gang whose start needs fit in the sum may still not
+fit on any real arrangement of nodes: its workers' room is scattered in pieces each too small for one
+(a GPU left on a node whose CPU is taken). At the forecast's instant the nodes' free room is known row by
+row (`CapacityTable.available`), so the forward run can tell such a gang apart: it is held until the
+first job ends rather than started at once. `workers_fitting_now` places the job's other replicas first
+fit, largest first, then counts the workers that fit in what is left (each node's room divided by one
+worker's requests). Node selectors, taints and affinity are not read: the count is what room allows,
+an upper bound on what the planner could place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from extender.policy.core.capacity import CapacityTable, Demand
+from extender.policy.core.resources import Resources
+
+UNBOUNDED = 2**31 - 1
+"""The count when a worker requests nothing the nodes count."""
+
+
+def workers_fitting_now(table: CapacityTable, others: Sequence[Resources], worker: Resources) -> int:
+    """Workers of `worker`'s requests that fit on the schedulable nodes now once every pod of `others`
+    has been placed; -1 when the others do not all fit."""
+    room = np.clip(table.available[table.schedulable], 0, None)
+    rows = np.arange(len(room))
+    for demand in sorted((table.demand(request) for request in others), key=_size, reverse=True):
+        fitting = np.flatnonzero(table.fits(rows, demand, room))
+        if not len(fitting):
+            return -1
+        room[fitting[0]] -= demand.vector
+    per_worker = table.demand(worker)
+    if per_worker.unknown:
+        return 0
+    if not len(per_worker.columns):
+        return UNBOUNDED
+    return int((room[:, per_worker.columns] // per_worker.amounts).min(axis=1).sum())
+
+
+def _size(demand: Demand) -> int:
+    return int(demand.amounts.sum())

@@ -1,0 +1,51 @@
+"""Room in pieces: the workers the nodes hold now node by node, and the forward run holding a gang whose
+start needs fit only in the summed room until the first job ends."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from extender.policy.core.resources import Resources
+from extender.policy.core.settings import PolicySettings
+from extender.policy.forecast.forward import starts_given
+from extender.policy.forecast.inputs import forecast_inputs
+from extender.policy.forecast.model import WaitingGang
+from extender.policy.forecast.packing import workers_fitting_now
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.unit.policy.forecast.test_montecarlo import fixed_curve, inputs
+
+CPU_2 = Resources({"cpu": 2000})
+
+
+def test_each_node_holds_whole_workers_only_and_the_other_replicas_go_first() -> None:
+    nodes = snapshot(make_node("node-a", cpu="3"), make_node("node-b", cpu="3"))
+    assert workers_fitting_now(nodes.capacity, [], CPU_2) == 2, "6 CPUs summed, but 1 left on each node"
+    assert workers_fitting_now(nodes.capacity, [CPU_2], CPU_2) == 1, "the PS on one node leaves one worker's room"
+    assert workers_fitting_now(nodes.capacity, [Resources({"cpu": 4000})], CPU_2) == -1, "no node holds the PS"
+
+
+def members(*, bound_to: str = "") -> list[dict[str, object]]:
+    ps = make_pod("job-ps-0", job="job", role="ps", group="job", cpu="2", node=bound_to)
+    workers = [make_pod(f"job-worker-{i}", job="job", role="worker", index=i, group="job", cpu="2") for i in range(2)]
+    return [ps, *workers]
+
+
+@pytest.mark.parametrize(("bound_to", "counted"), [("", 1), ("node-a", None)])
+def test_a_waiting_tfjob_is_counted_node_by_node_unless_a_member_is_bound(bound_to: str, counted: int | None) -> None:
+    job = [make_sized_tfjob("job", workers=2, cpu="2"), make_podgroup("job", min_member=3)]
+    nodes = [make_node("node-a", cpu="3"), make_node("node-b", cpu="3")]
+    waiting, _ = forecast_inputs(snapshot(*nodes, *job, *members(bound_to=bound_to)), PolicySettings(), 0.0, [], {})
+    (gang,) = waiting.waiting
+    assert (gang.workers, gang.fits_now_workers, gang.held_now) == (2, counted, counted is not None)
+
+
+def test_a_gang_whose_workers_do_not_fit_node_by_node_waits_for_the_first_job_to_end() -> None:
+    case = inputs([("r", 2.0, 40.0)], [], free=6.0, curve=fixed_curve(100))
+    fitting = WaitingGang("a", (4.0, 0.0, 0.0), workers=2, fits_now_workers=2)
+    held = WaitingGang("a", (4.0, 0.0, 0.0), workers=2, fits_now_workers=1)
+    for gang, start in ((fitting, 0.0), (held, 60.0)):
+        starts = starts_given(replace(case, waiting=(gang,)), np.array([[60.0]]), np.array([[100.0]]))
+        assert starts.tolist() == [[pytest.approx(start)]]
