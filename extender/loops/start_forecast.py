@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -32,6 +32,7 @@ from extender.policy.forecast.calibration import (
     adapted,
     corrected,
     corrections,
+    overdue,
 )
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import ForecastInputs, StartBand, aged
@@ -101,7 +102,7 @@ class StartForecaster:
         s = self.settings
         raw = forecast_starts(inputs, s.samples, self.refreshes, s.min_history)
         raw.update(dict.fromkeys(reserved, RESERVED_BAND))
-        shifts = self.corrections()
+        shifts = self.corrections(now)
         offset = s.calibration_offset_s
         sizes = self._what_ifs_at(inputs, raw, now)
         workers = {gang.key: gang.workers for gang in inputs.waiting}
@@ -128,9 +129,11 @@ class StartForecaster:
         self._what_ifs = computed
         return {key: tuple((n, aged(band, now - at)) for n, band in bands) for key, (at, bands) in computed.items()}
 
-    def corrections(self) -> Corrections:
+    def corrections(self, now: float) -> Corrections:
+        """The shifts from the resolved forecasts, and from those of gangs still waiting past their p90."""
         s = self.settings
-        return corrections(list(self.resolved), self.levels, s.calibration_offset_s, s.calibration_min_records)
+        late = [miss for kept in self._open.values() if (miss := _latest_overdue(kept, now)) is not None]
+        return corrections(list(self.resolved), self.levels, s.calibration_offset_s, s.calibration_min_records, late)
 
     def _keep_open(self, key: str, band: StartBand, published: StartBand, now: float) -> None:
         """Watch the gang until it starts; keep its forecast (raw and as published) every `record_every_s`
@@ -161,3 +164,9 @@ class StartForecaster:
             starved_at = summary.arrival + self.policy.starvation_limit_s if summary.arrival else math.inf
             if started > starved_at:
                 self.starving_delays.append(started - starved_at)
+
+
+def _latest_overdue(kept: Sequence[tuple[float, StartBand, StartBand]], now: float) -> ForecastRecord | None:
+    """The latest of one waiting gang's kept forecasts whose p90 has passed (one per gang, however long it
+    has waited)."""
+    return next((miss for at, band, _ in reversed(kept) if (miss := overdue(band, at, now)) is not None), None)

@@ -17,6 +17,11 @@ and adapt to the misses of the bands actually published (`adapted`). Only record
 forecast being corrected are used (a forecast is never corrected by its own outcome), the most recent
 `kept` of them, and none until there are `min_records`. A `None` p90 ("later than any draw could tell")
 stays `None`; a record whose p90 was `None` scores only p10 and p50.
+
+Forecasts of long waits resolve late, so at any moment the resolved records hold too few of them and the
+p90 would be corrected mostly by short waits. A forecast whose gang still waits although its p90 has passed
+is a miss already known (`overdue`): it counts among the p90's scores at the wait it has had so far, a
+lower bound of its score (it scores nothing else until its gang starts and it is resolved).
 """
 
 from __future__ import annotations
@@ -97,31 +102,53 @@ def adapted(levels: tuple[float, float], record: ForecastRecord, coverage: float
     )
 
 
+def overdue(band: StartBand, made_at: float, now: float) -> ForecastRecord | None:
+    """The forecast as a known miss of its p90 when its gang still waits `now` past it, else None."""
+    waited = now - made_at
+    if band.p90_s is None or band.p50_s is None or waited <= band.p90_s:
+        return None
+    return ForecastRecord(band, made_at, waited)
+
+
 def corrections(
-    records: Sequence[ForecastRecord], levels: tuple[float, float], offset_s: float, min_records: int
+    records: Sequence[ForecastRecord],
+    levels: tuple[float, float],
+    offset_s: float,
+    min_records: int,
+    overdue: Sequence[ForecastRecord] = (),
 ) -> Corrections:
-    """`correction` over all records, and over the records of each bin of raw p50."""
+    """`correction` over all records, and over the records of each bin of raw p50; `overdue` ones (see the
+    module's text) count among the p90's scores only."""
     bins: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
-    for record in records:
-        if record.band.p50_s is not None:
-            bins[bin_of(record.band.p50_s)].append(record)
+    late: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
+    for group, kept in ((bins, records), (late, overdue)):
+        for record in kept:
+            if record.band.p50_s is not None:
+                group[bin_of(record.band.p50_s)].append(record)
     return Corrections(
-        correction(records, levels, offset_s, min_records),
-        tuple(correction(group, levels, offset_s, min_records) for group in bins),
+        correction(records, levels, offset_s, min_records, overdue),
+        tuple(
+            correction(group, levels, offset_s, min_records, missed) for group, missed in zip(bins, late, strict=True)
+        ),
     )
 
 
 def correction(
-    records: Sequence[ForecastRecord], levels: tuple[float, float], offset_s: float, min_records: int
+    records: Sequence[ForecastRecord],
+    levels: tuple[float, float],
+    offset_s: float,
+    min_records: int,
+    overdue: Sequence[ForecastRecord] = (),
 ) -> Correction:
-    """The shifts that would have made `records` cover at the (lower, upper) `levels`, one side each."""
+    """The shifts that would have made `records` cover at the (lower, upper) `levels`, one side each; the
+    p90's scores include the `overdue` forecasts' lower bounds."""
     scored = [r for r in records if r.band.p10_s is not None and r.band.p50_s is not None]
     if len(scored) < min_records:
         return NO_CORRECTION
     actual = np.log(np.asarray([r.actual_s for r in scored]) + offset_s)
     p10 = np.log(np.asarray([r.band.p10_s for r in scored], dtype=np.float64) + offset_s)
     p50 = np.log(np.asarray([r.band.p50_s for r in scored], dtype=np.float64) + offset_s)
-    uppers = [(r.actual_s, r.band.p90_s) for r in scored if r.band.p90_s is not None]
+    uppers = [(r.actual_s, r.band.p90_s) for r in (*scored, *overdue) if r.band.p90_s is not None]
     upper = (
         _conformal(
             np.log(np.asarray([a for a, _ in uppers]) + offset_s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.policy.forecast.calibration import ForecastRecord, adapted, corrected, correction
+from extender.policy.forecast.calibration import ForecastRecord, adapted, corrected, correction, overdue
 from extender.policy.forecast.model import StartBand
 from extender.policy.forecast.wording import start_phrase
 
@@ -44,6 +44,18 @@ def test_a_start_now_is_never_lifted_by_narrowing() -> None:
     assert shift.lower < 0, "bands wider than needed: p10 moves up"
     assert (corrected(wide[0], shift, 30.0).p10_s or 0.0) > 10.0
     assert corrected(StartBand(0.0, 200.0, 400.0), shift, 30.0).p10_s == 0.0
+
+
+def test_gangs_still_waiting_past_their_p90_widen_it_before_they_start() -> None:
+    band = StartBand(10.0, 60.0, 120.0)
+    resolved = records([band] * 40, [60.0] * 40)
+    assert overdue(band, made_at=0.0, now=100.0) is None, "its p90 has not passed yet"
+    late = [overdue(band, made_at=0.0, now=900.0 + i) for i in range(20)]
+    assert all(miss is not None and miss.actual_s >= 900.0 for miss in late)
+    alone = correction(resolved, (0.9, 0.9), 30.0, 20)
+    with_late = correction(resolved, (0.9, 0.9), 30.0, 20, [miss for miss in late if miss])
+    assert (corrected(band, alone, 30.0).p90_s or 0.0) < 120.0 < (corrected(band, with_late, 30.0).p90_s or 0.0)
+    assert (with_late.lower, with_late.middle) == (alone.lower, alone.middle), "only the p90 reads the overdue"
 
 
 def test_an_unknown_band_stays_unknown() -> None:
