@@ -115,18 +115,18 @@ def corrections(
     levels: tuple[float, float],
     offset_s: float,
     min_records: int,
-    overdue: Sequence[ForecastRecord] = (),
+    past_p90: Sequence[ForecastRecord] = (),
 ) -> Corrections:
-    """`correction` over all records, and over the records of each bin of raw p50; `overdue` ones (see the
-    module's text) count among the p90's scores only."""
+    """`correction` over all records, and over the records of each bin of raw p50; the `past_p90` ones
+    (`overdue`, see the module's text) count among the p90's scores only."""
     bins: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
     late: list[list[ForecastRecord]] = [[] for _ in range(len(P50_BINS_S) + 1)]
-    for group, kept in ((bins, records), (late, overdue)):
+    for group, kept in ((bins, records), (late, past_p90)):
         for record in kept:
             if record.band.p50_s is not None:
                 group[bin_of(record.band.p50_s)].append(record)
     return Corrections(
-        correction(records, levels, offset_s, min_records, overdue),
+        correction(records, levels, offset_s, min_records, past_p90),
         tuple(
             correction(group, levels, offset_s, min_records, missed) for group, missed in zip(bins, late, strict=True)
         ),
@@ -138,17 +138,17 @@ def correction(
     levels: tuple[float, float],
     offset_s: float,
     min_records: int,
-    overdue: Sequence[ForecastRecord] = (),
+    past_p90: Sequence[ForecastRecord] = (),
 ) -> Correction:
     """The shifts that would have made `records` cover at the (lower, upper) `levels`, one side each; the
-    p90's scores include the `overdue` forecasts' lower bounds."""
+    p90's scores include the lower bounds of the `past_p90` forecasts (`overdue`)."""
     scored = [r for r in records if r.band.p10_s is not None and r.band.p50_s is not None]
     if len(scored) < min_records:
         return NO_CORRECTION
     actual = np.log(np.asarray([r.actual_s for r in scored]) + offset_s)
     p10 = np.log(np.asarray([r.band.p10_s for r in scored], dtype=np.float64) + offset_s)
     p50 = np.log(np.asarray([r.band.p50_s for r in scored], dtype=np.float64) + offset_s)
-    uppers = [(r.actual_s, r.band.p90_s) for r in (*scored, *overdue) if r.band.p90_s is not None]
+    uppers = [(r.actual_s, r.band.p90_s) for r in (*scored, *past_p90) if r.band.p90_s is not None]
     upper = (
         _conformal(
             np.log(np.asarray([a for a, _ in uppers]) + offset_s)
