@@ -14,8 +14,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.policy.core.resources import CPU, MEMORY, Resources, total
+from extender.policy.core.resources import CPU, MEMORY, total
 from extender.policy.core.snapshot import ClusterSnapshot
+from extender.policy.rank.standing import free_capacity
 from extender.policy.rank.weights import cluster_capacity
 
 DEFAULT_INTERVAL_S = 5.0
@@ -37,7 +38,7 @@ class Sample:
 def sample_of(snapshot: ClusterSnapshot, now: float) -> Sample:
     allocatable = cluster_capacity(snapshot)
     reserved = total(snapshot.reserved_by_node.values())
-    free = _available(snapshot)
+    free = free_capacity(snapshot)
     cpu_bound, cpu_reserved = _shares(allocatable.get(CPU), free.get(CPU), reserved.get(CPU))
     memory_bound, _ = _shares(allocatable.get(MEMORY), free.get(MEMORY), reserved.get(MEMORY))
     return Sample(now, cpu_bound, cpu_reserved, memory_bound)
@@ -50,13 +51,6 @@ def _shares(whole: float, free: float, held: float) -> tuple[float, float]:
         return 0.0, 0.0
     used = max(0, whole - free - held)
     return min(1.0, used / whole), min(1.0, held / whole)
-
-
-def _available(snapshot: ClusterSnapshot) -> Resources:
-    table = snapshot.capacity
-    if len(table.rows) != len(snapshot.nodes):
-        return total(state.available for state in snapshot.nodes.values() if state.node.schedulable)
-    return table.resources(table.available[table.schedulable].sum(axis=0))
 
 
 class UtilisationHistory:

@@ -168,6 +168,12 @@ class ClusterSnapshot:
     derive it when needed. Typed as any object because the snapshot sits below the ranking that defines the
     queue: `rank.queue.queue_of` is the one reader, and checks the type."""
 
+    @property
+    def dense_capacity(self) -> CapacityTable | None:
+        """`capacity` when it has a row for every node, else None (a snapshot a test builds by hand: read
+        `nodes` instead)."""
+        return self.capacity if len(self.capacity.rows) == len(self.nodes) else None
+
     def free_on(self, node: str, *, ignoring_group: str = "") -> Resources:
         """Free capacity of `node` after bound pods and reservations (those of `ignoring_group` excepted)."""
         state = self.nodes.get(node)

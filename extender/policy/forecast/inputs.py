@@ -7,7 +7,7 @@ what its PodGroup's `minMember` asks of its TFJob (every other replica and the w
 the rest, at least the job's minimum; `GangSummary.demand` without a TFJob) less what its members already
 hold; for a job whose workers may be fewer than that, each smaller size down to its minimum is kept for the
 what-if (`WaitingGang.smaller`). For a TFJob with no member bound, the workers the nodes hold now node by
-node beside its other replicas are counted (`packing.workers_fitting_now`). A gang whose plan is already
+node beside its other replicas are counted (`packing.NodeRoom`). A gang whose plan is already
 reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
 band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
 the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any
@@ -23,7 +23,7 @@ from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GroupView, JobView, Role
 from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
-from extender.policy.forecast.packing import workers_fitting_now
+from extender.policy.forecast.packing import NodeRoom
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import queue_of
@@ -60,7 +60,9 @@ def forecast_inputs(
             key=lambda name: (name not in BASE_RESOURCES, name),
         )
     )
-    gangs = tuple(_waiting(snapshot, rank, summary, settings, names) for rank, summary in ranked)
+    table = snapshot.dense_capacity
+    room = None if table is None else NodeRoom(table)
+    gangs = tuple(_waiting(snapshot, rank, summary, settings, names, room) for rank, summary in ranked)
     jobs = tuple(
         RunningJob(
             summary.key,
@@ -89,8 +91,10 @@ def _waiting(
     summary: GangSummary,
     settings: PolicySettings,
     names: tuple[str, ...],
+    room: NodeRoom | None,
 ) -> WaitingGang:
-    """One waiting gang as the forward run takes it (see the module docstring)."""
+    """One waiting gang as the forward run takes it (see the module docstring); `room`: the nodes' free room,
+    None when the snapshot has no dense table of it."""
     job = snapshot.jobs.get(summary.job)
     sizes = _sizes(job, snapshot.groups.get(summary.origin))
     need = sizes[0][1] if sizes else summary.demand
@@ -101,15 +105,13 @@ def _waiting(
         sizes[0][0] if sizes else 0,
         starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
-        fits_now_workers=_fitting_now(snapshot, job) if sizes and not summary.bound_pods else None,
+        fits_now_workers=_fitting_now(room, job) if sizes and not summary.bound_pods else None,
     )
 
 
-def _fitting_now(snapshot: ClusterSnapshot, job: JobView | None) -> int | None:
-    """The job's workers the nodes hold now beside its other replicas; None when the dense table does not
-    cover every node."""
-    table = snapshot.capacity
-    if job is None or len(table.rows) != len(snapshot.nodes):
+def _fitting_now(room: NodeRoom | None, job: JobView | None) -> int | None:
+    """The job's workers the nodes hold now beside its other replicas; None without `room` or a job."""
+    if job is None or room is None:
         return None
     others = [
         job.role_requests.get(role, EMPTY)
@@ -117,7 +119,7 @@ def _fitting_now(snapshot: ClusterSnapshot, job: JobView | None) -> int | None:
         if role is not Role.WORKER
         for _ in range(count)
     ]
-    return workers_fitting_now(table, others, job.role_requests.get(Role.WORKER, EMPTY))
+    return room.workers_fitting(others, job.role_requests.get(Role.WORKER, EMPTY))
 
 
 def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:

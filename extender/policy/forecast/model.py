@@ -44,7 +44,7 @@ class WaitingGang:
     """How long it has starved already."""
     fits_now_workers: int | None = None
     """Workers the nodes hold now, node by node, beside its other replicas (-1: not even those;
-    `packing.workers_fitting_now`); None: not counted (the summed room decides)."""
+    `packing.NodeRoom`); None: not counted (the summed room decides)."""
 
     @property
     def held_now(self) -> bool:

@@ -4,7 +4,7 @@ The forward run sums free room over the nodes, so a gang whose start needs fit i
 fit on any real arrangement of nodes: its workers' room is scattered in pieces each too small for one
 (a GPU left on a node whose CPU is taken). At the forecast's instant the nodes' free room is known row by
 row (`CapacityTable.available`), so the forward run can tell such a gang apart: it is held until the
-first job ends rather than started at once. `workers_fitting_now` places the job's other replicas first
+first job ends rather than started at once. `NodeRoom.workers_fitting` places the job's other replicas first
 fit, largest first, then counts the workers that fit in what is left (each node's room divided by one
 worker's requests). Node selectors, taints and affinity are not read: the count is what room allows,
 an upper bound on what the planner could place.
@@ -23,22 +23,30 @@ UNBOUNDED = 2**31 - 1
 """The count when a worker requests nothing the nodes count."""
 
 
-def workers_fitting_now(table: CapacityTable, others: Sequence[Resources], worker: Resources) -> int:
-    """Workers of `worker`'s requests that fit on the schedulable nodes now once every pod of `others`
-    has been placed; -1 when the others do not all fit."""
-    room = np.clip(table.available[table.schedulable], 0, None)
-    rows = np.arange(len(room))
-    for demand in sorted((table.demand(request) for request in others), key=_size, reverse=True):
-        fitting = np.flatnonzero(table.fits(rows, demand, room))
-        if not len(fitting):
-            return -1
-        room[fitting[0]] -= demand.vector
-    per_worker = table.demand(worker)
-    if per_worker.unknown:
-        return 0
-    if not len(per_worker.columns):
-        return UNBOUNDED
-    return int((room[:, per_worker.columns] // per_worker.amounts).min(axis=1).sum())
+class NodeRoom:
+    """The schedulable nodes' free room now, row by row, read once per refresh and asked per job."""
+
+    def __init__(self, table: CapacityTable) -> None:
+        self.table = table
+        self.free = np.clip(table.available[table.schedulable], 0, None)
+        self.rows = np.arange(len(self.free))
+
+    def workers_fitting(self, others: Sequence[Resources], worker: Resources) -> int:
+        """Workers of `worker`'s requests that fit now once every pod of `others` has been placed; -1 when
+        the others do not all fit."""
+        table, room = self.table, self.free
+        for demand in sorted((table.demand(request) for request in others), key=_size, reverse=True):
+            fitting = np.flatnonzero(table.fits(self.rows, demand, room))
+            if not len(fitting):
+                return -1
+            room = room.copy() if room is self.free else room
+            room[fitting[0]] -= demand.vector
+        per_worker = table.demand(worker)
+        if per_worker.unknown:
+            return 0
+        if not len(per_worker.columns):
+            return UNBOUNDED
+        return int((room[:, per_worker.columns] // per_worker.amounts).min(axis=1).sum())
 
 
 def _size(demand: Demand) -> int:

@@ -156,10 +156,8 @@ def free_in_all(snapshot: ClusterSnapshot) -> Resources | None:
     """What is free on all schedulable nodes together (after bound pods and reservations): a gang that needs
     more (`backfill.least_room_needed`) cannot start, whatever the plan. None for a snapshot whose capacity
     table does not cover its nodes (one a test builds by hand)."""
-    table = snapshot.capacity
-    if len(table.rows) != len(snapshot.nodes):
-        return None
-    return table.free_total()
+    table = snapshot.dense_capacity
+    return None if table is None else table.free_total()
 
 
 def carried_out(plan: PreemptionPlan, now: float) -> LedgerChange:

@@ -312,8 +312,8 @@ def _gangs_named(message: str, queue: GangQueue) -> tuple[str, ...]:
 
 def free_capacity(snapshot: ClusterSnapshot) -> Resources:
     """What the schedulable nodes have left after bound pods and reservations, summed."""
-    table = snapshot.capacity
-    if len(table.rows) != len(snapshot.nodes):
+    table = snapshot.dense_capacity
+    if table is None:
         return total(state.available for state in snapshot.nodes.values() if state.node.schedulable)
     return table.resources(table.available[table.schedulable].sum(axis=0))
 

@@ -95,8 +95,8 @@ class JobRank:
 
 def cluster_capacity(snapshot: ClusterSnapshot) -> Resources:
     """Allocatable summed over the schedulable nodes: what job weights are normalised against."""
-    table = snapshot.capacity
-    if len(table.rows) != len(snapshot.nodes):
+    table = snapshot.dense_capacity
+    if table is None:
         return total(state.node.allocatable for state in snapshot.nodes.values() if state.node.schedulable)
     return table.resources(table.allocatable[table.schedulable].sum(axis=0))
 

@@ -13,7 +13,7 @@ from extender.policy.core.settings import PolicySettings
 from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import WaitingGang
-from extender.policy.forecast.packing import workers_fitting_now
+from extender.policy.forecast.packing import NodeRoom
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 from tests.unit.policy.forecast.test_montecarlo import fixed_curve, inputs
 
@@ -22,9 +22,11 @@ CPU_2 = Resources({"cpu": 2000})
 
 def test_each_node_holds_whole_workers_only_and_the_other_replicas_go_first() -> None:
     nodes = snapshot(make_node("node-a", cpu="3"), make_node("node-b", cpu="3"))
-    assert workers_fitting_now(nodes.capacity, [], CPU_2) == 2, "6 CPUs summed, but 1 left on each node"
-    assert workers_fitting_now(nodes.capacity, [CPU_2], CPU_2) == 1, "the PS on one node leaves one worker's room"
-    assert workers_fitting_now(nodes.capacity, [Resources({"cpu": 4000})], CPU_2) == -1, "no node holds the PS"
+    room = NodeRoom(nodes.capacity)
+    assert room.workers_fitting([], CPU_2) == 2, "6 CPUs summed, but 1 left on each node"
+    assert room.workers_fitting([CPU_2], CPU_2) == 1, "the PS on one node leaves one worker's room"
+    assert room.workers_fitting([Resources({"cpu": 4000})], CPU_2) == -1, "no node holds the PS"
+    assert room.workers_fitting([], CPU_2) == 2, "asking placed nothing for good"
 
 
 def members(*, bound_to: str = "") -> list[dict[str, object]]:
