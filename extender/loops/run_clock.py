@@ -1,7 +1,9 @@
 """How long each TFJob has run, and how long the finished ones ran: the loop's memory for suspensions.
 
 Fed with the job states the preemption loop derives every tick (`policy.rank.jobstates`): a job's current run
-starts when it is first seen RUNNING and ends when it leaves that state; a job seen COMPLETED adds its
+starts when it is first seen with its gang placed (`JobStatus.placed`: RUNNING, or PREEMPTED by a scale-in
+and training on fewer workers, which neither ends nor restarts a run) and ends when it no longer is (waiting
+for room, evicted, suspended); a job seen COMPLETED adds its
 run time (with what it ran before its last suspension, `JobView.attained_s`) to the history, of which
 the most recent `limit` are kept. The clock reads ticks, so times are as fine as the loop's interval. It
 lives in the loop's process; the loop writes each finished job's run time on the TFJob
@@ -52,7 +54,7 @@ class RunClock:
                     self.finished.append(ran)
                     self._counted.add(status.job)
                     finished.append((status.job, ran))
-            elif status.state is JobState.RUNNING:
+            elif status.placed:
                 self._started.setdefault(status.job, now)
                 if view is not None and view.may_be_suspended:
                     self._suspendable.add(status.job)

@@ -39,6 +39,9 @@ class JobStatus:
     reason: str
     pods: int
     bound: int
+    placed: bool = False
+    """Its gang has `minMember` placed, so it trains: RUNNING, or PREEMPTED by a scale-in and running on
+    fewer workers (a run that a scale-in neither ends nor restarts)."""
 
 
 def job_states(snapshot: ClusterSnapshot, now: float, settings: PolicySettings) -> list[JobStatus]:
@@ -66,9 +69,9 @@ def job_state(snapshot: ClusterSnapshot, key: str, now: float, settings: PolicyS
     preempted = _preemption_of(snapshot, key, group)
     running = _running(snapshot, group, pods)
     if preempted is not None and (key in preempted.scaled_in or not running):
-        return JobStatus(key, JobState.PREEMPTED, preempted.reason, len(pods), bound)
+        return JobStatus(key, JobState.PREEMPTED, preempted.reason, len(pods), bound, placed=running)
     if running:
-        return JobStatus(key, JobState.RUNNING, f"{bound} pods bound", len(pods), bound)
+        return JobStatus(key, JobState.RUNNING, f"{bound} pods bound", len(pods), bound, placed=True)
     if not pods:
         return JobStatus(key, JobState.WAITING, _podless_reason(snapshot, key), 0, 0)
     if group:

@@ -80,8 +80,14 @@ def test_job_states_and_their_events() -> None:
         *cpu_nodes(3), *running_gang("light", workers=11, nodes=NAMES, min_workers=3), *waiting_job("heavy", pods=4)
     )
     loop.tick(NOW)
-    states = {status.job: status.state for status in job_states(loop.state.snapshot(), NOW, SETTINGS)}
-    assert states == {"default/light": JobState.PREEMPTED, "default/heavy": JobState.WAITING}
+    statuses = {status.job: status for status in job_states(loop.state.snapshot(), NOW, SETTINGS)}
+    assert {job: status.state for job, status in statuses.items()} == {
+        "default/light": JobState.PREEMPTED,
+        "default/heavy": JobState.WAITING,
+    }
+    assert (statuses["default/light"].placed, statuses["default/heavy"].placed) == (True, False), (
+        "scaled in, the light job trains on fewer workers"
+    )
     reported = {(key, reason) for kind, key, reason, _ in actuator.events if kind == "TFJob"}
     assert ("default/light", "Preempted") in reported
     assert ("default/heavy", "Waiting") in reported

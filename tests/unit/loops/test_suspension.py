@@ -137,8 +137,8 @@ def test_a_resumed_job_ranks_after_fresh_ones_and_queues_from_its_suspension() -
     assert starving.starving and not starving.demoted, "starving lifts the demotion: waiting stays bounded"
 
 
-def status(job: str, state: JobState) -> JobStatus:
-    return JobStatus(job, state, "", 1, 1)
+def status(job: str, state: JobState, *, placed: bool | None = None) -> JobStatus:
+    return JobStatus(job, state, "", 1, 1, placed=state is JobState.RUNNING if placed is None else placed)
 
 
 def test_the_run_clock_counts_runs_across_suspensions_and_remembers_finished_ones() -> None:
@@ -156,6 +156,18 @@ def test_the_run_clock_counts_runs_across_suspensions_and_remembers_finished_one
     clock.observe([status("a/k", JobState.RUNNING)], {"a/k": JobView("a", "k")}, 300.0)
     clock.observe([status("a/k", JobState.WAITING)], succeeded, 340.0)
     assert list(clock.finished) == [80.0, 40.0], "a job whose pods went with its success still counts"
+
+
+def test_a_job_scaled_in_runs_on_and_its_run_counts_when_it_finishes() -> None:
+    clock = RunClock(limit=10)
+    jobs = {"a/j": JobView("a", "j")}
+    clock.observe([status("a/j", JobState.RUNNING)], jobs, 100.0)
+    clock.observe([status("a/j", JobState.PREEMPTED, placed=True)], jobs, 150.0)
+    assert clock.running(jobs, 160.0) == {"a/j": 60.0}, "a scale-in neither ends nor restarts its run"
+    assert clock.observe([status("a/j", JobState.COMPLETED)], jobs, 400.0) == [("a/j", 300.0)]
+    clock.observe([status("a/k", JobState.RUNNING)], {"a/k": JobView("a", "k")}, 500.0)
+    clock.observe([status("a/k", JobState.PREEMPTED, placed=False)], {"a/k": JobView("a", "k")}, 520.0)
+    assert clock.running(jobs, 530.0) == {}, "evicted: its run ends"
 
 
 def test_a_new_clock_recalls_the_run_times_recorded_on_the_tfjobs_oldest_job_first() -> None:
