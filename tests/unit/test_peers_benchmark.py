@@ -409,6 +409,23 @@ def test_the_records_are_one_json_array_drains_first(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["runs.json"]
 
 
+def test_a_forecast_counts_from_when_it_was_made_and_once_however_often_it_is_read() -> None:
+    recorder = ForecastRecorder("http://127.0.0.1:1", "cpu-mix-ours-s1", 5.0)
+    band = {"p10Seconds": 5.0, "p50Seconds": 10.0, "p90Seconds": 20.0, "asOf": 1_000.0, "samples": 200}
+    answer = [
+        {"gang": "cpu-mix-ours-s1/a", "startForecast": band},
+        {"gang": "other/a", "startForecast": band},
+        {"gang": "cpu-mix-ours-s1/b", "startForecast": None},
+    ]
+    recorder.keep(answer, to_monotonic=-900.0)
+    recorder.keep(answer, to_monotonic=-900.0)
+    recorder.keep([{"gang": "cpu-mix-ours-s1/a", "startForecast": {**band, "asOf": 1_030.0}}], to_monotonic=-900.0)
+    assert recorder.seen == [
+        ("a", 100.0, StartBand(5.0, 10.0, 20.0, "", 200)),
+        ("a", 130.0, StartBand(5.0, 10.0, 20.0, "", 200)),
+    ]
+
+
 def test_the_forecasts_seen_during_a_run_are_scored_against_its_starts() -> None:
     recorder = ForecastRecorder("http://127.0.0.1:1", "cpu-mix-ours-s1", 30.0)
     recorder.seen = [

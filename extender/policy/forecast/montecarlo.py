@@ -6,8 +6,11 @@ the ones behind it go first, as the extender lets a lower gang take room a highe
 started gang holds what it started with until it ends. What is not known is how long each job runs: a
 running job's remaining time and a waiting job's run time are drawn from the Kaplan–Meier curve of the run
 times seen finish (`RunTimes`), conditioned on what the running one has run. Each of `samples` futures is
-one draw of every job; all of them advance together, event by event, as arrays (samples × jobs), so a
-refresh costs a few hundred array steps whatever the sample count.
+one draw of every job, and one draw of how long jobs run here at all: all the run times of a future are
+scaled by one log-normal factor whose spread is the standard error of the mean log run time
+(`run_time_scale_error`), so the few runs a new cluster has seen finish widen every band, and a long
+history leaves the bands as they were. All of them advance together, event by event, as arrays (samples ×
+jobs), so a refresh costs a few hundred array steps whatever the sample count.
 
 A gang that starves (`starvation_limit_s`) gets room by preemption: it starts, room or not, after a
 draw from the curve of how long gangs in this cluster took from starving to starting
@@ -117,7 +120,24 @@ def _run_forward(
         inputs.curve, np.zeros(waiting), rng.random(shape_waiting), rng.exponential(size=shape_waiting)
     )
     forced = _forced_starts(inputs, rng, samples)
-    return starts_given(inputs, remaining, durations, never, until, forced=forced)
+    scale = np.exp(run_time_scale_error(inputs.curve) * rng.standard_normal(samples))[:, None]
+    return starts_given(inputs, remaining * scale, durations * scale, never, until, forced=forced)
+
+
+def run_time_scale_error(curve: RunTimes) -> float:
+    """How uncertain the cluster's typical run time is from the few finished runs seen: the standard error
+    of the mean log run time (the spread of log run times over the curve's finished mass, over √finished)."""
+    if curve.finished < 2 or not curve.times:
+        return 0.0
+    survival = np.asarray(curve.survival, dtype=np.float64)
+    mass = -np.diff(np.concatenate([[1.0], survival]))
+    if mass.sum() <= 0:
+        return 0.0
+    logs = np.log(np.maximum(np.asarray(curve.times, dtype=np.float64), 1.0))
+    weights = mass / mass.sum()
+    mean = float(weights @ logs)
+    spread = float(np.sqrt(weights @ (logs - mean) ** 2))
+    return spread / float(np.sqrt(curve.finished))
 
 
 def _forced_starts(inputs: ForecastInputs, rng: np.random.Generator, samples: int) -> np.ndarray | None:

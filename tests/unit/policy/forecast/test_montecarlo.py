@@ -7,7 +7,7 @@ import pytest
 
 from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
-from extender.policy.forecast.montecarlo import draw_remaining, forecast_starts
+from extender.policy.forecast.montecarlo import draw_remaining, forecast_starts, run_time_scale_error
 from extender.policy.preemption.residual_life import RunTimes
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -68,6 +68,26 @@ def test_the_band_widens_with_run_time_spread() -> None:
     assert band.p10_s is not None and band.p90_s is not None and band.p50_s is not None
     assert band.p10_s < band.p50_s < band.p90_s
     assert band.p90_s - band.p10_s > 200
+
+
+def test_a_thin_history_widens_the_band_and_the_same_history_seen_often_does_not() -> None:
+    """Three runs say little about how long jobs run here: every future draws its own scale for all its
+    run times (the standard error of the mean log run time), so the band is wider than from the same
+    runs seen a hundred times each, and identical runs leave nothing uncertain."""
+    thin = RunTimes.estimate([50.0, 100.0, 200.0], [])
+    often = RunTimes.estimate([50.0, 100.0, 200.0] * 100, [])
+    assert run_time_scale_error(thin) == pytest.approx(np.log(2) * np.sqrt(2 / 3) / np.sqrt(3))
+    assert run_time_scale_error(often) == pytest.approx(run_time_scale_error(thin) / 10)
+    assert run_time_scale_error(fixed_curve(100)) == 0.0
+    assert run_time_scale_error(RunTimes.estimate([100.0], [])) == 0.0
+
+    def width(curve: RunTimes) -> float:
+        case = inputs([("r1", 4.0, 0.0), ("r2", 4.0, 0.0)], [("a", 8.0)], free=0.0, curve=curve)
+        band = forecast_starts(case, 400, 5)["a"]
+        assert band.p10_s is not None and band.p90_s is not None
+        return band.p90_s - band.p10_s
+
+    assert width(thin) > 1.2 * width(often)
 
 
 def test_draws_are_conditioned_on_what_a_job_has_run() -> None:
