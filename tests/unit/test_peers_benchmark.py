@@ -412,7 +412,7 @@ def test_the_records_are_one_json_array_drains_first(tmp_path: Path) -> None:
 def test_a_forecast_counts_from_when_it_was_made_and_once_however_often_it_is_read() -> None:
     recorder = ForecastRecorder("http://127.0.0.1:1", "cpu-mix-ours-s1", 5.0)
     band = {"p10Seconds": 5.0, "p50Seconds": 10.0, "p90Seconds": 20.0, "asOf": 1_000.0, "samples": 200}
-    answer = [
+    answer: list[dict[str, Any]] = [
         {"gang": "cpu-mix-ours-s1/a", "startForecast": band},
         {"gang": "other/a", "startForecast": band},
         {"gang": "cpu-mix-ours-s1/b", "startForecast": None},
