@@ -11,12 +11,14 @@ with `c` = `offset_s`, because waits span seconds to hours and an error is as ba
 - p50: moved by the median of `actual` over `p50`.
 Errors differ by how far off a start is (a start forecast in a minute is early or late for other reasons than
 one forecast in an hour), so the shifts are taken per band of the raw p50 (`P50_BINS_S`: under 1 min, 1–5
-min, 5–20 min, over 20 min; Mondrian conformal), each from the records of its bin, or from all records
-while its bin has fewer than `min_records`. The levels the shifts are taken at start at the stated coverage
-and adapt to the misses of the bands actually published (`adapted`). Only records resolved before the
-forecast being corrected are used (a forecast is never corrected by its own outcome), the most recent
-`kept` of them, and none until there are `min_records`. A `None` p90 ("later than any draw could tell")
-stays `None`; a record whose p90 was `None` scores only p10 and p50.
+min, 5–20 min, over 20 min; Mondrian conformal), each from the records of its bin; while its bin has fewer
+than `min_records`, from all records, but p10 and p90 only where that widens the band: the first waits to
+end are the short ones, and their records would narrow the bands of long waits still to come. The levels
+the shifts are taken at start at the stated coverage and adapt to the misses of the bands actually published
+(`adapted`). Only records resolved before the forecast being corrected are used (a forecast is never
+corrected by its own outcome), the most recent `kept` of them, and none until there are `min_records`. A
+`None` p90 ("later than any draw could tell") stays `None`; a record whose p90 was `None` scores only p10
+and p50.
 
 Forecasts of long waits resolve late, so at any moment the resolved records hold too few of them and the
 p90 would be corrected mostly by short waits. A forecast whose gang still waits although its p90 has passed
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -69,7 +71,8 @@ P50_BINS_S = (60.0, 300.0, 1200.0)
 
 @dataclass(frozen=True, slots=True)
 class Corrections:
-    """The shifts of every bin of raw p50, and the one over all records for bins with too few."""
+    """The shifts of every bin of raw p50, and the one over all records for bins with too few (which only
+    widens their bands)."""
 
     overall: Correction = NO_CORRECTION
     by_bin: tuple[Correction, ...] = ()
@@ -78,7 +81,10 @@ class Corrections:
         if band.p50_s is None or not self.by_bin:
             return self.overall
         own = self.by_bin[bin_of(band.p50_s)]
-        return own if own.applied else self.overall
+        if own.applied:
+            return own
+        overall = self.overall
+        return replace(overall, lower=max(overall.lower, 0.0), upper=max(overall.upper, 0.0))
 
 
 def bin_of(p50_s: float) -> int:

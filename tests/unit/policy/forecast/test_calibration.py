@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.policy.forecast.calibration import ForecastRecord, adapted, corrected, correction, overdue
+from extender.policy.forecast.calibration import (
+    ForecastRecord,
+    adapted,
+    corrected,
+    correction,
+    corrections,
+    overdue,
+)
 from extender.policy.forecast.model import StartBand
 from extender.policy.forecast.wording import start_phrase
 
@@ -56,6 +63,20 @@ def test_gangs_still_waiting_past_their_p90_widen_it_before_they_start() -> None
     with_late = correction(resolved, (0.9, 0.9), 30.0, 20, [miss for miss in late if miss])
     assert (corrected(band, alone, 30.0).p90_s or 0.0) < 120.0 < (corrected(band, with_late, 30.0).p90_s or 0.0)
     assert (with_late.lower, with_late.middle) == (alone.lower, alone.middle), "only the p90 reads the overdue"
+
+
+def test_a_band_of_a_length_seldom_seen_is_widened_by_the_others_errors_never_narrowed() -> None:
+    """The first waits to end are short ones: their records say the short bands were too wide. A band of a
+    length with too few records of its own borrows the shifts of all records only where they widen it."""
+    short = StartBand(5.0, 20.0, 120.0)
+    shifts = corrections(records([short] * 40, [20.0] * 40), (0.9, 0.9), 30.0, 20)
+    assert corrected(short, shifts.for_band(short), 30.0).p90_s == pytest.approx(20.0), "its own bin narrows it"
+    long = StartBand(300.0, 900.0, 1800.0)
+    borrowed = shifts.for_band(long)
+    assert (borrowed.lower, borrowed.upper) == (0.0, 0.0)
+    assert corrected(long, borrowed, 30.0).p90_s == pytest.approx(1800.0)
+    late = corrections(records([short] * 40, [600.0] * 40), (0.9, 0.9), 30.0, 20)
+    assert (corrected(long, late.for_band(long), 30.0).p90_s or 0.0) > 1800.0, "too narrow: widened"
 
 
 def test_an_unknown_band_stays_unknown() -> None:
