@@ -120,9 +120,10 @@ class StartForecaster:
     ) -> dict[str, tuple[tuple[int, StartBand], ...]]:
         """Every waiting gang that may start smaller, with its raw band at each smaller size: computed anew for
         `what_if_gangs` of them per refresh, those longest without one first (a new gang before any, higher
-        rank first among equals), the others' kept bands aged by the time since theirs was computed."""
+        rank first among equals), the others' kept bands aged by the time since theirs was computed. A gang
+        that can never start at its size (`WaitingGang.never_fits`) gets them too: a smaller size may fit."""
         s = self.settings
-        elastic = [gang for gang in inputs.waiting if gang.smaller and raw[gang.key].known]
+        elastic = [gang for gang in inputs.waiting if gang.smaller and (raw[gang.key].known or gang.never_fits)]
         computed = {gang.key: self._what_ifs[gang.key] for gang in elastic if gang.key in self._what_ifs}
         for gang in sorted(elastic, key=lambda gang: computed.get(gang.key, (-math.inf,))[0])[: s.what_if_gangs]:
             computed[gang.key] = (now, what_if(inputs, gang.key, s.what_if_samples, self.refreshes, s.min_history))

@@ -1,17 +1,18 @@
 """What the forward run starts from, read from a snapshot and the run times seen (pure).
 
-Only what a cluster shows is read: the schedulable nodes' allocatable and what is free on them, the gang
-queue in rank order at `now` (`GangQueue.waiting`), what each gang's bound members hold and since when, and
-the run times of the jobs seen finish (`RunClock`, passed in as numbers). A waiting gang's start needs are
-what its PodGroup's `minMember` asks of its TFJob (every other replica and the workers that make up
-the rest, at least the job's minimum; `GangSummary.demand` without a TFJob) less what its members already
-hold; for a job whose workers may be fewer than that, each smaller size down to its minimum is kept for the
-what-if (`WaitingGang.smaller`). For a TFJob with no member bound, the workers the nodes hold now node by
-node beside its other replicas are counted (`packing.NodeRoom`). A gang whose plan is already
-reserved starts now: it is left out of the run (its room is already taken from the free capacity) and its
-band is zero. A running gang holds what its bound members hold; what it has run is its clock's count when
-the loop has one, else the time since its first member was bound (0 when that is unknown). Pods outside any
-gang hold their room for good.
+Only what a cluster shows is read: the schedulable nodes' allocatable and what is free on them, the gang queue
+in rank order at `now` (`GangQueue.waiting`), what each gang's bound members hold and since when, and the run
+times of the jobs seen finish (`RunClock`, passed in as numbers). A waiting gang's start needs are what its
+PodGroup's `minMember` asks of its TFJob (every other replica and the workers that make up the rest, at least
+the job's minimum; `GangSummary.demand` without a TFJob) less what its members already hold; for a job whose
+workers may be fewer than that, each smaller size down to its minimum is kept for the what-if
+(`WaitingGang.smaller`). For a TFJob with no member bound, the workers the nodes hold now node by node beside
+its other replicas are counted (`packing.NodeRoom`), and for every TFJob the workers the nodes would hold with
+all of them empty: a gang no arrangement of them could hold never starts ("unknown", with why). A gang whose
+plan is already reserved starts now: it is left out of the run (its room is already taken from the free
+capacity) and its band is zero. A running gang holds what its bound members hold; what it has run is its
+clock's count when the loop has one, else the time since its first member was bound (0 when that is unknown).
+Pods outside any gang hold their room for good.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def forecast_inputs(
     )
     table = snapshot.dense_capacity
     room = None if table is None else NodeRoom(table)
-    gangs = tuple(_waiting(snapshot, rank, summary, settings, names, room) for rank, summary in ranked)
+    empty = None if table is None else NodeRoom(table, empty=True)
+    gangs = tuple(_waiting(snapshot, rank, summary, settings, names, room, empty) for rank, summary in ranked)
     jobs = tuple(
         RunningJob(
             summary.key,
@@ -92,9 +94,10 @@ def _waiting(
     settings: PolicySettings,
     names: tuple[str, ...],
     room: NodeRoom | None,
+    empty: NodeRoom | None,
 ) -> WaitingGang:
     """One waiting gang as the forward run takes it (see the module docstring); `room`: the nodes' free room,
-    None when the snapshot has no dense table of it."""
+    `empty`: all they allocate, both None when the snapshot has no dense table of it."""
     job = snapshot.jobs.get(summary.job)
     sizes = _sizes(job, snapshot.groups.get(summary.origin))
     need = sizes[0][1] if sizes else summary.demand
@@ -106,11 +109,12 @@ def _waiting(
         starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
         fits_now_workers=_fitting_now(room, job) if sizes and not summary.bound_pods else None,
+        fits_empty_workers=_fitting_now(empty, job) if sizes else None,
     )
 
 
 def _fitting_now(room: NodeRoom | None, job: JobView | None) -> int | None:
-    """The job's workers the nodes hold now beside its other replicas; None without `room` or a job."""
+    """The job's workers `room` holds beside its other replicas; None without `room` or a job."""
     if job is None or room is None:
         return None
     others = [

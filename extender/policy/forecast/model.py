@@ -45,11 +45,19 @@ class WaitingGang:
     fits_now_workers: int | None = None
     """Workers the nodes hold now, node by node, beside its other replicas (-1: not even those;
     `packing.NodeRoom`); None: not counted (the summed room decides)."""
+    fits_empty_workers: int | None = None
+    """Workers the nodes would hold with all of them empty, node by node, beside its other replicas (-1:
+    not even those); None: not counted."""
 
     @property
     def held_now(self) -> bool:
         """Its start needs fit in the summed room at best: node by node, its workers do not fit now."""
         return self.fits_now_workers is not None and self.workers > self.fits_now_workers
+
+    @property
+    def never_fits(self) -> bool:
+        """No arrangement of the nodes holds it, even with every one of them empty."""
+        return self.fits_empty_workers is not None and self.workers > self.fits_empty_workers
 
 
 @dataclass(frozen=True, slots=True)

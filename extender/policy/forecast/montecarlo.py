@@ -26,7 +26,8 @@ What it assumes, and where it says "unknown" instead of a number:
   and mixed scenarios it was tried on: see docs/start-forecast.md);
 - a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
   runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
-- a gang whose start needs exceed the whole cluster never starts, and one that does not fit even once every
+- a gang whose start needs exceed the whole cluster, or whose pods no arrangement of its nodes holds even
+  with all of them empty (a worker bigger than any node), never starts, and one that does not fit even once every
   running gang has ended (pods outside any gang hold the rest) has no p50: both are "unknown", with why;
   so is every gang while fewer than `min_history` run times have been seen.
 """
@@ -45,6 +46,7 @@ from extender.policy.forecast.model import (
     QUANTILES,
     ForecastInputs,
     StartBand,
+    WaitingGang,
 )
 from extender.policy.preemption.residual_life import RunTimes
 
@@ -78,7 +80,7 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
         return {}
     needs, too_big = _needs(inputs)
     bands = {
-        gang.key: StartBand(unknown=_bigger_than_cluster(inputs, needs[index]))
+        gang.key: StartBand(unknown=_never_starts(inputs, gang, needs[index]))
         for index, gang in enumerate(waiting)
         if too_big[index]
     }
@@ -94,10 +96,12 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
 
 
 def _needs(inputs: ForecastInputs) -> tuple[np.ndarray, np.ndarray]:
-    """The waiting gangs' start needs (gangs × resources), and which of them exceed the whole cluster."""
+    """The waiting gangs' start needs (gangs × resources), and which of them can never start: they exceed the
+    whole cluster, or no arrangement of its nodes holds them even empty (`WaitingGang.never_fits`)."""
     capacity = np.asarray(inputs.capacity, dtype=np.float64)
     needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, len(capacity))
-    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1))
+    never_fits = np.asarray([gang.never_fits for gang in inputs.waiting], dtype=bool)
+    too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1)) | never_fits
     return needs, too_big
 
 
@@ -187,6 +191,18 @@ def _quantile(values: np.ndarray, q: float) -> float | None:
     ordered = np.sort(values)
     at = ordered[min(len(ordered) - 1, int(np.ceil(q * len(ordered))) - 1)]
     return float(at) if np.isfinite(at) else None
+
+
+def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[float]) -> str:
+    """Why a gang `_needs` found can never start."""
+    if not gang.never_fits:
+        return _bigger_than_cluster(inputs, needs)
+    if gang.fits_empty_workers is not None and gang.fits_empty_workers < 0:
+        return "no node could hold its other replicas even empty, so it can never start"
+    return (
+        f"its {gang.workers} workers do not fit on the nodes even with all of them empty (at most "
+        f"{gang.fits_empty_workers} beside its other replicas, node by node), so it can never start at this size"
+    )
 
 
 def _bigger_than_cluster(inputs: ForecastInputs, needs: Sequence[float]) -> str:

@@ -13,6 +13,7 @@ from extender.policy.core.settings import PolicySettings
 from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import WaitingGang
+from extender.policy.forecast.montecarlo import forecast_starts, what_if
 from extender.policy.forecast.packing import NodeRoom
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 from tests.unit.policy.forecast.test_montecarlo import fixed_curve, inputs
@@ -51,3 +52,30 @@ def test_a_gang_whose_workers_do_not_fit_node_by_node_waits_for_the_first_job_to
     for gang, start in ((fitting, 0.0), (held, 60.0)):
         starts = starts_given(replace(case, waiting=(gang,)), np.array([[60.0]]), np.array([[100.0]]))
         assert starts.tolist() == [[pytest.approx(start)]]
+
+
+def test_a_gang_no_arrangement_of_the_nodes_holds_even_empty_is_unknown_and_its_smaller_sizes_are_not() -> None:
+    job = [make_sized_tfjob("job", workers=4, cpu="2", min_workers=1), make_podgroup("job", min_member=5)]
+    pods = [make_pod("job-ps-0", job="job", role="ps", group="job", cpu="2")] + [
+        make_pod(f"job-worker-{i}", job="job", role="worker", index=i, group="job", cpu="2") for i in range(4)
+    ]
+    nodes = [make_node(f"node-{i}", cpu="3") for i in range(4)]
+    waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
+    case = replace(waiting, curve=fixed_curve(100))
+    (gang,) = case.waiting
+    assert (gang.workers, gang.fits_empty_workers, gang.never_fits) == (4, 3, True), "10 of 12 CPUs, 3 per node"
+    band = forecast_starts(case, 50, 1)["default/job"]
+    assert band.unknown.startswith("its 4 workers do not fit on the nodes even with all of them empty (at most 3")
+    assert [workers for workers, band in what_if(case, gang.key, 50, 1) if band.known] == [3, 2, 1]
+
+
+def test_a_worker_bigger_than_every_node_never_starts_and_says_so() -> None:
+    job = [make_sized_tfjob("job", workers=2, cpu="4"), make_podgroup("job", min_member=3)]
+    pods = [make_pod("job-ps-0", job="job", role="ps", group="job", cpu="4", node="node-0")] + [
+        make_pod(f"job-worker-{i}", job="job", role="worker", index=i, group="job", cpu="4") for i in range(2)
+    ]
+    nodes = [make_node(f"node-{i}", cpu=cpu) for i, cpu in enumerate(("4", "3", "3", "3"))]
+    waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
+    (gang,) = replace(waiting, curve=fixed_curve(100)).waiting
+    assert gang.fits_now_workers is None, "a member is bound"
+    assert gang.never_fits, "8 CPUs more are free in the sum, but no node other than the PS's holds 4"
