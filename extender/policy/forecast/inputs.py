@@ -109,12 +109,13 @@ def _waiting(
         starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
         fits_now_workers=_fitting_now(room, job) if sizes and not summary.bound_pods else None,
-        fits_empty_workers=_fitting_now(empty, job) if sizes else None,
+        fits_empty_workers=_fitting_now(empty, job, at_most=True) if sizes else None,
     )
 
 
-def _fitting_now(room: NodeRoom | None, job: JobView | None) -> int | None:
-    """The job's workers `room` holds beside its other replicas; None without `room` or a job."""
+def _fitting_now(room: NodeRoom | None, job: JobView | None, *, at_most: bool = False) -> int | None:
+    """The job's workers `room` holds beside its other replicas placed first fit (`at_most`: at least as
+    many as any placement of them leaves room for); None without `room` or a job."""
     if job is None or room is None:
         return None
     others = [
@@ -123,7 +124,8 @@ def _fitting_now(room: NodeRoom | None, job: JobView | None) -> int | None:
         if role is not Role.WORKER
         for _ in range(count)
     ]
-    return room.workers_fitting(others, job.role_requests.get(Role.WORKER, EMPTY))
+    count = room.workers_at_most if at_most else room.workers_fitting
+    return count(others, job.role_requests.get(Role.WORKER, EMPTY))
 
 
 def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:

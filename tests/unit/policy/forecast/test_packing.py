@@ -79,3 +79,20 @@ def test_a_worker_bigger_than_every_node_never_starts_and_says_so() -> None:
     (gang,) = replace(waiting, curve=fixed_curve(100)).waiting
     assert gang.fits_now_workers is None, "a member is bound"
     assert gang.never_fits, "8 CPUs more are free in the sum, but no node other than the PS's holds 4"
+
+
+def test_the_count_on_empty_nodes_never_errs_low_where_the_other_replicas_go() -> None:
+    nodes = snapshot(make_node("big", cpu="4"), make_node("small", cpu="2"))
+    empty = NodeRoom(nodes.capacity, empty=True)
+    ps, worker = Resources({"cpu": 2000}), Resources({"cpu": 4000})
+    assert empty.workers_fitting([ps], worker) == 0, "first fit puts the PS on the big node"
+    assert empty.workers_at_most([ps], worker) == 1, "the PS on the small node leaves the big one a worker"
+    assert empty.workers_at_most([ps, ps], worker) == 1, "two PS: the count may err high, never low"
+    assert empty.workers_at_most([Resources({"cpu": 5000})], worker) == -1, "no node holds that PS"
+
+
+def test_a_gang_whose_ps_fits_no_node_never_starts_and_says_so() -> None:
+    case = inputs([], [], free=8.0, curve=fixed_curve(100))
+    gang = WaitingGang("a", (4.0, 0.0, 0.0), workers=2, fits_empty_workers=-1)
+    band = forecast_starts(replace(case, waiting=(gang,)), 20, 1)["a"]
+    assert band.unknown == "one of its replicas other than workers fits no node even empty, so it can never start"
