@@ -8,8 +8,9 @@ the job's minimum; `GangSummary.demand` without a TFJob) less what its members a
 workers may be fewer than that, each smaller size down to its minimum is kept for the what-if
 (`WaitingGang.smaller`). For a TFJob with no member bound, the workers the nodes hold now node by node beside
 its other replicas are counted (`packing.NodeRoom`), and for every TFJob the workers the nodes would hold with
-all of them empty: a gang no arrangement of them could hold never starts ("unknown", with why). A gang whose
-plan is already reserved starts now: it is left out of the run (its room is already taken from the free
+all of them empty: a gang no arrangement of them could hold never starts ("unknown", with why), nor does one
+with a pending member no schedulable node admits (node selector, required node affinity, tolerations). A gang
+whose plan is already reserved starts now: it is left out of the run (its room is already taken from the free
 capacity) and its band is zero. A running gang holds what its bound members hold; what it has run is its
 clock's count when the loop has one, else the time since its first member was bound (0 when that is unknown).
 Pods outside any gang hold their room for good.
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from extender.policy.core.node_fit import NodeConstraint
 from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GroupView, JobView, Role
 from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
 from extender.policy.forecast.packing import NodeRoom
+from extender.policy.gang.room import limited, selected_nodes
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import queue_of
@@ -64,7 +67,10 @@ def forecast_inputs(
     table = snapshot.dense_capacity
     room = None if table is None else NodeRoom(table)
     empty = None if table is None else NodeRoom(table, empty=True)
-    gangs = tuple(_waiting(snapshot, rank, summary, settings, names, room, empty) for rank, summary in ranked)
+    admitting: dict[NodeConstraint, bool] = {}
+    gangs = tuple(
+        _waiting(snapshot, rank, summary, settings, names, (room, empty, admitting)) for rank, summary in ranked
+    )
     jobs = tuple(
         RunningJob(
             summary.key,
@@ -93,11 +99,12 @@ def _waiting(
     summary: GangSummary,
     settings: PolicySettings,
     names: tuple[str, ...],
-    room: NodeRoom | None,
-    empty: NodeRoom | None,
+    nodes: tuple[NodeRoom | None, NodeRoom | None, dict[NodeConstraint, bool]],
 ) -> WaitingGang:
-    """One waiting gang as the forward run takes it (see the module docstring); `room`: the nodes' free room,
-    `empty`: all they allocate, both None when the snapshot has no dense table of it."""
+    """One waiting gang as the forward run takes it (see the module docstring); `nodes`: their free room and
+    all they allocate (None when the snapshot has no dense table of it), and which node constraints some
+    schedulable node admits, as found so far."""
+    room, empty, admitting = nodes
     job = snapshot.jobs.get(summary.job)
     sizes = _sizes(job, snapshot.groups.get(summary.origin))
     need = sizes[0][1] if sizes else summary.demand
@@ -110,7 +117,24 @@ def _waiting(
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
         fits_now_workers=_fitting_now(room, job) if sizes and not summary.bound_pods else None,
         fits_empty_workers=_fitting_now(empty, job, at_most=True) if sizes else None,
+        kept_out=_kept_out(snapshot, summary, admitting),
     )
+
+
+def _kept_out(snapshot: ClusterSnapshot, summary: GangSummary, admitting: dict[NodeConstraint, bool]) -> str:
+    """The name of the first of the gang's pending members that no schedulable node admits (its node
+    selector, required node affinity and tolerations), "" when there is none; `admitting`: each constraint's
+    answer so far."""
+    for key in sorted(snapshot.group_members.get(summary.origin, ())):
+        pod = snapshot.pods.get(key)
+        if pod is None or pod.node_name or pod.finished or not limited(snapshot, pod):
+            continue
+        if pod.constraint not in admitting:
+            selected = selected_nodes(snapshot, pod.constraint)
+            admitting[pod.constraint] = any(snapshot.nodes[name].node.schedulable for name in selected)
+        if not admitting[pod.constraint]:
+            return pod.name
+    return ""
 
 
 def _fitting_now(room: NodeRoom | None, job: JobView | None, *, at_most: bool = False) -> int | None:

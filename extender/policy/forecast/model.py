@@ -48,6 +48,9 @@ class WaitingGang:
     fits_empty_workers: int | None = None
     """Workers the nodes would hold with all of them empty, node by node, beside its other replicas (-1:
     not even those); None: not counted."""
+    kept_out: str = ""
+    """A pending member no schedulable node admits (its node selector, required node affinity and
+    tolerations), by name; "" when there is none."""
 
     @property
     def held_now(self) -> bool:
@@ -57,7 +60,7 @@ class WaitingGang:
     @property
     def never_fits(self) -> bool:
         """No arrangement of the nodes holds it, even with every one of them empty."""
-        return self.fits_empty_workers is not None and self.workers > self.fits_empty_workers
+        return bool(self.kept_out) or (self.fits_empty_workers is not None and self.workers > self.fits_empty_workers)
 
 
 @dataclass(frozen=True, slots=True)

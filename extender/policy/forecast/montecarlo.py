@@ -197,6 +197,11 @@ def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[flo
     """Why a gang `_needs` found can never start."""
     if not gang.never_fits:
         return _bigger_than_cluster(inputs, needs)
+    if gang.kept_out:
+        return (
+            f"no schedulable node admits its pod {gang.kept_out} (node selector, required node affinity, "
+            "tolerations), so it cannot start until one does"
+        )
     if gang.fits_empty_workers is not None and gang.fits_empty_workers < 0:
         return "one of its replicas other than workers fits no node even empty, so it can never start"
     return (

@@ -1,5 +1,6 @@
-"""Room in pieces: the workers the nodes hold now node by node, and the forward run holding a gang whose
-start needs fit only in the summed room until the first job ends."""
+"""Room in pieces: the workers the nodes hold now node by node, the forward run holding a gang whose start
+needs fit only in the summed room until the first job ends, and the gangs no arrangement of the nodes could
+ever hold (too big for them empty, or a member no schedulable node admits): "unknown", with why."""
 
 from __future__ import annotations
 
@@ -96,3 +97,23 @@ def test_a_gang_whose_ps_fits_no_node_never_starts_and_says_so() -> None:
     gang = WaitingGang("a", (4.0, 0.0, 0.0), workers=2, fits_empty_workers=-1)
     band = forecast_starts(replace(case, waiting=(gang,)), 20, 1)["a"]
     assert band.unknown == "one of its replicas other than workers fits no node even empty, so it can never start"
+
+
+@pytest.mark.parametrize(
+    ("labels", "cordoned", "kept_out"),
+    [({"pool": "a"}, False, ""), ({"pool": "a"}, True, "job-worker-1"), ({}, False, "job-worker-1")],
+)
+def test_a_member_no_schedulable_node_admits_keeps_its_gang_from_ever_starting(
+    labels: dict[str, str], cordoned: bool, kept_out: str
+) -> None:
+    job = [make_sized_tfjob("job", workers=2, cpu="1"), make_podgroup("job", min_member=3)]
+    pods = members()
+    pods[2]["spec"]["nodeSelector"] = {"pool": "a"}
+    nodes = [make_node("node-a", cpu="8", labels=labels, unschedulable=cordoned), make_node("node-b", cpu="8")]
+    waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
+    (gang,) = waiting.waiting
+    assert (gang.kept_out, gang.never_fits) == (kept_out, bool(kept_out))
+    band = forecast_starts(replace(waiting, curve=fixed_curve(100)), 20, 1)["default/job"]
+    assert band.known != bool(kept_out)
+    if kept_out:
+        assert band.unknown.startswith("no schedulable node admits its pod job-worker-1 (node selector")
