@@ -26,7 +26,7 @@ from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
 from extender.policy.core.views import GroupView, JobView, Role
 from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
-from extender.policy.forecast.packing import NodeRoom
+from extender.policy.forecast.packing import Ask, NodeRoom
 from extender.policy.gang.room import limited, selected_nodes
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.gang_summary import GangSummary
@@ -108,6 +108,7 @@ def _waiting(
     job = snapshot.jobs.get(summary.job)
     sizes = _sizes(job, snapshot.groups.get(summary.origin))
     need = sizes[0][1] if sizes else summary.demand
+    kept_out, where = _pending_members(snapshot, summary, admitting)
     return WaitingGang(
         summary.key,
         _vector(need.shortfall(summary.bound), names),
@@ -115,41 +116,49 @@ def _waiting(
         sizes[0][0] if sizes else 0,
         starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
-        fits_now_workers=_fitting_now(room, job) if sizes and not summary.bound_pods else None,
-        fits_empty_workers=_fitting_now(empty, job, at_most=True) if sizes else None,
-        kept_out=_kept_out(snapshot, summary, admitting),
+        fits_now_workers=_fitting_now(room, job, where) if sizes and not summary.bound_pods else None,
+        fits_empty_workers=_fitting_now(empty, job, where, at_most=True) if sizes else None,
+        kept_out=kept_out,
     )
 
 
-def _kept_out(snapshot: ClusterSnapshot, summary: GangSummary, admitting: dict[NodeConstraint, bool]) -> str:
+def _pending_members(
+    snapshot: ClusterSnapshot, summary: GangSummary, admitting: dict[NodeConstraint, bool]
+) -> tuple[str, dict[Role, frozenset[str]]]:
     """The name of the first of the gang's pending members that no schedulable node admits (its node
-    selector, required node affinity and tolerations), "" when there is none; `admitting`: each constraint's
+    selector, required node affinity and tolerations; "" when there is none), and the nodes the first
+    pending member of each role may go to, where some node is closed to it; `admitting`: each constraint's
     answer so far."""
+    kept_out, where = "", dict[Role, frozenset[str]]()
     for key in sorted(snapshot.group_members.get(summary.origin, ())):
         pod = snapshot.pods.get(key)
         if pod is None or pod.node_name or pod.finished or not limited(snapshot, pod):
             continue
+        selected = selected_nodes(snapshot, pod.constraint)
+        where.setdefault(pod.role, selected)
         if pod.constraint not in admitting:
-            selected = selected_nodes(snapshot, pod.constraint)
             admitting[pod.constraint] = any(snapshot.nodes[name].node.schedulable for name in selected)
-        if not admitting[pod.constraint]:
-            return pod.name
-    return ""
+        if not admitting[pod.constraint] and not kept_out:
+            kept_out = pod.name
+    return kept_out, where
 
 
-def _fitting_now(room: NodeRoom | None, job: JobView | None, *, at_most: bool = False) -> int | None:
+def _fitting_now(
+    room: NodeRoom | None, job: JobView | None, where: Mapping[Role, frozenset[str]], *, at_most: bool = False
+) -> int | None:
     """The job's workers `room` holds beside its other replicas placed first fit (`at_most`: at least as
-    many as any placement of them leaves room for); None without `room` or a job."""
+    many as any placement of them leaves room for), each role on the nodes `where` says (any node where it
+    says nothing); None without `room` or a job."""
     if job is None or room is None:
         return None
     others = [
-        job.role_requests.get(role, EMPTY)
+        Ask(job.role_requests.get(role, EMPTY), where.get(role))
         for role, count in job.replicas.items()
         if role is not Role.WORKER
         for _ in range(count)
     ]
     count = room.workers_at_most if at_most else room.workers_fitting
-    return count(others, job.role_requests.get(Role.WORKER, EMPTY))
+    return count(others, Ask(job.role_requests.get(Role.WORKER, EMPTY), where.get(Role.WORKER)))
 
 
 def _sizes(job: JobView | None, group: GroupView | None) -> list[tuple[int, Resources]]:

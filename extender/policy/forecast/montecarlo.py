@@ -205,7 +205,7 @@ def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[flo
     if gang.fits_empty_workers is not None and gang.fits_empty_workers < 0:
         return "one of its replicas other than workers fits no node even empty, so it can never start"
     return (
-        f"its {gang.workers} workers do not fit on the nodes even with all of them empty (at most "
+        f"its {gang.workers} workers do not fit on the nodes they may go to even with all of them empty (at most "
         f"{gang.fits_empty_workers} beside its other replicas, node by node), so it can never start at this size"
     )
 

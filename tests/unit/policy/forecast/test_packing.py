@@ -15,11 +15,11 @@ from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import WaitingGang
 from extender.policy.forecast.montecarlo import forecast_starts, what_if
-from extender.policy.forecast.packing import NodeRoom
+from extender.policy.forecast.packing import Ask, NodeRoom
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 from tests.unit.policy.forecast.test_montecarlo import fixed_curve, inputs
 
-CPU_2 = Resources({"cpu": 2000})
+CPU_2 = Ask(Resources({"cpu": 2000}))
 
 
 def test_each_node_holds_whole_workers_only_and_the_other_replicas_go_first() -> None:
@@ -27,7 +27,7 @@ def test_each_node_holds_whole_workers_only_and_the_other_replicas_go_first() ->
     room = NodeRoom(nodes.capacity)
     assert room.workers_fitting([], CPU_2) == 2, "6 CPUs summed, but 1 left on each node"
     assert room.workers_fitting([CPU_2], CPU_2) == 1, "the PS on one node leaves one worker's room"
-    assert room.workers_fitting([Resources({"cpu": 4000})], CPU_2) == -1, "no node holds the PS"
+    assert room.workers_fitting([Ask(Resources({"cpu": 4000}))], CPU_2) == -1, "no node holds the PS"
     assert room.workers_fitting([], CPU_2) == 2, "asking placed nothing for good"
 
 
@@ -66,7 +66,9 @@ def test_a_gang_no_arrangement_of_the_nodes_holds_even_empty_is_unknown_and_its_
     (gang,) = case.waiting
     assert (gang.workers, gang.fits_empty_workers, gang.never_fits) == (4, 3, True), "10 of 12 CPUs, 3 per node"
     band = forecast_starts(case, 50, 1)["default/job"]
-    assert band.unknown.startswith("its 4 workers do not fit on the nodes even with all of them empty (at most 3")
+    assert band.unknown.startswith(
+        "its 4 workers do not fit on the nodes they may go to even with all of them empty (at most 3"
+    )
     assert [workers for workers, band in what_if(case, gang.key, 50, 1) if band.known] == [3, 2, 1]
 
 
@@ -85,11 +87,11 @@ def test_a_worker_bigger_than_every_node_never_starts_and_says_so() -> None:
 def test_the_count_on_empty_nodes_never_errs_low_where_the_other_replicas_go() -> None:
     nodes = snapshot(make_node("big", cpu="4"), make_node("small", cpu="2"))
     empty = NodeRoom(nodes.capacity, empty=True)
-    ps, worker = Resources({"cpu": 2000}), Resources({"cpu": 4000})
+    ps, worker = Ask(Resources({"cpu": 2000})), Ask(Resources({"cpu": 4000}))
     assert empty.workers_fitting([ps], worker) == 0, "first fit puts the PS on the big node"
     assert empty.workers_at_most([ps], worker) == 1, "the PS on the small node leaves the big one a worker"
     assert empty.workers_at_most([ps, ps], worker) == 1, "two PS: the count may err high, never low"
-    assert empty.workers_at_most([Resources({"cpu": 5000})], worker) == -1, "no node holds that PS"
+    assert empty.workers_at_most([Ask(Resources({"cpu": 5000}))], worker) == -1, "no node holds that PS"
 
 
 def test_a_gang_whose_ps_fits_no_node_never_starts_and_says_so() -> None:
@@ -108,7 +110,9 @@ def test_a_member_no_schedulable_node_admits_keeps_its_gang_from_ever_starting(
 ) -> None:
     job = [make_sized_tfjob("job", workers=2, cpu="1"), make_podgroup("job", min_member=3)]
     pods = members()
-    pods[2]["spec"]["nodeSelector"] = {"pool": "a"}
+    spec = pods[2]["spec"]
+    assert isinstance(spec, dict)
+    spec["nodeSelector"] = {"pool": "a"}
     nodes = [make_node("node-a", cpu="8", labels=labels, unschedulable=cordoned), make_node("node-b", cpu="8")]
     waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
     (gang,) = waiting.waiting
@@ -117,3 +121,32 @@ def test_a_member_no_schedulable_node_admits_keeps_its_gang_from_ever_starting(
     assert band.known != bool(kept_out)
     if kept_out:
         assert band.unknown.startswith("no schedulable node admits its pod job-worker-1 (node selector")
+
+
+def test_pods_are_counted_only_on_the_nodes_they_may_go_to() -> None:
+    small = [make_node(f"small-{i}", cpu="3", labels={"pool": "a"}) for i in range(2)]
+    big = [make_node(f"big-{i}", cpu="8", labels={"pool": "b"}) for i in range(2)]
+    nodes = snapshot(*small, *big)
+    empty = NodeRoom(nodes.capacity, empty=True)
+    worker, pool_a = Resources({"cpu": 4000}), frozenset({"small-0", "small-1"})
+    assert empty.workers_fitting([], Ask(worker)) == 4
+    assert empty.workers_fitting([], Ask(worker, pool_a)) == 0, "no node of pool a holds a worker"
+    ps = Ask(Resources({"cpu": 2000}), pool_a)
+    assert empty.workers_fitting([ps], Ask(worker)) == 4, "the PS goes to pool a, the workers to pool b"
+    assert empty.workers_at_most([ps], Ask(worker)) == 4
+    assert empty.workers_at_most([Ask(worker, pool_a)], Ask(worker)) == -1, "no node of pool a holds that PS"
+
+
+def test_a_tfjob_whose_workers_fit_no_node_of_their_pool_never_starts() -> None:
+    nodes = [make_node("small", cpu="3", labels={"pool": "a"}), make_node("big", cpu="16", labels={"pool": "b"})]
+    job = [make_sized_tfjob("job", workers=2, cpu="2"), make_podgroup("job", min_member=3)]
+    pods = members()
+    for pod in pods:
+        spec = pod["spec"]
+        assert isinstance(spec, dict)
+        spec["nodeSelector"] = {"pool": "a"}
+    waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
+    (gang,) = waiting.waiting
+    assert (gang.fits_now_workers, gang.fits_empty_workers, gang.never_fits) == (0, 0, True)
+    band = forecast_starts(replace(waiting, curve=fixed_curve(100)), 20, 1)["default/job"]
+    assert band.unknown.startswith("its 2 workers do not fit on the nodes they may go to even with all of them")
