@@ -18,7 +18,8 @@ The same for three baselines, each at the same instants (`baselines` in `--json`
   time (from a first replay of the same seed), instead of sampled run times (a point).
 Also printed: the mean and longest refresh time of the forecaster (its sample count given). With
 `--refresh-at NODES,GANGS` it only times full refreshes on a synthetic cluster: NODES full nodes (32 CPU,
-one running elastic job each) and GANGS waiting gangs of 2–8 pods (p50 / max of `--runs`, one process).
+one running elastic job each) and GANGS waiting gangs of 2–8 pods (p50 / max of `--runs`, one process);
+`--pools` taints every other node and lets every third gang tolerate it (two pools of nodes).
 """
 
 from __future__ import annotations
@@ -325,27 +326,38 @@ def _cell(value: float | int) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3f}"
 
 
-def synthetic_cluster(nodes: int, gangs: int) -> ClusterState:
+POOL_TAINT = {"key": "dedicated", "value": "pool-b", "effect": "NoSchedule"}
+POOL_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "pool-b", "effect": "NoSchedule"}
+
+
+def synthetic_cluster(nodes: int, gangs: int, pools: bool = False) -> ClusterState:
     """`nodes` full nodes of 32 CPU, each running an elastic job (1 PS + 3 workers of 4 CPU, minimum 2 workers
     at 4 CPU and 16 GiB), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created before now; every
-    other one's TFJob may start with half its workers (a what-if at each smaller size)."""
+    other one's TFJob may start with half its workers (a what-if at each smaller size). `pools`: every
+    other node is tainted and every third waiting gang's pods tolerate it (two pools)."""
     objects: list[dict[str, Any]] = []
     for n in range(nodes):
         node, name = f"node-{n:05d}", f"job-{n:05d}"
         objects.append(make_node(node, cpu="16", memory="128Gi"))
+        if pools and n % 2:
+            objects[-1]["spec"]["taints"] = [POOL_TAINT]
         objects += running_job_pods(name, node=node, workers=3, cpu="4", memory="16Gi")
         objects += [make_podgroup(name, min_member=4), make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi")]
     for g in range(gangs):
         pods = 2 + g % 7
         minimum = max(1, pods // 2) if g % 2 else None
-        objects += waiting_job(f"wait-{g:04d}", pods=pods, cpu="4", min_workers=minimum, created="2026-03-01T10:00:00Z")
+        job = waiting_job(f"wait-{g:04d}", pods=pods, cpu="4", min_workers=minimum, created="2026-03-01T10:00:00Z")
+        for obj in job:
+            if pools and g % 3 == 0 and obj["kind"] == "Pod":
+                obj["spec"]["tolerations"] = [POOL_TOLERATION]
+        objects += job
     return cluster(*objects)
 
 
-def time_refresh(nodes: int, gangs: int, samples: int, runs: int) -> None:
+def time_refresh(nodes: int, gangs: int, samples: int, runs: int, pools: bool = False) -> None:
     """Full refreshes of the forecaster on `synthetic_cluster`, timed (a fresh forecaster each, so every run
     recomputes the queue's inputs from the snapshot)."""
-    state = synthetic_cluster(nodes, gangs)
+    state = synthetic_cluster(nodes, gangs, pools)
     snapshot = state.snapshot()
     clock = RunClock(1000)
     clock.finished.extend(float(60 + 37 * i % 3600) for i in range(200))
@@ -360,7 +372,8 @@ def time_refresh(nodes: int, gangs: int, samples: int, runs: int) -> None:
     known = sum(1 for f in forecasts.values() if f.band.known)
     smaller = sum(1 for f in forecasts.values() if f.what_if)
     print(
-        f"# refresh at {nodes} nodes, {len(forecasts)} waiting gangs ({known} with a band, {smaller} with a "
+        f"# refresh at {nodes} nodes{' in two pools' if pools else ''}, {len(forecasts)} waiting gangs "
+        f"({known} with a band, {smaller} with a "
         f"what-if), {samples} samples: "
         f"p50 {statistics.median(times):.1f} ms, max {max(times):.1f} ms over {runs} runs",
         flush=True,
@@ -387,13 +400,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--summarise", type=Path, help="only print the medians over seeds of a --json file")
     parser.add_argument("--refresh-at", help="NODES,GANGS: only time full refreshes on a synthetic cluster")
     parser.add_argument("--runs", type=int, default=20, help="refreshes timed with --refresh-at")
+    parser.add_argument("--pools", action="store_true", help="with --refresh-at: half the nodes tainted")
     args = parser.parse_args(argv)
     if args.summarise:
         print_summary(orjson.loads(args.summarise.read_bytes()))
         return
     if args.refresh_at:
         nodes, gangs = (int(part) for part in args.refresh_at.split(","))
-        time_refresh(nodes, gangs, args.samples, args.runs)
+        time_refresh(nodes, gangs, args.samples, args.runs, args.pools)
         return
     trace: Path | None = args.trace
     builds: list[Callable[[int], Workload]] = (

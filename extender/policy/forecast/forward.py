@@ -1,8 +1,9 @@
 """The forward run itself: every sampled future advanced together, event by event, as arrays (pure).
 
 Columns are waiting gangs in rank order. At every instant each column that waits and whose start needs fit
-in its future's free room starts (the first in rank order first, until none fits); a started column holds
-its needs until it ends (`durations` after it started); a running job frees what it holds when its
+in its future's free room, summed over the pools its pods may go to (`pools`), starts (the first in rank
+order first, until none fits), taking from those pools in its order; a started column holds what it took
+until it ends (`durations` after it started); a running job frees what it holds when its
 `remaining` time is up. A column may start at a given time whether it fits or not (`forced`: room taken
 for it by preemption, lent from the free room, which may go below zero so that the columns after it wait
 for as much to free again). A column `held_now` (its room is in pieces too small for its pods, node by
@@ -63,7 +64,8 @@ def starts_given(
 
 
 class _Futures:
-    """Every sampled future's state, as arrays with one row per future."""
+    """Every sampled future's state, as arrays with one row per future; free room per pool (samples × pools
+    × resources)."""
 
     def __init__(
         self,
@@ -74,16 +76,30 @@ class _Futures:
         forced: np.ndarray | None,
     ) -> None:
         samples, running, width = remaining.shape[0], len(inputs.running), len(inputs.resources)
+        pools = inputs.pooled()
         self.needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
         columns = len(self.needs)
-        holds = np.asarray([job.holds for job in inputs.running], dtype=np.float64).reshape(running, width)
+        self.order = _pool_order(inputs, len(pools))
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for column, order in enumerate(self.order):
+            groups.setdefault(tuple(sorted(order[order >= 0])), []).append(column)
+        self.groups = [
+            (np.asarray(pools, dtype=np.intp), np.asarray(chosen, dtype=np.intp), self.needs[chosen])
+            for pools, chosen in groups.items()
+        ]
+        """The columns that may take room from the same pools: those pools, the columns, their needs."""
+        holds = np.asarray([job.in_pools or (job.holds,) for job in inputs.running], dtype=np.float64).reshape(
+            running, len(pools), width
+        )
         self.running = running
         self.durations = durations
         self.ends = np.full((samples, running + columns), np.inf)
         self.ends[:, :running] = remaining
-        self.released = np.concatenate([holds, self.needs])
-        """What each job frees when it ends."""
-        self.free = np.tile(np.asarray(inputs.free, dtype=np.float64), (samples, 1))
+        self.released = np.zeros((samples, running + columns, len(pools), width))
+        """What each job frees, pool by pool, when it ends (a waiting one: what it took when it started)."""
+        self.released[:, :running] = holds
+        self.free = np.tile(np.asarray([pool.free for pool in pools], dtype=np.float64), (samples, 1, 1))
+        self.single = len(pools) == 1
         self.starts = np.full((samples, columns), np.inf)
         left_out = np.zeros(columns, dtype=bool) if never is None else never
         self.waiting = np.tile(~left_out, (samples, 1))
@@ -96,27 +112,70 @@ class _Futures:
     def admit(self, rows: np.ndarray) -> None:
         """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order (the
         `held` ones only after time 0), until none fits."""
-        slack = 1 + FIT_SLACK
         while len(rows):
             fits = self.waiting[rows]
             if self.held is not None:
                 fits &= ~(self.held[None, :] & (self.now[rows] == 0)[:, None])
-            for resource in range(self.needs.shape[1]):
-                fits &= self.needs[None, :, resource] <= self.free[rows, resource, None] * slack + FIT_SLACK
+            if self.single:
+                fits &= _fitting(self.needs, self.free[rows, 0])
+            else:
+                free = self.free[rows]
+                for pools, columns, needs in self.groups:
+                    fits[:, columns] &= _fitting(needs, free[:, pools].sum(axis=1))
             admitting = fits.any(axis=1)
             rows = rows[admitting]
             self.start(rows, fits[admitting].argmax(axis=1))
 
     def start(self, rows: np.ndarray, columns: np.ndarray) -> None:
-        """Start `columns` in `rows` now, fitting or not: what does not fit is lent from the free room (it
-        goes below zero, so that what starts after waits for as much to free again)."""
+        """Start `columns` in `rows` now, fitting or not: each takes its needs from its pools in order, and
+        what does not fit is lent from the first (it goes below zero, so that what starts after waits for as
+        much to free again)."""
         if not len(rows):
             return
         self.waiting[rows, columns] = False
         self.starts[rows, columns] = self.now[rows]
         self.ends[rows, self.running + columns] = self.now[rows] + self.durations[rows, columns]
-        self.free[rows] -= self.needs[columns]
+        if self.single:
+            needs = self.needs[columns]
+            self.free[rows, 0] -= needs
+            self.released[rows, self.running + columns, 0] = needs
+            return
+        taken = self._taken(rows, columns)
+        self.free[rows] -= taken
+        self.released[rows, self.running + columns] = taken
+
+    def _taken(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """What each started column takes from each pool (rows × pools × resources)."""
+        left: np.ndarray = self.needs[columns].copy()
+        taken = np.zeros((len(rows), *self.free.shape[1:]))
+        each = np.arange(len(rows))
+        for step in range(self.order.shape[1]):
+            pool = self.order[columns, step]
+            open_ = pool >= 0
+            pool = np.maximum(pool, 0)
+            take = np.where(open_[:, None], np.minimum(left, np.maximum(self.free[rows, pool], 0.0)), 0.0)
+            taken[each, pool] += take
+            left -= take
+        taken[each, self.order[columns, 0]] += left
+        return taken
 
     def end(self, rows: np.ndarray, jobs: np.ndarray) -> None:
-        self.free[rows] += self.released[jobs]
+        self.free[rows] += self.released[rows, jobs]
         self.ends[rows, jobs] = np.inf
+
+
+def _fitting(needs: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Whether each of `needs` (columns × resources) fits in `room` (rows × resources), row by row."""
+    fits: np.ndarray = needs[None, :, 0] <= room[:, 0, None] * (1 + FIT_SLACK) + FIT_SLACK
+    for resource in range(1, needs.shape[1]):
+        fits &= needs[None, :, resource] <= room[:, resource, None] * (1 + FIT_SLACK) + FIT_SLACK
+    return fits
+
+
+def _pool_order(inputs: ForecastInputs, pools: int) -> np.ndarray:
+    """Each waiting gang's pools in the order it takes room from them (columns × pools, -1 past its last)."""
+    order = np.full((len(inputs.waiting), pools), -1, dtype=np.intp)
+    for column, gang in enumerate(inputs.waiting):
+        chosen = gang.pools or tuple(range(pools))
+        order[column, : len(chosen)] = chosen
+    return order

@@ -19,14 +19,16 @@ Pods outside any gang hold their room for good.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from extender.policy.core.node_fit import NodeConstraint
 from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
 from extender.policy.core.settings import PolicySettings
 from extender.policy.core.snapshot import ClusterSnapshot
-from extender.policy.core.views import GroupView, JobView, Role
-from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.core.views import GroupView, JobView, PodView, Role
+from extender.policy.forecast.model import ForecastInputs, Pool, RunningJob, WaitingGang
 from extender.policy.forecast.packing import Ask, NodeRoom
+from extender.policy.forecast.pools import NodePools, Where, split, take_order
 from extender.policy.gang.room import limited, selected_nodes
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.gang_summary import GangSummary
@@ -65,17 +67,26 @@ def forecast_inputs(
         )
     )
     table = snapshot.dense_capacity
-    room = None if table is None else NodeRoom(table)
-    empty = None if table is None else NodeRoom(table, empty=True)
     admitting: dict[NodeConstraint, bool] = {}
+    pending = [(rank, summary, _pending_members(snapshot, summary, admitting)) for rank, summary in ranked]
+    nodes = _Nodes(
+        None if table is None else NodeRoom(table),
+        None if table is None else NodeRoom(table, empty=True),
+        split(table, (where for _, _, (_, where) in pending)),
+    )
+    capacities = [_vector(amounts, names) for amounts in nodes.pools.capacity] if nodes.pools else []
     gangs = tuple(
-        _waiting(snapshot, rank, summary, settings, names, (room, empty, admitting)) for rank, summary in ranked
+        _waiting(snapshot, rank, summary, settings, names, nodes, members, capacities)
+        for rank, summary, members in pending
     )
     jobs = tuple(
         RunningJob(
             summary.key,
             _vector(summary.bound, names),
             attained_s.get(summary.job, max(0.0, now - (summary.started or now))),
+            ()
+            if nodes.pools is None
+            else tuple(_vector(held, names) for held in nodes.pools.held(_pods(snapshot, summary))),
         )
         for summary in running
     )
@@ -89,8 +100,21 @@ def forecast_inputs(
         starving=None
         if starving_delays_s is None
         else RunTimes.estimate(starving_delays_s, (g.starving_s for g in gangs if g.starves_in_s == 0.0)),
+        pools=()
+        if nodes.pools is None
+        else tuple(Pool(cap, _vector(room, names)) for cap, room in zip(capacities, nodes.pools.free, strict=True)),
     )
     return inputs, reserved
+
+
+@dataclass(frozen=True, slots=True)
+class _Nodes:
+    room: NodeRoom | None
+    """Their free room now (None: the snapshot has no dense table of it)."""
+    empty: NodeRoom | None
+    """All they allocate."""
+    pools: NodePools | None
+    """Split by which waiting pods they admit; None: one pool."""
 
 
 def _waiting(
@@ -99,40 +123,49 @@ def _waiting(
     summary: GangSummary,
     settings: PolicySettings,
     names: tuple[str, ...],
-    nodes: tuple[NodeRoom | None, NodeRoom | None, dict[NodeConstraint, bool]],
+    nodes: _Nodes,
+    members: tuple[str, Where],
+    capacities: Sequence[Sequence[float]],
 ) -> WaitingGang:
-    """One waiting gang as the forward run takes it (see the module docstring); `nodes`: their free room and
-    all they allocate (None when the snapshot has no dense table of it), and which node constraints some
-    schedulable node admits, as found so far."""
-    room, empty, admitting = nodes
+    """One waiting gang as the forward run takes it (see the module docstring); `members`: what
+    `_pending_members` found of it; `capacities`: each pool's allocatable as a vector."""
+    kept_out, where = members
     job = snapshot.jobs.get(summary.job)
     sizes = _sizes(job, snapshot.groups.get(summary.origin))
-    need = sizes[0][1] if sizes else summary.demand
-    kept_out, where = _pending_members(snapshot, summary, admitting)
+    need = _vector((sizes[0][1] if sizes else summary.demand).shortfall(summary.bound), names)
     return WaitingGang(
         summary.key,
-        _vector(need.shortfall(summary.bound), names),
+        need,
         tuple((workers, _vector(demand.shortfall(summary.bound), names)) for workers, demand in sizes[1:]),
         sizes[0][0] if sizes else 0,
         starves_in_s=max(0.0, settings.starvation_limit_s - rank.waited_s),
         starving_s=max(0.0, rank.waited_s - settings.starvation_limit_s),
-        fits_now_workers=_fitting_now(room, job, where) if sizes and not summary.bound_pods else None,
-        fits_empty_workers=_fitting_now(empty, job, where, at_most=True) if sizes else None,
+        fits_now_workers=_fitting_now(nodes.room, job, where) if sizes and not summary.bound_pods else None,
+        fits_empty_workers=_fitting_now(nodes.empty, job, where, at_most=True) if sizes else None,
+        pools=() if nodes.pools is None else take_order(nodes.pools.open_to(where), need, capacities),
         kept_out=kept_out,
     )
 
 
+def _pods(snapshot: ClusterSnapshot, summary: GangSummary) -> list[PodView]:
+    """The gang's pods the snapshot holds."""
+    pods = (snapshot.pods.get(key) for key in snapshot.group_members.get(summary.origin, ()))
+    return [pod for pod in pods if pod is not None]
+
+
 def _pending_members(
     snapshot: ClusterSnapshot, summary: GangSummary, admitting: dict[NodeConstraint, bool]
-) -> tuple[str, dict[Role, frozenset[str]]]:
+) -> tuple[str, Where]:
     """The name of the first of the gang's pending members that no schedulable node admits (its node
     selector, required node affinity and tolerations; "" when there is none), and the nodes the first
-    pending member of each role may go to, where some node is closed to it; `admitting`: each constraint's
-    answer so far."""
-    kept_out, where = "", dict[Role, frozenset[str]]()
+    pending member of each role may go to (None: any node); `admitting`: each constraint's answer so far."""
+    kept_out, where = "", dict[Role, frozenset[str] | None]()
     for key in sorted(snapshot.group_members.get(summary.origin, ())):
         pod = snapshot.pods.get(key)
-        if pod is None or pod.node_name or pod.finished or not limited(snapshot, pod):
+        if pod is None or pod.node_name or pod.finished:
+            continue
+        if not limited(snapshot, pod):
+            where.setdefault(pod.role, None)
             continue
         selected = selected_nodes(snapshot, pod.constraint)
         where.setdefault(pod.role, selected)
@@ -143,9 +176,7 @@ def _pending_members(
     return kept_out, where
 
 
-def _fitting_now(
-    room: NodeRoom | None, job: JobView | None, where: Mapping[Role, frozenset[str]], *, at_most: bool = False
-) -> int | None:
+def _fitting_now(room: NodeRoom | None, job: JobView | None, where: Where, *, at_most: bool = False) -> int | None:
     """The job's workers `room` holds beside its other replicas placed first fit (`at_most`: at least as
     many as any placement of them leaves room for), each role on the nodes `where` says (any node where it
     says nothing); None without `room` or a job."""

@@ -20,12 +20,23 @@ FIT_SLACK = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
+class Pool:
+    """Schedulable nodes that the waiting gangs' pods may all go to or all not (node selectors, required node
+    affinity, tolerations), their room summed, in the order of `ForecastInputs.resources`."""
+
+    capacity: tuple[float, ...]
+    free: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RunningJob:
     key: str
     holds: tuple[float, ...]
     """What it holds, in the order of `ForecastInputs.resources`."""
     attained_s: float
     """Seconds it has run."""
+    in_pools: tuple[tuple[float, ...], ...] = ()
+    """What it holds in each of `ForecastInputs.pools` (empty when there is one pool: `holds`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,9 @@ class WaitingGang:
     fits_empty_workers: int | None = None
     """Workers the nodes would hold with all of them empty, node by node, beside its other replicas (-1:
     not even those); None: not counted."""
+    pools: tuple[int, ...] = ()
+    """The `ForecastInputs.pools` its pods may go to, the one it takes room from first first (empty: every
+    pool, in order)."""
     kept_out: str = ""
     """A pending member no schedulable node admits (its node selector, required node affinity and
     tolerations), by name; "" when there is none."""
@@ -78,6 +92,17 @@ class ForecastInputs:
     """The Kaplan–Meier curve of how long gangs took from starving to starting (those still starving
     censored): each waiting gang starts, room or not, that long after it starves (a draw, conditioned on
     how long it has starved). None: starving gangs are not counted on to start sooner than room frees."""
+    pools: tuple[Pool, ...] = ()
+    """The schedulable nodes split by which waiting pods they admit; empty: one pool, `capacity` and `free`."""
+
+    def pooled(self) -> tuple[Pool, ...]:
+        return self.pools or (Pool(self.capacity, self.free),)
+
+    def capacity_of(self, gang: WaitingGang) -> tuple[float, ...]:
+        """The allocatable of the nodes `gang`'s pods may go to, summed."""
+        pools = self.pooled()
+        chosen = gang.pools or range(len(pools))
+        return tuple(sum(pools[index].capacity[r] for index in chosen) for r in range(len(self.resources)))
 
 
 @dataclass(frozen=True, slots=True)

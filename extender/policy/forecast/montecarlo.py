@@ -18,9 +18,11 @@ draw from the curve of how long gangs in this cluster took from starving to star
 waits for as much to free again (`forward`).
 
 What it assumes, and where it says "unknown" instead of a number:
-- capacity is summed over the schedulable nodes, except at the first instant, where a gang whose workers
-  do not fit node by node waits for the first job to end (`WaitingGang.held_now`); from then on what is
-  fragmented is not seen (calibration widens what this misses);
+- capacity is summed over the schedulable nodes of each pool (`pools`: nodes split by which waiting pods
+  their taints and labels admit; one pool where every pod may go everywhere), a gang taking room only from
+  the pools its pods may go to, except at the first instant, where a gang whose workers do not fit node by
+  node waits for the first job to end (`WaitingGang.held_now`); from then on what is fragmented is not seen
+  (calibration widens what this misses);
 - jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
   later arrivals from the recent rate and mix of TFJobs into the run was measured worse on the CPU, GPU
   and mixed scenarios it was tried on: see docs/start-forecast.md);
@@ -98,8 +100,9 @@ def forecast_starts(inputs: ForecastInputs, samples: int, seed: int, min_history
 def _needs(inputs: ForecastInputs) -> tuple[np.ndarray, np.ndarray]:
     """The waiting gangs' start needs (gangs × resources), and which of them can never start: they exceed the
     whole cluster, or no arrangement of its nodes holds them even empty (`WaitingGang.never_fits`)."""
-    capacity = np.asarray(inputs.capacity, dtype=np.float64)
-    needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, len(capacity))
+    width = len(inputs.resources)
+    capacity = np.asarray([inputs.capacity_of(gang) for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
+    needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
     never_fits = np.asarray([gang.never_fits for gang in inputs.waiting], dtype=bool)
     too_big: np.ndarray = np.asarray((needs > capacity * (1 + FIT_SLACK)).any(axis=1)) | never_fits
     return needs, too_big
@@ -194,14 +197,15 @@ def _quantile(values: np.ndarray, q: float) -> float | None:
 
 
 def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[float]) -> str:
-    """Why a gang `_needs` found can never start."""
-    if not gang.never_fits:
-        return _bigger_than_cluster(inputs, needs)
+    """Why a gang `_needs` found can never start: first what is short in all, then node by node."""
     if gang.kept_out:
         return (
             f"no schedulable node admits its pod {gang.kept_out} (node selector, required node affinity, "
             "tolerations), so it cannot start until one does"
         )
+    short = _bigger_than(inputs, gang, needs)
+    if short or not gang.never_fits:
+        return short
     if gang.fits_empty_workers is not None and gang.fits_empty_workers < 0:
         return "one of its replicas other than workers fits no node even empty, so it can never start"
     return (
@@ -210,10 +214,16 @@ def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[flo
     )
 
 
-def _bigger_than_cluster(inputs: ForecastInputs, needs: Sequence[float]) -> str:
+def _bigger_than(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[float]) -> str:
+    """What the gang needs beyond all the nodes it may go to have, in words; "" when nothing."""
     short = [
         f"{describe_amount(name, round(need))} of {describe_amount(name, round(have))}"
-        for name, need, have in zip(inputs.resources, needs, inputs.capacity, strict=True)
+        for name, need, have in zip(inputs.resources, needs, inputs.capacity_of(gang), strict=True)
         if need > have * (1 + FIT_SLACK)
     ]
-    return "it needs more than the whole cluster has, so it can never start: " + ", ".join(short)
+    where = (
+        "the nodes it may go to have (node selector, required node affinity, tolerations)"
+        if gang.pools and len(gang.pools) < len(inputs.pooled())
+        else "the whole cluster has"
+    )
+    return f"it needs more than {where}, so it can never start: " + ", ".join(short) if short else ""

@@ -138,15 +138,18 @@ def test_pods_are_counted_only_on_the_nodes_they_may_go_to() -> None:
 
 
 def test_a_tfjob_whose_workers_fit_no_node_of_their_pool_never_starts() -> None:
-    nodes = [make_node("small", cpu="3", labels={"pool": "a"}), make_node("big", cpu="16", labels={"pool": "b"})]
-    job = [make_sized_tfjob("job", workers=2, cpu="2"), make_podgroup("job", min_member=3)]
-    pods = members()
+    small = [make_node(f"small-{i}", cpu="3", labels={"pool": "a"}) for i in range(3)]
+    nodes = [*small, make_node("big", cpu="16", labels={"pool": "b"})]
+    job = [make_sized_tfjob("job", workers=3, cpu="2"), make_podgroup("job", min_member=4)]
+    pods = [make_pod("job-ps-0", job="job", role="ps", group="job", cpu="2")] + [
+        make_pod(f"job-worker-{i}", job="job", role="worker", index=i, group="job", cpu="2") for i in range(3)
+    ]
     for pod in pods:
         spec = pod["spec"]
         assert isinstance(spec, dict)
         spec["nodeSelector"] = {"pool": "a"}
     waiting, _ = forecast_inputs(snapshot(*nodes, *job, *pods), PolicySettings(), 0.0, [], {})
     (gang,) = waiting.waiting
-    assert (gang.fits_now_workers, gang.fits_empty_workers, gang.never_fits) == (0, 0, True)
+    assert (gang.fits_now_workers, gang.fits_empty_workers, gang.never_fits) == (2, 2, True), "8 of pool a's 9 CPUs"
     band = forecast_starts(replace(waiting, curve=fixed_curve(100)), 20, 1)["default/job"]
-    assert band.unknown.startswith("its 2 workers do not fit on the nodes they may go to even with all of them")
+    assert band.unknown.startswith("its 3 workers do not fit on the nodes they may go to even with all of them")
