@@ -30,6 +30,7 @@ POLICIES: dict[str, Callable[[], policies.Policy]] = {
 SCENARIOS: dict[str, Callable[..., workload.Workload]] = {
     "kod2": workload.kod2,
     "pai": workload.pai_like,
+    "pai-pools": workload.pai_pools,
     "gpu-gangs": gpu_traces.gpu_gangs,
     "heavy-tail": gpu_traces.heavy_tail,
     "mixed": gpu_traces.mixed,

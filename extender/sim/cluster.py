@@ -94,6 +94,7 @@ class SimCluster:
         self.hardware = hardware or HardwareProfile()
         """The throughput model's hardware (policies that estimate speed read it)."""
         self.nodes = {node.name: node.allocatable for node in nodes}
+        self.specs = {node.name: node for node in nodes}
         self.used: dict[str, Resources] = dict.fromkeys(self.nodes, EMPTY)
         self.jobs: dict[str, SimJob] = {}
         self.pods: dict[str, SimPod] = {}
@@ -120,6 +121,10 @@ class SimCluster:
 
     def free(self, node: str) -> Resources:
         return self.nodes[node] - self.used[node]
+
+    def admits(self, node: str, job: str) -> bool:
+        """Whether the job's pods may go to the node (its taints: `NodeSpec.admits`)."""
+        return self.specs[node].admits(self.jobs[job].spec)
 
     def pending_pods(self) -> Iterator[SimPod]:
         for job in self.jobs.values():
@@ -269,6 +274,7 @@ class SimCluster:
         }
         if pod.node:
             spec["nodeName"] = pod.node
+        spec |= _tolerating(self.jobs[pod.job].spec)
         annotations = {}
         if pod.last_checkpoint:
             annotations[LAST_CHECKPOINT_ANNOTATION] = f"{EPOCH + pod.last_checkpoint:.3f}"
@@ -307,8 +313,8 @@ class SimCluster:
             annotations[convert.MIN_WORKERS_ANNOTATION] = str(spec.min_workers)
             annotations[convert.MAX_WORKERS_ANNOTATION] = str(spec.max_workers)
         replica_specs = {
-            "PS": {"replicas": spec.ps, "template": _template(spec.requests(Role.PS))},
-            "Worker": {"replicas": job.workers, "template": _template(spec.requests(Role.WORKER))},
+            "PS": {"replicas": spec.ps, "template": _template(spec, Role.PS)},
+            "Worker": {"replicas": job.workers, "template": _template(spec, Role.WORKER)},
         }
         return {
             "apiVersion": "kubeflow.org/v1",
@@ -332,9 +338,30 @@ def _scheduled(pod: SimPod) -> dict[str, Any]:
     return {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(pod.bound_at)}]}
 
 
-def _template(requests: Resources) -> dict[str, Any]:
-    quantities = (requests - Resources({"pods": 1})).to_quantities()
-    return {"spec": {"containers": [{"name": "tensorflow", "resources": {"requests": quantities}}]}}
+def _template(spec: JobSpec, role: Role) -> dict[str, Any]:
+    quantities = (spec.requests(role) - Resources({"pods": 1})).to_quantities()
+    return {"spec": {"containers": [{"name": "tensorflow", "resources": {"requests": quantities}}]} | _tolerating(spec)}
+
+
+def _tolerating(spec: JobSpec) -> dict[str, Any]:
+    """The pod spec's `tolerations` of the job's (none when it tolerates nothing)."""
+    if not spec.tolerations:
+        return {}
+    return {"tolerations": [_toleration(taint) for taint in spec.tolerations]}
+
+
+def _toleration(taint: str) -> dict[str, str]:
+    key_value, effect = taint.rsplit(":", 1)
+    key, _, value = key_value.partition("=")
+    if not value:
+        return {"key": key, "operator": "Exists", "effect": effect}
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+def _taint(taint: str) -> dict[str, str]:
+    key_value, effect = taint.rsplit(":", 1)
+    key, _, value = key_value.partition("=")
+    return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
 def _podgroup_object(job: SimJob, now: float) -> dict[str, Any]:
@@ -354,5 +381,6 @@ def _node_object(node: NodeSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": node.name, "labels": {"kubernetes.io/hostname": node.name}},
+        "spec": {"taints": [_taint(taint) for taint in node.taints]} if node.taints else {},
         "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
     }

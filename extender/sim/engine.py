@@ -68,6 +68,10 @@ class Simulation:
         on_progress: Callable[[float], None] | None = None,
         tells_checkpoints: bool = True,
     ) -> None:
+        if workload.tainted and not policy.reads_taints:
+            raise ValueError(
+                f"{policy.name} does not read node taints, and some of {workload.name}'s nodes keep jobs out"
+            )
         self.workload = workload
         self.policy = policy
         self.hw = hw or workload.hardware
@@ -244,7 +248,9 @@ class Simulation:
             progress = self.progress[name]
             if job.finished or progress.placed is not None or progress.first_fit is not None:
                 continue
-            if fits(minimum_requests(job), free):
+            if fits(
+                minimum_requests(job), {node: room for node, room in free.items() if self.cluster.admits(node, name)}
+            ):
                 progress.first_fit = now
 
     def _resolve_stall(self, now: float) -> float:

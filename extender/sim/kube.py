@@ -94,7 +94,11 @@ class KubeScheduler:
 
     def schedule_one(self, pod: SimPod, now: float) -> str | None:
         self.attempts += 1
-        feasible = [name for name in self.cluster.nodes if pod.requests.fits_in(self.cluster.free(name))]
+        feasible = [
+            name
+            for name in self.cluster.nodes
+            if pod.requests.fits_in(self.cluster.free(name)) and self.cluster.admits(name, pod.job)
+        ]
         if feasible and self.extender is not None:
             feasible = self.extender.filter(pod, feasible, now)
         if not feasible:

@@ -77,6 +77,9 @@ class Policy:
     """Keep the extender's `ClusterState` up to date (only needed by the real extender code)."""
     tick_s = 10.0
     """Seconds between steps while work is pending."""
+    reads_taints = False
+    """Keeps each job's pods off nodes whose taints it does not tolerate (a workload with such nodes is run
+    only by policies that do)."""
     steps_while_running = False
     """Also step every `tick_s` while any job trains and nothing is pending (a policy that grows jobs)."""
 
@@ -112,6 +115,7 @@ class DefaultKubeScheduler(Policy):
 
     name = "default"
     tick_s = 1.0
+    reads_taints = True
 
     def attach(self, cluster: SimCluster, rng: random.Random, progress: Mapping[str, JobProgress]) -> None:
         super().attach(cluster, rng, progress)
@@ -238,6 +242,7 @@ class Ours(Policy):
     gang = True
     resizes = True
     feed_model = True
+    reads_taints = True
     tick_s = 2.0
     """The tick of the preemption loop and the scaler (both loop settings' `interval_s`)."""
 

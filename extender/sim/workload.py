@@ -26,6 +26,8 @@ CIFAR10_TRAIN_SAMPLES = 50_000
 SNAPSHOT_MODEL_ANNOTATION = "tfjob-extender.io/sim-model"
 SNAPSHOT_BATCH_ANNOTATION = "tfjob-extender.io/sim-batch"
 SNAPSHOT_EPOCHS_ANNOTATION = "tfjob-extender.io/sim-epochs"
+KEEPING_OUT = (":NoSchedule", ":NoExecute")
+"""Taint effects that keep out a pod not tolerating them (`PreferNoSchedule` only scores)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,13 @@ class NodeSpec:
     cpu: str
     memory: str
     gpu: int = 0
+    taints: tuple[str, ...] = ()
+    """`key=value:Effect` (or `key:Effect`): with `NoSchedule` or `NoExecute`, only jobs that tolerate it
+    (`JobSpec.tolerations`) may go there."""
+
+    def admits(self, job: JobSpec) -> bool:
+        """Whether the job's pods may go here: it tolerates every taint that keeps pods out."""
+        return all(taint in job.tolerations for taint in self.taints if taint.endswith(KEEPING_OUT))
 
     @property
     def allocatable(self) -> Resources:
@@ -64,6 +73,8 @@ class JobSpec:
     """Seconds of training between two checkpoints: a restart (eviction, suspension) loses the progress
     made since the last one. None: it never checkpoints (a restart loses everything); 0: it keeps every
     step (no loss)."""
+    tolerations: tuple[str, ...] = ()
+    """Node taints its pods tolerate, as `NodeSpec.taints` spells them."""
     gang_asks_all: bool = False
     """An elastic job's PodGroup asks for every replica and follows `Worker.replicas` (training-operator's
     PodGroup when the TFJob sets no `schedulingPolicy.minAvailable`); else it asks for the PS and
@@ -94,6 +105,11 @@ class Workload:
     def hardware(self) -> HardwareProfile:
         return HardwareProfile(nic_bytes_s=self.nic_gbps * 1e9 / 8)
 
+    @property
+    def tainted(self) -> bool:
+        """Whether some node keeps some job out."""
+        return any(not node.admits(job) for node in self.nodes for job in self.jobs)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -106,8 +122,9 @@ class Workload:
 def load_trace(path: Path) -> Workload:
     """A trace file; its jobs' `checkpoint_s` where given, else drawn as the built-in scenarios draw it."""
     document = json.loads(path.read_text())
-    nodes = tuple(NodeSpec(**node) for node in document["nodes"])
-    jobs = tuple(sorted((JobSpec(**job) for job in document["jobs"]), key=lambda j: (j.arrival_s, j.name)))
+    nodes = tuple(NodeSpec(**(node | {"taints": tuple(node.get("taints", ()))})) for node in document["nodes"])
+    specs = (JobSpec(**(job | {"tolerations": tuple(job.get("tolerations", ()))})) for job in document["jobs"])
+    jobs = tuple(sorted(specs, key=lambda j: (j.arrival_s, j.name)))
     declared = frozenset(str(job["name"]) for job in document["jobs"] if "checkpoint_s" in job)
     name = str(document.get("name") or path.stem)
     return with_checkpoints(Workload(name, nodes, jobs, float(document.get("nic_gbps", 1.0))), 0, keep=declared)
@@ -256,6 +273,23 @@ def pai_like(seed: int = 1, jobs: int = 200, nodes: int = 32, mean_interarrival_
         ).samples_s
         specs.append(replace_spec(spec, epochs=round(run_s * rate / CIFAR10_TRAIN_SAMPLES, 3)))
     return with_checkpoints(Workload(f"pai-{jobs}x{nodes}", node_specs, tuple(specs), nic_gbps=PAI_NIC_GBPS), seed)
+
+
+GPU_NODE_TAINT = "nvidia.com/gpu=present:NoSchedule"
+"""The taint GPU node pools commonly carry so that only GPU jobs go there."""
+CPU_POOL_SHARE = 4
+"""`pai_pools` adds one CPU-only node per this many GPU nodes."""
+
+
+def pai_pools(seed: int = 1, jobs: int = 100, nodes: int = 16) -> Workload:
+    """`pai_like` on a cluster of two pools: its GPU nodes tainted (`GPU_NODE_TAINT`) and tolerated by the GPU
+    jobs only, and one CPU-only node (64 cores, 512 GB) per `CPU_POOL_SHARE` of them for the CPU jobs, which
+    may not use the GPU nodes' idle cores."""
+    base = pai_like(seed, jobs, nodes)
+    gpu_nodes = tuple(replace(node, taints=(GPU_NODE_TAINT,)) for node in base.nodes)
+    cpu_nodes = tuple(NodeSpec(f"cpu-{i:02d}", "64", "512Gi") for i in range(max(1, nodes // CPU_POOL_SHARE)))
+    specs = tuple(replace_spec(job, tolerations=(GPU_NODE_TAINT,)) if job.worker_gpu else job for job in base.jobs)
+    return Workload(f"pai-pools-{jobs}x{nodes}", gpu_nodes + cpu_nodes, specs, nic_gbps=base.nic_gbps)
 
 
 def with_load(workload: Workload, load: float) -> Workload:
