@@ -95,11 +95,16 @@ class _Futures:
         self.durations = durations
         self.ends = np.full((samples, running + columns), np.inf)
         self.ends[:, :running] = remaining
-        self.released = np.zeros((samples, running + columns, len(pools), width))
-        """What each job frees, pool by pool, when it ends (a waiting one: what it took when it started)."""
-        self.released[:, :running] = holds
-        self.free = np.tile(np.asarray([pool.free for pool in pools], dtype=np.float64), (samples, 1, 1))
         self.single = len(pools) == 1
+        """One pool: what a waiting job frees is what it needs, the same in every future."""
+        if self.single:
+            self.released = np.concatenate([holds[:, 0], self.needs])
+        else:
+            self.released = np.zeros((samples, running + columns, len(pools), width))
+            self.released[:, :running] = holds
+        """What each job frees when it ends (jobs × resources with one pool; else futures × jobs × pools ×
+        resources, a waiting job freeing what it took from each pool when it started)."""
+        self.free = np.tile(np.asarray([pool.free for pool in pools], dtype=np.float64), (samples, 1, 1))
         self.starts = np.full((samples, columns), np.inf)
         left_out = np.zeros(columns, dtype=bool) if never is None else never
         self.waiting = np.tile(~left_out, (samples, 1))
@@ -136,9 +141,7 @@ class _Futures:
         self.starts[rows, columns] = self.now[rows]
         self.ends[rows, self.running + columns] = self.now[rows] + self.durations[rows, columns]
         if self.single:
-            needs = self.needs[columns]
-            self.free[rows, 0] -= needs
-            self.released[rows, self.running + columns, 0] = needs
+            self.free[rows, 0] -= self.needs[columns]
             return
         taken = self._taken(rows, columns)
         self.free[rows] -= taken
@@ -160,7 +163,10 @@ class _Futures:
         return taken
 
     def end(self, rows: np.ndarray, jobs: np.ndarray) -> None:
-        self.free[rows] += self.released[rows, jobs]
+        if self.single:
+            self.free[rows, 0] += self.released[jobs]
+        else:
+            self.free[rows] += self.released[rows, jobs]
         self.ends[rows, jobs] = np.inf
 
 

@@ -29,7 +29,7 @@ from extender.policy.core.views import GroupView, JobView, PodView, Role
 from extender.policy.forecast.model import ForecastInputs, Pool, RunningJob, WaitingGang
 from extender.policy.forecast.packing import Ask, NodeRoom
 from extender.policy.forecast.pools import NodePools, Where, split, take_order
-from extender.policy.gang.room import limited, selected_nodes
+from extender.policy.gang.room import selected_nodes, tainted
 from extender.policy.preemption.residual_life import RunTimes
 from extender.policy.rank.gang_summary import GangSummary
 from extender.policy.rank.queue import queue_of
@@ -160,11 +160,12 @@ def _pending_members(
     selector, required node affinity and tolerations; "" when there is none), and the nodes the first
     pending member of each role may go to (None: any node); `admitting`: each constraint's answer so far."""
     kept_out, where = "", dict[Role, frozenset[str] | None]()
+    any_tainted = tainted(snapshot)
     for key in sorted(snapshot.group_members.get(summary.origin, ())):
         pod = snapshot.pods.get(key)
         if pod is None or pod.node_name or pod.finished:
             continue
-        if not limited(snapshot, pod):
+        if not (any_tainted or pod.constraint.narrows):
             where.setdefault(pod.role, None)
             continue
         selected = selected_nodes(snapshot, pod.constraint)
