@@ -13,7 +13,9 @@ with a pending member no schedulable node admits (node selector, required node a
 whose plan is already reserved starts now: it is left out of the run (its room is already taken from the free
 capacity) and its band is zero. A running gang holds what its bound members hold; what it has run is its
 clock's count when the loop has one, else the time since its first member was bound (0 when that is unknown).
-Pods outside any gang hold their room for good.
+Pods outside any gang hold their room for good. Where the waiting gangs' pending pods may not all go to every
+node (node selectors, required node affinity, taints), the nodes are summed in pools (`pools.split`): each
+running gang holds what its pods hold in each, each waiting gang counts only on the pools its pods may go to.
 """
 
 from __future__ import annotations
