@@ -104,7 +104,7 @@ class StartForecaster:
         raw.update(dict.fromkeys(reserved, RESERVED_BAND))
         shifts = self.corrections(now)
         offset = s.calibration_offset_s
-        sizes = self._what_ifs_at(inputs, raw, now)
+        sizes = self._what_ifs_at(inputs, now)
         workers = {gang.key: gang.workers for gang in inputs.waiting}
         published = {}
         for key, band in raw.items():
@@ -115,15 +115,13 @@ class StartForecaster:
         self.forecasts = MappingProxyType(published)
         return self.forecasts
 
-    def _what_ifs_at(
-        self, inputs: ForecastInputs, raw: Mapping[str, StartBand], now: float
-    ) -> dict[str, tuple[tuple[int, StartBand], ...]]:
+    def _what_ifs_at(self, inputs: ForecastInputs, now: float) -> dict[str, tuple[tuple[int, StartBand], ...]]:
         """Every waiting gang that may start smaller, with its raw band at each smaller size: computed anew for
         `what_if_gangs` of them per refresh, those longest without one first (a new gang before any, higher
         rank first among equals), the others' kept bands aged by the time since theirs was computed. A gang
-        that can never start at its size (`WaitingGang.never_fits`) gets them too: a smaller size may fit."""
+        with no band at its size gets them too: a smaller size may fit."""
         s = self.settings
-        elastic = [gang for gang in inputs.waiting if gang.smaller and (raw[gang.key].known or gang.never_fits)]
+        elastic = [gang for gang in inputs.waiting if gang.smaller]
         computed = {gang.key: self._what_ifs[gang.key] for gang in elastic if gang.key in self._what_ifs}
         for gang in sorted(elastic, key=lambda gang: computed.get(gang.key, (-math.inf,))[0])[: s.what_if_gangs]:
             computed[gang.key] = (now, what_if(inputs, gang.key, s.what_if_samples, self.refreshes, s.min_history))

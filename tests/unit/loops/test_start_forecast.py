@@ -146,6 +146,24 @@ def test_a_job_that_may_start_smaller_gets_a_band_per_size() -> None:
     ]
 
 
+def test_a_job_too_big_for_the_nodes_at_its_size_is_unknown_and_its_smaller_sizes_get_bands() -> None:
+    """Two 4-CPU nodes: its PS and 8 one-CPU workers ask for 9 CPUs, more than the nodes hold; with 7
+    workers or fewer it fits, once the running gang ends or, with 4 or fewer, at once."""
+    members = [make_pod(f"big-worker-{i}", job="big", role="worker", index=i, group="big", cpu="1") for i in range(8)]
+    state = cluster(
+        *cpu_nodes(2),
+        *bound_job("running", placement=spread(["node-0", "node-1"], 3)),
+        *members,
+        make_podgroup("big", min_member=9),
+        make_sized_tfjob("big", workers=8, cpu="1", min_workers=2, max_workers=8, dynamic=True),
+    )
+    forecast = StartForecaster(PolicySettings()).refresh(
+        state.snapshot(), clock_with_history(RUN_S, RUN_S, RUN_S), NOW
+    )["default/big"]
+    assert forecast.band.unknown.startswith("it needs more than the whole cluster has")
+    assert [(workers, band.p50_s) for workers, band in forecast.what_if][:2] == [(7, RUN_S), (6, RUN_S)]
+
+
 def elastic_gangs(count: int) -> ClusterState:
     """One 4-CPU node held by a running gang, and `count` waiting elastic gangs of 4 one-CPU workers that may
     start with 1."""
