@@ -216,14 +216,15 @@ def _never_starts(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[flo
 
 def _bigger_than(inputs: ForecastInputs, gang: WaitingGang, needs: Sequence[float]) -> str:
     """What the gang needs beyond all the nodes it may go to have, in words; "" when nothing."""
+    reach = inputs.capacity_of(gang)
     short = [
         f"{describe_amount(name, round(need))} of {describe_amount(name, round(have))}"
-        for name, need, have in zip(inputs.resources, needs, inputs.capacity_of(gang), strict=True)
+        for name, need, have in zip(inputs.resources, needs, reach, strict=True)
         if need > have * (1 + FIT_SLACK)
     ]
     where = (
         "the nodes it may go to have (node selector, required node affinity, tolerations)"
-        if gang.pools and len(gang.pools) < len(inputs.pooled())
+        if reach != inputs.capacity
         else "the whole cluster has"
     )
     return f"it needs more than {where}, so it can never start: " + ", ".join(short) if short else ""

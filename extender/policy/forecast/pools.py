@@ -6,8 +6,9 @@ over every node is room a job may not be able to use: a CPU job would be counted
 nodes it cannot enter. So the nodes are split by the node sets the waiting gangs' pending pods may go to
 (`gang.room.selected_nodes`): two nodes are in one pool when every such set holds both or neither. Each pool
 sums its nodes' allocatable and free room; a running gang frees, when it ends, what its pods hold in each;
-a waiting gang takes room only from the pools some pod of it may go to. Where no pending pod is closed to
-any node there is one pool, the whole cluster, and the forward run is what it was without pools.
+a waiting gang takes room only from the pools some pod of it may go to. A pool no waiting pod may go to (a
+tainted control-plane node) is left out. Where no pending pod is closed to any node there is one pool, the
+whole cluster, and the forward run is what it was without pools.
 """
 
 from __future__ import annotations
@@ -56,10 +57,12 @@ class NodePools:
 
 
 def split(table: CapacityTable | None, wheres: Iterable[Where]) -> NodePools | None:
-    """The schedulable nodes in pools by the node sets in `wheres`; None when they make one pool (no pending
-    pod is closed to any schedulable node) or there is no dense table to split."""
+    """The schedulable nodes in pools by the node sets in `wheres`, less the pools no waiting pod may go to
+    (a tainted control-plane node, say); None when what is left is every schedulable node in one pool, or
+    there is no dense table to split."""
     if table is None:
         return None
+    wheres = list(wheres)
     sets = _distinct(nodes for where in wheres for nodes in where.values() if nodes is not None)
     rows = np.flatnonzero(table.schedulable)
     if not sets or not len(rows):
@@ -68,16 +71,28 @@ def split(table: CapacityTable | None, wheres: Iterable[Where]) -> NodePools | N
     for row in rows:
         name = table.names[row]
         pools.setdefault(tuple(name in nodes for nodes in sets), []).append(int(row))
-    if len(pools) == 1:
+    used = {signature: chosen for signature, chosen in pools.items() if _open(signature, sets, wheres)}
+    if not used or len(pools) == 1:
         return None
-    members = list(pools.values())
+    members = list(used.values())
     return NodePools(
         sets,
-        tuple(pools),
+        tuple(used),
         {table.names[row]: pool for pool, chosen in enumerate(members) for row in chosen},
         tuple(table.resources(table.allocatable[chosen].sum(axis=0)) for chosen in members),
         tuple(table.resources(table.available[chosen].sum(axis=0)) for chosen in members),
     )
+
+
+def _open(signature: tuple[bool, ...], sets: Sequence[frozenset[str]], wheres: Sequence[Where]) -> bool:
+    """Whether some waiting gang's pending pods may go to the nodes of `signature` (their membership of
+    `sets`); a gang with none pending keeps no pool."""
+    for where in wheres:
+        if any(nodes is None for nodes in where.values()):
+            return True
+        if any(signature[sets.index(nodes)] for nodes in where.values() if nodes is not None):
+            return True
+    return False
 
 
 def take_order(pools: Sequence[int], needs: Sequence[float], capacities: Sequence[Sequence[float]]) -> tuple[int, ...]:

@@ -1,5 +1,6 @@
 """Pools: on a cluster whose GPU nodes are tainted, a CPU job waits for CPU nodes however much CPU the GPU
-nodes have free, and a job tolerating the taint takes room from the GPU nodes first."""
+nodes have free, a job tolerating the taint takes room from the GPU nodes first, and nodes no waiting pod may
+go to are not counted at all."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_a_cpu_job_waits_for_the_cpu_nodes_when_the_gpu_nodes_keep_it_out(tainte
     running = [*job("running", workers=1, node="cpu-0"), *job("other", workers=1, node="cpu-1")]
     objects = [*cluster(tainted=tainted), *running, *job("waiting", workers=1)]
     case = inputs_of(*objects)
-    assert len(case.pooled()) == (2 if tainted else 1)
+    assert case.pooled()[0].capacity[0] == (8000.0 if tainted else 40000.0), "no waiting pod may use the GPU nodes"
     band = forecast_starts(case, 50, 1)["default/waiting"]
     assert band.p50_s == pytest.approx(start, abs=1.0), "the GPU nodes' 32 free CPUs are closed to it"
 
@@ -70,3 +71,13 @@ def test_a_job_that_needs_more_than_its_pool_has_never_starts_and_says_where() -
     band = forecast_starts(inputs_of(*objects), 20, 1)["default/wide"]
     assert band.unknown.startswith("it needs more than the nodes it may go to have (node selector")
     assert "10 CPU of 8 CPU" in band.unknown
+
+
+def test_a_tainted_control_plane_node_no_waiting_pod_tolerates_is_left_out() -> None:
+    control = make_node("control-plane", cpu="64")
+    control["spec"]["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+    running = [*job("running", workers=1, node="cpu-0"), *job("other", workers=1, node="cpu-1")]
+    case = inputs_of(*cluster(tainted=True), control, *running, *job("waiting", workers=1))
+    (pool,) = case.pooled()
+    assert pool.capacity[0] == 8000.0, "only the CPU nodes: the GPU nodes and the control plane keep it out"
+    assert forecast_starts(case, 50, 1)["default/waiting"].p50_s == pytest.approx(60.0, abs=1.0)
