@@ -351,14 +351,13 @@ def _tolerating(spec: JobSpec) -> dict[str, Any]:
 
 
 def _toleration(taint: str) -> dict[str, str]:
-    key_value, effect = taint.rsplit(":", 1)
-    key, _, value = key_value.partition("=")
-    if not value:
-        return {"key": key, "operator": "Exists", "effect": effect}
-    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    """The toleration of exactly `taint` (`key` alone: of any value)."""
+    fields = _taint(taint)
+    return fields | {"operator": "Equal" if "value" in fields else "Exists"}
 
 
 def _taint(taint: str) -> dict[str, str]:
+    """`key=value:Effect` (or `key:Effect`) as a Node's taint."""
     key_value, effect = taint.rsplit(":", 1)
     key, _, value = key_value.partition("=")
     return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}

@@ -67,8 +67,8 @@ class NodeRoom:
 
     def _first_fit(self, others: Sequence[Ask], worker: Ask) -> int:
         room = self.free
-        for ask in sorted(others, key=lambda ask: _size(self.table.demand(ask.requests)), reverse=True):
-            demand = self.table.demand(ask.requests)
+        asked = [(self.table.demand(ask.requests), ask) for ask in others]
+        for demand, ask in sorted(asked, key=lambda pair: _size(pair[0]), reverse=True):
             fitting = np.flatnonzero(self._fits(ask, demand, room))
             if not len(fitting):
                 return -1

@@ -42,8 +42,7 @@ class NodePools:
         """The pools some pod of a gang whose pending pods go `where` may use; empty: every pool."""
         if not where or any(nodes is None for nodes in where.values()):
             return ()
-        columns = [self.sets.index(nodes) for nodes in where.values() if nodes is not None]
-        return tuple(pool for pool, signature in enumerate(self.signatures) if any(signature[c] for c in columns))
+        return _reached(self.signatures, self.sets, where)
 
     def held(self, pods: Iterable[PodView]) -> tuple[Resources, ...]:
         """What `pods` hold in each pool (a pod on a node outside every pool, one not schedulable, counts
@@ -71,28 +70,28 @@ def split(table: CapacityTable | None, wheres: Iterable[Where]) -> NodePools | N
     for row in rows:
         name = table.names[row]
         pools.setdefault(tuple(name in nodes for nodes in sets), []).append(int(row))
-    used = {signature: chosen for signature, chosen in pools.items() if _open(signature, sets, wheres)}
-    if not used or len(pools) == 1:
+    signatures = list(pools)
+    reached = {pool for where in wheres if where for pool in _reached(signatures, sets, where)}
+    if not reached or len(pools) == 1:
         return None
-    members = list(used.values())
+    kept = [signature for index, signature in enumerate(signatures) if index in reached]
+    members = [pools[signature] for signature in kept]
     return NodePools(
         sets,
-        tuple(used),
+        tuple(kept),
         {table.names[row]: pool for pool, chosen in enumerate(members) for row in chosen},
         tuple(table.resources(table.allocatable[chosen].sum(axis=0)) for chosen in members),
         tuple(table.resources(table.available[chosen].sum(axis=0)) for chosen in members),
     )
 
 
-def _open(signature: tuple[bool, ...], sets: Sequence[frozenset[str]], wheres: Sequence[Where]) -> bool:
-    """Whether some waiting gang's pending pods may go to the nodes of `signature` (their membership of
-    `sets`); a gang with none pending keeps no pool."""
-    for where in wheres:
-        if any(nodes is None for nodes in where.values()):
-            return True
-        if any(signature[sets.index(nodes)] for nodes in where.values() if nodes is not None):
-            return True
-    return False
+def _reached(signatures: Sequence[tuple[bool, ...]], sets: Sequence[frozenset[str]], where: Where) -> tuple[int, ...]:
+    """The pools (by their `signatures`: membership of `sets`) some pending pod going `where` may use; a gang
+    with none pending reaches none, one with a pod that may go anywhere every one."""
+    if any(nodes is None for nodes in where.values()):
+        return tuple(range(len(signatures)))
+    columns = [sets.index(nodes) for nodes in where.values() if nodes is not None]
+    return tuple(pool for pool, signature in enumerate(signatures) if any(signature[c] for c in columns))
 
 
 def take_order(pools: Sequence[int], needs: Sequence[float], capacities: Sequence[Sequence[float]]) -> tuple[int, ...]:
