@@ -17,9 +17,10 @@ The same for three baselines, each at the same instants (`baselines` in `--json`
 - `backfill-walltime`: the same forward run with each job's declared wall time, drawn 1–3× its true run
   time (from a first replay of the same seed), instead of sampled run times (a point).
 Also printed: the mean and longest refresh time of the forecaster (its sample count given). With
-`--refresh-at NODES,GANGS` it only times full refreshes on a synthetic cluster: NODES full nodes (32 CPU,
-one running elastic job each) and GANGS waiting gangs of 2–8 pods (p50 / max of `--runs`, one process);
-`--pools` taints every other node and lets every third gang tolerate it (two pools of nodes).
+`--refresh-at NODES,GANGS` it only times full refreshes on a synthetic cluster: NODES full nodes (16 CPU,
+one running elastic job each that the scaler may grow) and GANGS waiting gangs of 2–8 pods (p50 / max of
+`--runs`, one process); `--pools` taints every other node and lets every third gang tolerate it (two pools
+of nodes).
 """
 
 from __future__ import annotations
@@ -331,10 +332,10 @@ POOL_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "pool-b", "
 
 
 def synthetic_cluster(nodes: int, gangs: int, pools: bool = False) -> ClusterState:
-    """`nodes` full nodes of 32 CPU, each running an elastic job (1 PS + 3 workers of 4 CPU, minimum 2 workers
-    at 4 CPU and 16 GiB), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created before now; every
-    other one's TFJob may start with half its workers (a what-if at each smaller size). `pools`: every
-    other node is tainted and every third waiting gang's pods tolerate it (two pools)."""
+    """`nodes` full nodes of 16 CPU, each running an elastic job (1 PS + 3 workers of 4 CPU and 16 GiB, 2 to 5
+    workers, so the scaler may grow it), and `gangs` waiting gangs of 2–8 workers of 4 CPU, all created
+    before now; every other one's TFJob may start with half its workers (a what-if at each smaller size).
+    `pools`: every other node is tainted and every third waiting gang's pods tolerate it (two pools)."""
     objects: list[dict[str, Any]] = []
     for n in range(nodes):
         node, name = f"node-{n:05d}", f"job-{n:05d}"
@@ -342,7 +343,8 @@ def synthetic_cluster(nodes: int, gangs: int, pools: bool = False) -> ClusterSta
         if pools and n % 2:
             objects[-1]["spec"]["taints"] = [POOL_TAINT]
         objects += running_job_pods(name, node=node, workers=3, cpu="4", memory="16Gi")
-        objects += [make_podgroup(name, min_member=4), make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi")]
+        running = make_sized_tfjob(name, workers=3, cpu="4", memory="16Gi", min_workers=2, max_workers=5)
+        objects += [make_podgroup(name, min_member=3), running]
     for g in range(gangs):
         pods = 2 + g % 7
         minimum = max(1, pods // 2) if g % 2 else None

@@ -49,6 +49,11 @@ class StartForecastSettings:
         Numbers(0, integer=True, unit="count"),
         "latest starving-to-start delays kept (0: starving gangs are not counted on to start sooner)",
     )
+    count_growth: bool = setting(
+        True,
+        Switch(),
+        "count on the scaler growing elastic TFJobs into room left idle (off where no scaler runs)",
+    )
     what_if_gangs: int = setting(
         3,
         Numbers(0, integer=True, unit="gangs"),

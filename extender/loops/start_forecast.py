@@ -97,7 +97,13 @@ class StartForecaster:
         self._resolve(snapshot, now)
         starving = list(self.starving_delays) if self.settings.starving_starts_kept else None
         inputs, reserved = forecast_inputs(
-            snapshot, self.policy, now, list(clock.finished), clock.running(snapshot.jobs, now), starving
+            snapshot,
+            self.policy,
+            now,
+            list(clock.finished),
+            clock.running(snapshot.jobs, now),
+            starving,
+            growth=self.settings.count_growth,
         )
         s = self.settings
         raw = forecast_starts(inputs, s.samples, self.refreshes, s.min_history)

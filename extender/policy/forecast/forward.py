@@ -7,9 +7,13 @@ until it ends (`durations` after it started); a running job frees what it holds 
 `remaining` time is up. A column may start at a given time whether it fits or not (`forced`: room taken
 for it by preemption, lent from the free room, which may go below zero so that the columns after it wait
 for as much to free again). A column `held_now` (its room is in pieces too small for its pods, node by
-node: `packing`) does not start at the first instant: it waits at least until the first job ends. Each
-step handles one event in every future, so a run costs about as many array steps as there are jobs,
-whatever the number of futures.
+node: `packing`) does not start at the first instant: it waits at least until the first job ends. What no
+column takes is grown into, as the scaler does: each running job that may gain workers
+(`grows`) and that no still-waiting column outranks takes its share of the room left in its pool (the
+same share of what it may still gain as every other grower asking for the resource that is shortest for
+it; a job asking for a resource none is left of takes nothing), and gives it back when it ends. Each step
+handles one event in every future, so a run costs about as many array steps as there are jobs, whatever the
+number of futures.
 """
 
 from __future__ import annotations
@@ -113,10 +117,56 @@ class _Futures:
         held = np.asarray([gang.held_now for gang in inputs.waiting], dtype=bool)
         self.held = held if held.any() else None
         """Columns that do not start at the first instant (time 0)."""
+        self._growers(inputs, samples, width)
+
+    def _growers(self, inputs: ForecastInputs, samples: int, width: int) -> None:
+        """The running jobs the scaler may grow, in groups of those behind the same waiting columns, in the same
+        pool, asking for the same resources: a group's members always take the same share of what they may
+        still gain, so the run keeps one share per group, and what its members still alive may gain."""
+        growers = [(index, job) for index, job in enumerate(inputs.running) if any(job.grows)]
+        self.grows = np.asarray([job.grows for _, job in growers], dtype=np.float64).reshape(-1, width)
+        keys = [(job.outranked_by, job.grows_in, tuple(amount > 0 for amount in job.grows)) for _, job in growers]
+        groups = sorted(set(keys))
+        group_of = {key: number for number, key in enumerate(groups)}
+        self.group_of = np.asarray([group_of[key] for key in keys], dtype=np.intp)
+        self.group_above = np.asarray([key[0] for key in groups], dtype=np.intp)
+        self.group_pool = np.asarray([key[1] for key in groups], dtype=np.intp)
+        self.group_asks = [np.flatnonzero(key[2]) for key in groups]
+        self.grower_of = np.full(self.ends.shape[1], -1, dtype=np.intp)
+        self.grower_of[[index for index, _ in growers]] = np.arange(len(growers))
+        alive = np.zeros((len(groups), width))
+        np.add.at(alive, self.group_of, self.grows)
+        self.alive_grows = np.tile(alive, (samples, 1, 1))
+        """What each group's members still running may gain in all (samples × groups × resources)."""
+        self.ungrown = np.ones((samples, len(groups)))
+        """The share of that each group has not taken yet (samples × groups)."""
+
+    def grow(self, rows: np.ndarray) -> None:
+        """In each future of `rows` where a column still waits and room is left, the growers no waiting column
+        outranks take it: each the largest share of what it may still take that the room left of every
+        resource it asks for allows, shared by all that ask for it (together they never take more than is left)."""
+        if not len(self.group_above) or not len(rows):
+            return
+        rows = rows[self.waiting[rows].any(axis=1) & (self.free[rows] > FIT_SLACK).any(axis=(1, 2))]
+        if not len(rows):
+            return
+        first = self.waiting[rows].argmax(axis=1)
+        left = np.where(first[:, None] >= self.group_above[None, :], self.ungrown[rows], 0.0)
+        alive = self.alive_grows[rows]
+        for pool in range(self.free.shape[1]):
+            mine = left if self.single else np.where((self.group_pool == pool)[None, :], left, 0.0)
+            total = np.einsum("rg,rgk->rk", mine, alive)
+            free = np.maximum(self.free[rows, pool], 0.0)
+            ratio = np.divide(free, total, out=np.full_like(free, np.inf), where=total > 0)
+            share = np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1)
+            taken = mine * np.where(np.isfinite(share), np.minimum(share, 1.0), 0.0)
+            self.ungrown[rows] -= taken
+            self.free[rows, pool] -= np.einsum("rg,rgk->rk", taken, alive)
 
     def admit(self, rows: np.ndarray) -> None:
         """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order (the
-        `held` ones only after time 0), until none fits."""
+        `held` ones only after time 0), until none fits; then the growers take what is left."""
+        given = rows
         while len(rows):
             fits = self.waiting[rows]
             if self.held is not None:
@@ -130,6 +180,7 @@ class _Futures:
             admitting = fits.any(axis=1)
             rows = rows[admitting]
             self.start(rows, fits[admitting].argmax(axis=1))
+        self.grow(given)
 
     def start(self, rows: np.ndarray, columns: np.ndarray) -> None:
         """Start `columns` in `rows` now, fitting or not: each takes its needs from its pools in order, and
@@ -168,6 +219,13 @@ class _Futures:
         else:
             self.free[rows] += self.released[rows, jobs]
         self.ends[rows, jobs] = np.inf
+        grower = self.grower_of[jobs]
+        grew = grower >= 0
+        if grew.any():
+            rows, grower = rows[grew], grower[grew]
+            group = self.group_of[grower]
+            self.free[rows, self.group_pool[group]] += self.grows[grower] * (1.0 - self.ungrown[rows, group])[:, None]
+            self.alive_grows[rows, group] -= self.grows[grower]
 
 
 def _fitting(needs: np.ndarray, room: np.ndarray) -> np.ndarray:

@@ -13,6 +13,8 @@ with a pending member no schedulable node admits (node selector, required node a
 whose plan is already reserved starts now: it is left out of the run (its room is already taken from the free
 capacity) and its band is zero. A running gang holds what its bound members hold; what it has run is its
 clock's count when the loop has one, else the time since its first member was bound (0 when that is unknown).
+A running TFJob the scaler may grow (dynamic workers below its maximum, not admitted by Kueue) carries the
+room the workers it may gain would take and how many of the waiting gangs rank above it (`_Growth`).
 Pods outside any gang hold their room for good. Where the waiting gangs' pending pods may not all go to every
 node (node selectors, required node affinity, taints), the nodes are summed in pools (`pools.split`): each
 running gang holds what its pods hold in each, each waiting gang counts only on the pools its pods may go to.
@@ -20,8 +22,9 @@ running gang holds what its pods hold in each, each waiting gang counts only on 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from extender.policy.core.node_fit import NodeConstraint
 from extender.policy.core.resources import CPU, EMPTY, GPU, MEMORY, Resources
@@ -48,6 +51,8 @@ def forecast_inputs(
     finished_run_s: Iterable[float],
     attained_s: Mapping[str, float],
     starving_delays_s: Sequence[float] | None = None,
+    *,
+    growth: bool = True,
 ) -> tuple[ForecastInputs, tuple[str, ...]]:
     """The inputs, and the waiting gangs whose plan is reserved (they start now). `attained_s`: job key →
     seconds run, for the running jobs the caller's clock knows; `starving_delays_s`: how long gangs seen
@@ -81,14 +86,20 @@ def forecast_inputs(
         _waiting(snapshot, rank, summary, settings, names, nodes, members, capacities)
         for rank, summary, members in pending
     )
+    grown = _Growth([rank for rank, _ in ranked], now, settings, growth)
     jobs = tuple(
-        RunningJob(
-            summary.key,
-            _vector(summary.bound, names),
-            attained_s.get(summary.job, max(0.0, now - (summary.started or now))),
-            ()
-            if nodes.pools is None
-            else tuple(_vector(held, names) for held in nodes.pools.held(_pods(snapshot, summary))),
+        grown.running(
+            snapshot,
+            summary,
+            RunningJob(
+                summary.key,
+                _vector(summary.bound, names),
+                attained_s.get(summary.job, max(0.0, now - (summary.started or now))),
+                ()
+                if nodes.pools is None
+                else tuple(_vector(held, names) for held in nodes.pools.held(_pods(snapshot, summary))),
+            ),
+            names,
         )
         for summary in running
     )
@@ -107,6 +118,37 @@ def forecast_inputs(
         else tuple(Pool(cap, _vector(room, names)) for cap, room in zip(capacities, nodes.pools.free, strict=True)),
     )
     return inputs, reserved
+
+
+class _Growth:
+    """Which running jobs the scaler may grow while the forward run goes on (`enabled`: it is counted on at
+    all): a TFJob with dynamic workers below its maximum, not admitted by Kueue, growing only while no waiting
+    gang ranked above it waits (the scaler's rule)."""
+
+    def __init__(self, waiting: Sequence[JobRank], now: float, settings: PolicySettings, enabled: bool) -> None:
+        self.keys = [rank.sort_key for rank in waiting]
+        self.starving: dict[int, int] = {}
+        """PriorityClass value → the waiting gangs up to the last starving one of it (all rank above a running
+        job of that class, as the scaler counts them)."""
+        for index, rank in enumerate(waiting):
+            if rank.starving:
+                self.starving[rank.priority] = index + 1
+        self.now, self.settings, self.enabled = now, settings, enabled
+
+    def running(
+        self, snapshot: ClusterSnapshot, summary: GangSummary, job: RunningJob, names: tuple[str, ...]
+    ) -> RunningJob:
+        """`job` with the room its growth would take, the pool it grows in and the waiting gangs above it."""
+        view = snapshot.jobs.get(summary.job) if summary.job else None
+        if not self.enabled or not summary.growable or view is None or view.kueue_managed:
+            return job
+        more = view.max_workers - view.replicas.get(Role.WORKER, 0)
+        grows = _vector(view.role_requests.get(Role.WORKER, EMPTY).scaled(more), names)
+        rank = summary.rank(self.now, self.settings)
+        above = max(bisect.bisect_left(self.keys, rank.sort_key), self.starving.get(rank.priority, 0))
+        pools = range(len(job.in_pools))
+        grows_in = max(pools, key=lambda p: sum(a * b for a, b in zip(job.in_pools[p], grows, strict=True)), default=0)
+        return replace(job, grows=grows, grows_in=grows_in, outranked_by=above)
 
 
 @dataclass(frozen=True, slots=True)

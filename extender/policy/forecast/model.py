@@ -37,6 +37,14 @@ class RunningJob:
     """Seconds it has run."""
     in_pools: tuple[tuple[float, ...], ...] = ()
     """What it holds in each of `ForecastInputs.pools` (empty when there is one pool: `holds`)."""
+    grows: tuple[float, ...] = ()
+    """The room the workers it may still gain would take (the scaler grows it into idle room); empty: it
+    does not grow."""
+    grows_in: int = 0
+    """The pool it grows in (where it holds most)."""
+    outranked_by: int = 0
+    """How many of the first waiting gangs (in rank order) rank above it: it grows only while none of them
+    waits."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,11 @@ What it assumes, and where it says "unknown" instead of a number:
   the pools its pods may go to, except at the first instant, where a gang whose workers do not fit node by
   node waits for the first job to end (`WaitingGang.held_now`); from then on what is fragmented is not seen
   (calibration widens what this misses);
-- jobs arriving later, and the scaler growing or shrinking running jobs, do not change the order (sampling
-  later arrivals from the recent rate and mix of TFJobs into the run was measured worse on the CPU, GPU
-  and mixed scenarios it was tried on: see docs/start-forecast.md);
+- jobs arriving later, and the preemption loop shrinking running elastic jobs for a waiting gang, do not
+  change the order (sampling later arrivals from the recent rate and mix of TFJobs into the run, and
+  counting the elastic surplus as room, were measured worse: see docs/start-forecast.md); the scaler's
+  growth is counted (`forward`): room no waiting gang takes goes to the elastic jobs ranked above every
+  gang still waiting, until they end;
 - a run time beyond the longest one seen finish is not in the curve: a draw landing in its censored tail
   runs on for an exponential draw of the longer of that run and what the job has run (`draw_remaining`);
 - a gang whose start needs exceed the whole cluster, or whose pods no arrangement of its nodes holds even
