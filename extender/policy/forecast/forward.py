@@ -67,6 +67,10 @@ def starts_given(
         run.end(changed, nxt[changed])
 
 
+NOTHING = 1e-9
+"""Divides in place of zero: a resource no grower may take has no share to divide."""
+
+
 class _Futures:
     """Every sampled future's state, as arrays with one row per future; free room per pool (samples × pools
     × resources)."""
@@ -83,15 +87,17 @@ class _Futures:
         pools = inputs.pooled()
         self.needs = np.asarray([gang.needs for gang in inputs.waiting], dtype=np.float64).reshape(-1, width)
         columns = len(self.needs)
+        self.bars = (self.needs - FIT_SLACK) / (1 + FIT_SLACK)
+        """The least room each column fits in, per resource (its needs less the fit's slack)."""
         self.order = _pool_order(inputs, len(pools))
         groups: dict[tuple[int, ...], list[int]] = {}
         for column, order in enumerate(self.order):
             groups.setdefault(tuple(sorted(order[order >= 0])), []).append(column)
         self.groups = [
-            (np.asarray(pools, dtype=np.intp), np.asarray(chosen, dtype=np.intp), self.needs[chosen])
+            (np.asarray(pools, dtype=np.intp), np.asarray(chosen, dtype=np.intp), self.bars[chosen])
             for pools, chosen in groups.items()
         ]
-        """The columns that may take room from the same pools: those pools, the columns, their needs."""
+        """The columns that may take room from the same pools: those pools, the columns, their bars."""
         holds = np.asarray([job.in_pools or (job.holds,) for job in inputs.running], dtype=np.float64).reshape(
             running, len(pools), width
         )
@@ -142,26 +148,26 @@ class _Futures:
         """The share of that each group has not taken yet (samples × groups)."""
 
     def grow(self, rows: np.ndarray) -> None:
-        """In each future of `rows` where a column still waits and room is left, the growers no waiting column
-        outranks take it: each the largest share of what it may still take that the room left of every
-        resource it asks for allows, shared by all that ask for it (together they never take more than is left)."""
+        """In each future of `rows`, the growers no waiting column outranks take the room left: each the
+        largest share of what it may still take that the room left of every resource it asks for allows,
+        shared by all that ask for it (together they never take more than is left). A future where nothing
+        waits any more may grow too: nothing after it depends on its room."""
         if not len(self.group_above) or not len(rows):
             return
-        rows = rows[self.waiting[rows].any(axis=1) & (self.free[rows] > FIT_SLACK).any(axis=(1, 2))]
-        if not len(rows):
-            return
-        first = self.waiting[rows].argmax(axis=1)
-        left = np.where(first[:, None] >= self.group_above[None, :], self.ungrown[rows], 0.0)
+        left = self.ungrown[rows]
+        left *= self.waiting[rows].argmax(axis=1)[:, None] >= self.group_above
         alive = self.alive_grows[rows]
         for pool in range(self.free.shape[1]):
-            mine = left if self.single else np.where((self.group_pool == pool)[None, :], left, 0.0)
-            total = np.einsum("rg,rgk->rk", mine, alive)
-            free = np.maximum(self.free[rows, pool], 0.0)
-            ratio = np.divide(free, total, out=np.full_like(free, np.inf), where=total > 0)
-            share = np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1)
-            taken = mine * np.where(np.isfinite(share), np.minimum(share, 1.0), 0.0)
-            self.ungrown[rows] -= taken
-            self.free[rows, pool] -= np.einsum("rg,rgk->rk", taken, alive)
+            mine = left if self.single else left * (self.group_pool == pool)
+            wants = mine[:, :, None] * alive
+            ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(wants.sum(axis=1), NOTHING)
+            if len(self.group_asks) == 1:
+                share = ratio[:, self.group_asks[0]].min(axis=1, keepdims=True)
+            else:
+                share = np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1)
+            share = np.minimum(share, 1.0)
+            self.free[rows, pool] -= (wants * share[:, :, None]).sum(axis=1)
+            self.ungrown[rows] -= mine * share
 
     def admit(self, rows: np.ndarray) -> None:
         """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order (the
@@ -172,11 +178,11 @@ class _Futures:
             if self.held is not None:
                 fits &= ~(self.held[None, :] & (self.now[rows] == 0)[:, None])
             if self.single:
-                fits &= _fitting(self.needs, self.free[rows, 0])
+                fits &= _fitting(self.bars, self.free[rows, 0])
             else:
                 free = self.free[rows]
-                for pools, columns, needs in self.groups:
-                    fits[:, columns] &= _fitting(needs, free[:, pools].sum(axis=1))
+                for pools, columns, bars in self.groups:
+                    fits[:, columns] &= _fitting(bars, free[:, pools].sum(axis=1))
             admitting = fits.any(axis=1)
             rows = rows[admitting]
             self.start(rows, fits[admitting].argmax(axis=1))
@@ -228,11 +234,12 @@ class _Futures:
             self.alive_grows[rows, group] -= self.grows[grower]
 
 
-def _fitting(needs: np.ndarray, room: np.ndarray) -> np.ndarray:
-    """Whether each of `needs` (columns × resources) fits in `room` (rows × resources), row by row."""
-    fits: np.ndarray = needs[None, :, 0] <= room[:, 0, None] * (1 + FIT_SLACK) + FIT_SLACK
-    for resource in range(1, needs.shape[1]):
-        fits &= needs[None, :, resource] <= room[:, resource, None] * (1 + FIT_SLACK) + FIT_SLACK
+def _fitting(bars: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Whether each column of `bars` (columns × resources: the least room it fits in) fits in `room` (rows ×
+    resources), row by row."""
+    fits: np.ndarray = bars[None, :, 0] <= room[:, 0, None]
+    for resource in range(1, bars.shape[1]):
+        fits &= bars[None, :, resource] <= room[:, resource, None]
     return fits
 
 
