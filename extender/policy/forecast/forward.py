@@ -160,13 +160,14 @@ class _Futures:
         for pool in range(self.free.shape[1]):
             mine = left if self.single else left * (self.group_pool == pool)
             wants = mine[:, :, None] * alive
-            ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(wants.sum(axis=1), NOTHING)
+            total = wants.sum(axis=1)
+            ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(total, NOTHING)
             if len(self.group_asks) == 1:
-                share = ratio[:, self.group_asks[0]].min(axis=1, keepdims=True)
+                share = np.minimum(ratio[:, self.group_asks[0]].min(axis=1, keepdims=True), 1.0)
+                self.free[rows, pool] -= total * share
             else:
-                share = np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1)
-            share = np.minimum(share, 1.0)
-            self.free[rows, pool] -= (wants * share[:, :, None]).sum(axis=1)
+                share = np.minimum(np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1), 1.0)
+                self.free[rows, pool] -= (wants * share[:, :, None]).sum(axis=1)
             self.ungrown[rows] -= mine * share
 
     def admit(self, rows: np.ndarray) -> None:

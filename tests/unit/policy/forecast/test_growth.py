@@ -9,7 +9,7 @@ import pytest
 from extender.policy.core.settings import PolicySettings
 from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
-from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.forecast.model import ForecastInputs, Pool, RunningJob, WaitingGang
 from extender.policy.rank.queue import queue_of
 from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
 from tests.unit.policy.forecast.test_montecarlo import RESOURCES, fixed_curve
@@ -100,3 +100,42 @@ def test_a_running_elastic_job_is_read_with_what_its_growth_takes_and_who_it_wai
     running = queue.rank("default/run", 0.0, PolicySettings())
     assert ahead is not None and running is not None
     assert jobs["default/run"].outranked_by == int(ahead.outranks(running))
+
+
+def test_a_grower_asking_for_a_resource_none_is_left_of_takes_nothing_and_the_others_take_the_rest() -> None:
+    """4 CPU and no GPU are free; `gpu` (may gain 4 CPU and 2 GPU) cannot grow, `cpu` (may gain 8 CPU)
+    takes the 4 CPU, and 4 more of the 6 `gpu` frees at 30 s: `a` (8 CPU) starts when `cpu` ends at 60 s
+    (at 30 s without growth; at 30 s too had `gpu` taken the CPU, since it would give it back then)."""
+    case = ForecastInputs(
+        RESOURCES,
+        (16.0, 1e12, 2.0),
+        (4.0, 1e12, 0.0),
+        (
+            RunningJob("gpu", (6.0, 0.0, 2.0), 70.0, grows=(4.0, 0.0, 2.0)),
+            RunningJob("cpu", (6.0, 0.0, 0.0), 40.0, grows=(8.0, 0.0, 0.0)),
+        ),
+        (WaitingGang("a", (8.0, 0.0, 0.0)),),
+        fixed_curve(100),
+    )
+    grown = starts_given(case, np.asarray([[30.0, 60.0]]), np.asarray([[100.0]]))
+    assert grown[0, 0] == pytest.approx(60.0)
+
+
+def test_a_job_grows_only_into_its_own_pool() -> None:
+    """Two pools of 8 CPU; `grower` (in pool 0, may gain 8 CPU) takes pool 0's 4 free CPU, not pool 1's 2:
+    `a` (4 CPU, pool 1 only) starts when `small` (2 CPU, pool 1) ends at 10 s."""
+    case = ForecastInputs(
+        RESOURCES,
+        (16.0, 1e12, 0.0),
+        (6.0, 1e12, 0.0),
+        (
+            RunningJob("grower", (4.0, 0.0, 0.0), 10.0, ((4.0, 0.0, 0.0), (0.0, 0.0, 0.0)), grows=(8.0, 0.0, 0.0)),
+            RunningJob("small", (2.0, 0.0, 0.0), 90.0, ((0.0, 0.0, 0.0), (2.0, 0.0, 0.0))),
+            RunningJob("rest", (4.0, 0.0, 0.0), 0.0, ((0.0, 0.0, 0.0), (4.0, 0.0, 0.0))),
+        ),
+        (WaitingGang("a", (4.0, 0.0, 0.0), pools=(1,)),),
+        fixed_curve(100),
+        pools=(Pool((8.0, 1e12, 0.0), (4.0, 1e12, 0.0)), Pool((8.0, 1e12, 0.0), (2.0, 1e12, 0.0))),
+    )
+    grown = starts_given(case, np.asarray([[90.0, 10.0, 100.0]]), np.asarray([[100.0]]))
+    assert grown[0, 0] == pytest.approx(10.0)
