@@ -155,7 +155,7 @@ def replay(
         jobs = _job_of(snapshot, policy)
         for key, forecast in forecasts.items():
             out.ours.append(Forecast(jobs.get(key, key), now, forecast.band, done, forecast.what_if))
-        for name, bands in _baselines(snapshot, policy, now, progress, walls).items():
+        for name, bands in _baselines(snapshot, policy, now, progress, walls, settings.count_growth).items():
             out.baselines[name].extend(Forecast(jobs.get(key, key), now, band, done) for key, band in bands.items())
 
     policy.step, policy.submit = stepping, submitting  # type: ignore[method-assign]
@@ -168,13 +168,15 @@ def _job_of(snapshot: ClusterSnapshot, policy: Ours) -> dict[str, str]:
 
 
 def _baselines(
-    snapshot: ClusterSnapshot, policy: Ours, now: float, progress: Any, walls: dict[str, float]
+    snapshot: ClusterSnapshot, policy: Ours, now: float, progress: Any, walls: dict[str, float], growth: bool
 ) -> dict[str, dict[str, StartBand]]:
+    """The baselines' bands; `growth`: whether the wall-time baseline's forward run counts the scaler's
+    growth (as the forecaster does)."""
     settings = policy.settings
     clock = policy.loop.suspensions.clock
     wall_now = EPOCH + now
     inputs, reserved = forecast_inputs(
-        snapshot, settings, wall_now, list(clock.finished), clock.running(snapshot.jobs, wall_now)
+        snapshot, settings, wall_now, list(clock.finished), clock.running(snapshot.jobs, wall_now), growth=growth
     )
     jobs = _job_of(snapshot, policy)
     placed = sorted(p.placed for p in progress.values() if p.placed is not None and p.placed <= now)

@@ -11,7 +11,7 @@ from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import ForecastInputs, Pool, RunningJob, WaitingGang
 from extender.policy.rank.queue import queue_of
-from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, snapshot
+from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
 from tests.unit.policy.forecast.test_montecarlo import RESOURCES, fixed_curve
 
 
@@ -67,11 +67,10 @@ def test_a_job_the_waiting_gang_outranks_does_not_grow_and_growth_stops_at_its_m
     assert capped[0, 0] == pytest.approx(10.0)
 
 
-def job_pods(name: str, workers: int, node: str = "") -> list[dict[str, object]]:
-    ps = make_pod(f"{name}-ps-0", job=name, role="ps", group=name, cpu="2", node=node)
+def pending_pods(name: str, workers: int) -> list[dict[str, object]]:
+    ps = make_pod(f"{name}-ps-0", job=name, role="ps", group=name, cpu="2")
     return [ps] + [
-        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, cpu="2", node=node)
-        for i in range(workers)
+        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, cpu="2") for i in range(workers)
     ]
 
 
@@ -82,13 +81,13 @@ def test_a_running_elastic_job_is_read_with_what_its_growth_takes_and_who_it_wai
         make_node("node-a", cpu="16"),
         make_sized_tfjob("run", workers=2, cpu="2", min_workers=1, max_workers=5, created="2026-03-01T10:00:00Z"),
         make_podgroup("run", min_member=2),
-        *job_pods("run", 2, node="node-a"),
+        *running_job_pods("run", node="node-a", workers=2, cpu="2", memory="1Gi"),
         make_sized_tfjob("rigid", workers=2, cpu="2", min_workers=1, max_workers=5, dynamic=False),
         make_podgroup("rigid", min_member=2),
-        *job_pods("rigid", 2, node="node-a"),
+        *running_job_pods("rigid", node="node-a", workers=2, cpu="2", memory="1Gi"),
         make_sized_tfjob("wait", workers=1, cpu="2", min_workers=1, max_workers=3, created="2026-03-01T11:00:00Z"),
         make_podgroup("wait", min_member=2),
-        *job_pods("wait", 1),
+        *pending_pods("wait", 1),
     ]
     state = snapshot(*objects)
     read, _ = forecast_inputs(state, PolicySettings(), 0.0, [], {})
