@@ -13,7 +13,9 @@ column takes is grown into, as the scaler does: each running job that may gain w
 same share of what it may still gain as every other grower asking for the resource that is shortest for
 it; a job asking for a resource none is left of takes nothing), and gives it back when it ends. Each step
 handles one event in every future, so a run costs about as many array steps as there are jobs, whatever the
-number of futures.
+number of futures; the next event is read without scanning every job (the running jobs' ends are sorted
+once, the earliest of the started columns' ends and of the forced starts is kept as they change), and the
+fit test compares only the resources some future is short of.
 """
 
 from __future__ import annotations
@@ -47,17 +49,14 @@ def starts_given(
         left = run.waiting.any(axis=1)
         if not left.any() or (until is not None and not run.waiting[:, until].any()):
             return run.starts
-        nxt = run.ends.argmin(axis=1)
-        at = run.ends[rows, nxt]
+        at, nxt = run.next_end()
         if run.forced is not None:
-            run.forced[~run.waiting] = np.inf
-            take = run.forced.argmin(axis=1)
-            takes_at = run.forced[rows, take]
+            takes_at = run.forced.at
             taking = takes_at < at
             if taking.any():
                 changed = rows[taking]
                 run.now[changed] = takes_at[changed]
-                run.start(changed, take[changed])
+                run.start(changed, run.forced.slot[changed])
                 continue
         live = np.isfinite(at) & left
         if not live.any():
@@ -103,8 +102,15 @@ class _Futures:
         )
         self.running = running
         self.durations = durations
-        self.ends = np.full((samples, running + columns), np.inf)
-        self.ends[:, :running] = remaining
+        self.rows = np.arange(samples)
+        self.by_end = np.argsort(remaining, axis=1, kind="stable")
+        self.sorted_ends = np.concatenate(
+            [np.take_along_axis(remaining, self.by_end, axis=1), np.full((samples, 1), np.inf)], axis=1
+        )
+        self.by_end = np.concatenate([self.by_end, np.zeros((samples, 1), dtype=np.intp)], axis=1)
+        self.ended = np.zeros(samples, dtype=np.intp)
+        """The running jobs in the order they end, per future, and how many of them have ended."""
+        self.column_ends = _Earliest(np.full((samples, columns), np.inf))
         self.single = len(pools) == 1
         """One pool: what a waiting job frees is what it needs, the same in every future."""
         if self.single:
@@ -118,7 +124,7 @@ class _Futures:
         self.starts = np.full((samples, columns), np.inf)
         left_out = np.zeros(columns, dtype=bool) if never is None else never
         self.waiting = np.tile(~left_out, (samples, 1))
-        self.forced = None if forced is None else np.where(self.waiting, forced, np.inf)
+        self.forced = None if forced is None else _Earliest(np.where(self.waiting, forced, np.inf))
         self.now = np.zeros(samples)
         held = np.asarray([gang.held_now for gang in inputs.waiting], dtype=bool)
         self.held = held if held.any() else None
@@ -138,7 +144,7 @@ class _Futures:
         self.group_above = np.asarray([key[0] for key in groups], dtype=np.intp)
         self.group_pool = np.asarray([key[1] for key in groups], dtype=np.intp)
         self.group_asks = [np.flatnonzero(key[2]) for key in groups]
-        self.grower_of = np.full(self.ends.shape[1], -1, dtype=np.intp)
+        self.grower_of = np.full(self.running + len(self.needs), -1, dtype=np.intp)
         self.grower_of[[index for index, _ in growers]] = np.arange(len(growers))
         alive = np.zeros((len(groups), width))
         np.add.at(alive, self.group_of, self.grows)
@@ -197,7 +203,9 @@ class _Futures:
             return
         self.waiting[rows, columns] = False
         self.starts[rows, columns] = self.now[rows]
-        self.ends[rows, self.running + columns] = self.now[rows] + self.durations[rows, columns]
+        self.column_ends.add(rows, columns, self.now[rows] + self.durations[rows, columns])
+        if self.forced is not None:
+            self.forced.clear(rows, columns)
         if self.single:
             self.free[rows, 0] -= self.needs[columns]
             return
@@ -220,12 +228,24 @@ class _Futures:
         taken[each, self.order[columns, 0]] += left
         return taken
 
+    def next_end(self) -> tuple[np.ndarray, np.ndarray]:
+        """In every future, when the next job ends and which (`inf` and any job where none is left)."""
+        running_at = self.sorted_ends[self.rows, self.ended]
+        column_first = self.column_ends.at < running_at
+        at = np.where(column_first, self.column_ends.at, running_at)
+        job = np.where(column_first, self.running + self.column_ends.slot, self.by_end[self.rows, self.ended])
+        return at, job
+
     def end(self, rows: np.ndarray, jobs: np.ndarray) -> None:
+        """End `jobs` (running jobs first, then columns) in `rows`, each the next to end in its future."""
         if self.single:
             self.free[rows, 0] += self.released[jobs]
         else:
             self.free[rows] += self.released[rows, jobs]
-        self.ends[rows, jobs] = np.inf
+        column = jobs >= self.running
+        self.ended[rows[~column]] += 1
+        if column.any():
+            self.column_ends.clear(rows[column], jobs[column] - self.running)
         grower = self.grower_of[jobs]
         grew = grower >= 0
         if grew.any():
@@ -235,11 +255,39 @@ class _Futures:
             self.alive_grows[rows, group] -= self.grows[grower]
 
 
+class _Earliest:
+    """The earliest of each future's times (samples × slots) and its slot, kept as single times change."""
+
+    def __init__(self, times: np.ndarray) -> None:
+        self.times = times
+        self.slot = times.argmin(axis=1)
+        self.at = times[np.arange(len(times)), self.slot]
+
+    def add(self, rows: np.ndarray, slots: np.ndarray, times: np.ndarray) -> None:
+        """Give an empty (`inf`) slot a time in each of `rows` (each row once)."""
+        self.times[rows, slots] = times
+        earlier = times < self.at[rows]
+        rows = rows[earlier]
+        self.slot[rows] = slots[earlier]
+        self.at[rows] = times[earlier]
+
+    def clear(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """Empty one slot in each of `rows` (each row once)."""
+        self.times[rows, slots] = np.inf
+        again = rows[slots == self.slot[rows]]
+        if len(again):
+            self.slot[again] = self.times[again].argmin(axis=1)
+            self.at[again] = self.times[again, self.slot[again]]
+
+
 def _fitting(bars: np.ndarray, room: np.ndarray) -> np.ndarray:
     """Whether each column of `bars` (columns × resources: the least room it fits in) fits in `room` (rows ×
-    resources), row by row."""
-    fits: np.ndarray = bars[None, :, 0] <= room[:, 0, None]
-    for resource in range(1, bars.shape[1]):
+    resources), row by row. A resource of which every row has more than any column's bar is not compared."""
+    short = np.flatnonzero(room.min(axis=0) < bars.max(axis=0))
+    if not len(short):
+        return np.ones((len(room), len(bars)), dtype=bool)
+    fits: np.ndarray = bars[None, :, short[0]] <= room[:, short[0], None]
+    for resource in short[1:]:
         fits &= bars[None, :, resource] <= room[:, resource, None]
     return fits
 

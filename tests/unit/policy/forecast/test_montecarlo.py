@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from extender.policy.forecast.forward import starts_given
-from extender.policy.forecast.model import ForecastInputs, RunningJob, WaitingGang
+from extender.policy.forecast.model import FIT_SLACK, ForecastInputs, RunningJob, WaitingGang
 from extender.policy.forecast.montecarlo import draw_remaining, forecast_starts, run_time_scale_error
 from extender.policy.preemption.residual_life import RunTimes
 
@@ -109,3 +109,44 @@ def test_starts_given_fixed_run_times() -> None:
     case = inputs([("r", 8.0, 0.0)], [("a", 8.0), ("b", 8.0)], free=0.0, curve=fixed_curve(100))
     starts = starts_given(case, np.array([[30.0]]), np.array([[50.0, 10.0]]))
     assert starts.tolist() == [[30.0, 80.0]]
+
+
+def starts_one_by_one(case: ForecastInputs, remaining: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    """The forward run of one future at a time, every job's end scanned at every step: what the array run
+    must agree with."""
+    bars = (np.asarray([gang.needs for gang in case.waiting]) - FIT_SLACK) / (1 + FIT_SLACK)
+    starts = np.full((len(remaining), len(case.waiting)), np.inf)
+    for future, (running_ends, runs) in enumerate(zip(remaining, durations, strict=True)):
+        free = np.asarray(case.free, dtype=np.float64)
+        ends = {
+            job: (end, np.asarray(held.holds))
+            for job, (end, held) in enumerate(zip(running_ends, case.running, strict=True))
+        }
+        now = 0.0
+        while True:
+            fitting = [c for c in range(len(bars)) if starts[future, c] == np.inf and (bars[c] <= free).all()]
+            if fitting:
+                column = fitting[0]
+                starts[future, column] = now
+                free -= case.waiting[column].needs
+                ends[len(case.running) + column] = (now + runs[column], np.asarray(case.waiting[column].needs))
+                continue
+            if not ends or np.isfinite(starts[future]).all():
+                break
+            job = min(ends, key=lambda key: ends[key][0])
+            now, freed = ends.pop(job)
+            free += freed
+    return starts
+
+
+def test_the_array_run_agrees_with_each_future_run_alone() -> None:
+    rng = np.random.default_rng(11)
+    case = inputs(
+        [(f"r{i}", float(c), 0.0) for i, c in enumerate(rng.integers(1, 5, 12))],
+        [(f"w{i}", float(c)) for i, c in enumerate(rng.integers(1, 7, 15))],
+        free=1.0,
+        curve=fixed_curve(100),
+    )
+    remaining = rng.uniform(10, 200, (30, len(case.running)))
+    durations = rng.uniform(10, 200, (30, len(case.waiting)))
+    np.testing.assert_allclose(starts_given(case, remaining, durations), starts_one_by_one(case, remaining, durations))
