@@ -93,10 +93,14 @@ class _Futures:
         for column, order in enumerate(self.order):
             groups.setdefault(tuple(sorted(order[order >= 0])), []).append(column)
         self.groups = [
-            (np.asarray(pools, dtype=np.intp), np.asarray(chosen, dtype=np.intp), self.bars[chosen])
+            (
+                np.asarray(pools, dtype=np.intp),
+                np.where(np.isin(np.arange(columns), chosen)[:, None], self.bars, -np.inf),
+            )
             for pools, chosen in groups.items()
         ]
-        """The columns that may take room from the same pools: those pools, the columns, their bars."""
+        """The columns that may take room from the same pools: those pools, and every column's bars where the
+        others' are `-inf` (they pass, so the groups' fits are combined with `&`)."""
         holds = np.asarray([job.in_pools or (job.holds,) for job in inputs.running], dtype=np.float64).reshape(
             running, len(pools), width
         )
@@ -143,7 +147,10 @@ class _Futures:
         self.group_of = np.asarray([group_of[key] for key in keys], dtype=np.intp)
         self.group_above = np.asarray([key[0] for key in groups], dtype=np.intp)
         self.group_pool = np.asarray([key[1] for key in groups], dtype=np.intp)
-        self.group_asks = [np.flatnonzero(key[2]) for key in groups]
+        self.group_asks = np.asarray([key[2] for key in groups], dtype=bool).reshape(-1, width)
+        self.in_pool = np.zeros((len(groups), self.free.shape[1]))
+        self.in_pool[np.arange(len(groups)), self.group_pool] = 1.0
+        """Which pool each group grows in (groups × pools, one 1 a row)."""
         self.grower_of = np.full(self.running + len(self.needs), -1, dtype=np.intp)
         self.grower_of[[index for index, _ in growers]] = np.arange(len(growers))
         alive = np.zeros((len(groups), width))
@@ -160,21 +167,20 @@ class _Futures:
         waits any more may grow too: nothing after it depends on its room."""
         if not len(self.group_above) or not len(rows):
             return
-        left = self.ungrown[rows]
-        left *= self.waiting[rows].argmax(axis=1)[:, None] >= self.group_above
-        alive = self.alive_grows[rows]
-        for pool in range(self.free.shape[1]):
-            mine = left if self.single else left * (self.group_pool == pool)
-            wants = mine[:, :, None] * alive
-            total = wants.sum(axis=1)
-            ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(total, NOTHING)
-            if len(self.group_asks) == 1:
-                share = np.minimum(ratio[:, self.group_asks[0]].min(axis=1, keepdims=True), 1.0)
-                self.free[rows, pool] -= total * share
-            else:
-                share = np.minimum(np.stack([ratio[:, asked].min(axis=1) for asked in self.group_asks], axis=1), 1.0)
-                self.free[rows, pool] -= (wants * share[:, :, None]).sum(axis=1)
-            self.ungrown[rows] -= mine * share
+        left = self.ungrown[rows] * (self.waiting[rows].argmax(axis=1)[:, None] >= self.group_above)
+        if len(left[0]) == 1:
+            pool, asks = self.group_pool[0], self.group_asks[0]
+            wants = left * self.alive_grows[rows, 0]
+            ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(wants, NOTHING)
+            share = np.minimum(ratio[:, asks].min(axis=1, keepdims=True), 1.0)
+            self.free[rows, pool] -= wants * share
+        else:
+            wants = left[:, :, None] * self.alive_grows[rows]
+            total = np.einsum("rgw,gp->rpw", wants, self.in_pool)
+            ratio = np.maximum(self.free[rows], 0.0) / np.maximum(total, NOTHING)
+            share = np.minimum(np.where(self.group_asks, ratio[:, self.group_pool], np.inf).min(axis=2), 1.0)
+            self.free[rows] -= np.einsum("rgw,gp->rpw", wants * share[:, :, None], self.in_pool)
+        self.ungrown[rows] -= left * share
 
     def admit(self, rows: np.ndarray) -> None:
         """Start, in each future of `rows` at its `now`, each waiting column that fits in rank order (the
@@ -188,8 +194,8 @@ class _Futures:
                 fits &= _fitting(self.bars, self.free[rows, 0])
             else:
                 free = self.free[rows]
-                for pools, columns, bars in self.groups:
-                    fits[:, columns] &= _fitting(bars, free[:, pools].sum(axis=1))
+                for pools, bars in self.groups:
+                    fits &= _fitting(bars, free[:, pools].sum(axis=1))
             admitting = fits.any(axis=1)
             rows = rows[admitting]
             self.start(rows, fits[admitting].argmax(axis=1))
