@@ -125,3 +125,27 @@ def test_a_failed_write_is_recorded_and_the_gangs_are_listed_again() -> None:
     controller.tick(2.0)
     assert actuator.calls == [("create", "default/mnist", 3)] and actuator.lists == 2
     assert controller.counts[("create", "failed")] == 1 and controller.counts[("create", "done")] == 1
+
+
+def test_a_new_tfjob_gets_its_gang_at_the_next_look_not_the_next_interval() -> None:
+    """Between two passes (`interval_s`) the thread only counts the TFJobs every `look_s`; a TFJob that
+    came brings a pass at once, while status changes alone wait for the interval."""
+    state = cluster(native_tfjob("first"))
+    actuator, mode = Actuator(), Mode()
+    now = [0.0]
+    controller = NativeGangLoop(state, actuator, mode, SCHEDULER, lambda: now[0], interval_s=1.0)
+    controller._wake()
+    assert actuator.calls == [("create", "default/first", 3)]
+    now[0] = 0.05
+    changed = native_tfjob("first")
+    changed["status"] = {"conditions": [{"type": "Created", "status": "True"}]}
+    state.apply(Kind.TFJOB, "MODIFIED", changed)
+    controller._wake()
+    assert mode.refreshed == 1, "no pass for a status change within the interval"
+    now[0] = 0.1
+    state.apply(Kind.TFJOB, "ADDED", native_tfjob("second"))
+    controller._wake()
+    assert actuator.calls[-1] == ("create", "default/second", 3)
+    now[0] = 1.2
+    controller._wake()
+    assert mode.refreshed == 3, "and one a whole interval after the last"
