@@ -168,7 +168,7 @@ class _Futures:
         if not len(self.group_above) or not len(rows):
             return
         left = self.ungrown[rows] * (self.waiting[rows].argmax(axis=1)[:, None] >= self.group_above)
-        if len(left[0]) == 1:
+        if len(self.group_above) == 1:
             pool, asks = self.group_pool[0], self.group_asks[0]
             wants = left * self.alive_grows[rows, 0]
             ratio = np.maximum(self.free[rows, pool], 0.0) / np.maximum(wants, NOTHING)
