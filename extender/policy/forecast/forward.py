@@ -88,30 +88,32 @@ class _Futures:
         columns = len(self.needs)
         self.bars = (self.needs - FIT_SLACK) / (1 + FIT_SLACK)
         """The least room each column fits in, per resource (its needs less the fit's slack)."""
+        self.top = self.bars.max(axis=0, initial=-np.inf)
+        """The largest bar per resource (room above it fits every column)."""
         self.order = _pool_order(inputs, len(pools))
         groups: dict[tuple[int, ...], list[int]] = {}
         for column, order in enumerate(self.order):
             groups.setdefault(tuple(sorted(order[order >= 0])), []).append(column)
-        self.groups = [
-            (
-                np.asarray(pools, dtype=np.intp),
-                np.where(np.isin(np.arange(columns), chosen)[:, None], self.bars, -np.inf),
-            )
-            for pools, chosen in groups.items()
+        bars_of = [
+            np.where(np.isin(np.arange(columns), chosen)[:, None], self.bars, -np.inf) for chosen in groups.values()
         ]
-        """The columns that may take room from the same pools: those pools, and every column's bars where the
-        others' are `-inf` (they pass, so the groups' fits are combined with `&`)."""
+        self.groups = [
+            (np.asarray(pools, dtype=np.intp), bars, bars.max(axis=0, initial=-np.inf))
+            for pools, bars in zip(groups, bars_of, strict=True)
+        ]
+        """The columns that may take room from the same pools: those pools, every column's bars where the
+        others' are `-inf` (they pass, so the groups' fits are combined with `&`), and the largest bar."""
         holds = np.asarray([job.in_pools or (job.holds,) for job in inputs.running], dtype=np.float64).reshape(
             running, len(pools), width
         )
         self.running = running
         self.durations = durations
         self.rows = np.arange(samples)
-        self.by_end = np.argsort(remaining, axis=1, kind="stable")
+        by_end = np.argsort(remaining, axis=1, kind="stable")
         self.sorted_ends = np.concatenate(
-            [np.take_along_axis(remaining, self.by_end, axis=1), np.full((samples, 1), np.inf)], axis=1
+            [np.take_along_axis(remaining, by_end, axis=1), np.full((samples, 1), np.inf)], axis=1
         )
-        self.by_end = np.concatenate([self.by_end, np.zeros((samples, 1), dtype=np.intp)], axis=1)
+        self.by_end = np.concatenate([by_end, np.zeros((samples, 1), dtype=np.intp)], axis=1)
         self.ended = np.zeros(samples, dtype=np.intp)
         """The running jobs in the order they end, per future, and how many of them have ended."""
         self.column_ends = _Earliest(np.full((samples, columns), np.inf))
@@ -191,11 +193,11 @@ class _Futures:
             if self.held is not None:
                 fits &= ~(self.held[None, :] & (self.now[rows] == 0)[:, None])
             if self.single:
-                fits &= _fitting(self.bars, self.free[rows, 0])
+                fits &= _fitting(self.bars, self.top, self.free[rows, 0])
             else:
                 free = self.free[rows]
-                for pools, bars in self.groups:
-                    fits &= _fitting(bars, free[:, pools].sum(axis=1))
+                for pools, bars, top in self.groups:
+                    fits &= _fitting(bars, top, free[:, pools].sum(axis=1))
             admitting = fits.any(axis=1)
             rows = rows[admitting]
             self.start(rows, fits[admitting].argmax(axis=1))
@@ -286,10 +288,11 @@ class _Earliest:
             self.at[again] = self.times[again, self.slot[again]]
 
 
-def _fitting(bars: np.ndarray, room: np.ndarray) -> np.ndarray:
+def _fitting(bars: np.ndarray, top: np.ndarray, room: np.ndarray) -> np.ndarray:
     """Whether each column of `bars` (columns × resources: the least room it fits in) fits in `room` (rows ×
-    resources), row by row. A resource of which every row has more than any column's bar is not compared."""
-    short = np.flatnonzero(room.min(axis=0) < bars.max(axis=0))
+    resources), row by row. A resource of which every row has at least `top` (the largest bar) is not
+    compared."""
+    short = np.flatnonzero(room.min(axis=0) < top)
     if not len(short):
         return np.ones((len(room), len(bars)), dtype=bool)
     fits: np.ndarray = bars[None, :, short[0]] <= room[:, short[0], None]
