@@ -11,7 +11,7 @@ from extender.policy.forecast.forward import starts_given
 from extender.policy.forecast.inputs import forecast_inputs
 from extender.policy.forecast.model import ForecastInputs, Pool, RunningJob, WaitingGang
 from extender.policy.rank.queue import queue_of
-from tests.builders import make_node, make_pod, make_podgroup, make_sized_tfjob, running_job_pods, snapshot
+from tests.builders import make_node, make_podgroup, make_sized_tfjob, running_job_pods, snapshot, tfjob_pods
 from tests.unit.policy.forecast.test_montecarlo import RESOURCES, fixed_curve
 
 
@@ -67,13 +67,6 @@ def test_a_job_the_waiting_gang_outranks_does_not_grow_and_growth_stops_at_its_m
     assert capped[0, 0] == pytest.approx(10.0)
 
 
-def pending_pods(name: str, workers: int) -> list[dict[str, object]]:
-    ps = make_pod(f"{name}-ps-0", job=name, role="ps", group=name, cpu="2")
-    return [ps] + [
-        make_pod(f"{name}-worker-{i}", job=name, role="worker", index=i, group=name, cpu="2") for i in range(workers)
-    ]
-
-
 def test_a_running_elastic_job_is_read_with_what_its_growth_takes_and_who_it_waits_behind() -> None:
     """`run` (2 of at most 5 workers, 2 CPU each, bound) may take 3 × 2 CPU more; `rigid` (dynamic workers
     off) none; who it waits behind is the waiting `wait` if that ranks above it."""
@@ -87,7 +80,7 @@ def test_a_running_elastic_job_is_read_with_what_its_growth_takes_and_who_it_wai
         *running_job_pods("rigid", node="node-a", workers=2, cpu="2", memory="1Gi"),
         make_sized_tfjob("wait", workers=1, cpu="2", min_workers=1, max_workers=3, created="2026-03-01T11:00:00Z"),
         make_podgroup("wait", min_member=2),
-        *pending_pods("wait", 1),
+        *tfjob_pods("wait", workers=1, cpu="2"),
     ]
     state = snapshot(*objects)
     read, _ = forecast_inputs(state, PolicySettings(), 0.0, [], {})
